@@ -1,0 +1,1 @@
+"""Exact formulations of the problem model (CP-SAT, MILP)."""

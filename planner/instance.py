@@ -1,0 +1,156 @@
+"""Reading and writing instance files.
+
+Native JSON and YAML files come in two forms (see the README): the *problem
+form* spells out the model; the *cluster form* (a top-level ``cluster`` key)
+describes a cluster and training jobs and is compiled into the problem form.
+PSPLIB ``.sm`` / ``.mm`` and Patterson ``.rcp`` files are read directly.
+Every failure is an :class:`~planner.errors.InputError` naming the file, the
+place and the cause.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from planner.errors import InputError
+from planner.model import Problem
+
+NATIVE = (".json", ".yaml", ".yml")
+PSPLIB = (".sm", ".mm", ".rcp")
+M = TypeVar("M", bound=BaseModel)
+_FIELD_PATH = re.compile(r"[A-Za-z_][\w\[\].]*")
+
+
+def load_instance(path: str | Path) -> Problem:
+    """Load an instance file of any supported format into a :class:`Problem`.
+
+    Raises
+    ------
+    InputError
+        If the file is missing, unreadable, malformed or invalid.
+    """
+    path = Path(path)
+    name = str(path)
+    suffix = path.suffix.lower()
+    if not path.exists():
+        raise InputError("no such file", name)
+    if not path.is_file():
+        raise InputError("not a file", name)
+    if suffix not in NATIVE + PSPLIB:
+        raise InputError(
+            f"unknown instance format {suffix or '(no extension)'!r}; "
+            f"expected one of {', '.join(NATIVE + PSPLIB)}",
+            name,
+        )
+    text = read_text(path)
+    try:
+        if suffix in PSPLIB:
+            from planner.psplib_io import parse_psplib_text
+
+            return parse_psplib_text(text, path.stem, patterson=suffix == ".rcp")
+        return problem_from_data(parse_native_text(text, suffix == ".json"))
+    except InputError as exc:
+        raise exc.at(name) from None
+
+
+def read_text(path: Path) -> str:
+    """The text of ``path``; empty, binary and undecodable files are input errors."""
+    name = str(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read the file: {exc.strerror}", name) from exc
+    if not raw.strip():
+        raise InputError("the file is empty", name)
+    if b"\x00" in raw:
+        raise InputError("binary data, not a text instance file", name)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text (byte {exc.start})", name) from exc
+
+
+def parse_native_text(text: str, is_json: bool) -> dict[str, Any]:
+    """Parse JSON or YAML text into a mapping."""
+    if is_json:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"invalid JSON: {exc.msg}", place=f"line {exc.lineno}") from None
+    else:
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            place = f"line {mark.line + 1}" if mark is not None else None
+            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+            raise InputError(f"invalid YAML: {problem}", place=place) from None
+    if not isinstance(data, dict):
+        raise InputError(f"expected a mapping at the top level, got {type(data).__name__}")
+    return data
+
+
+def problem_from_data(data: dict[str, Any]) -> Problem:
+    """Build a :class:`Problem` from a parsed native file of either form."""
+    if "cluster" in data:
+        from planner.cluster import ClusterInstance
+
+        return validated(ClusterInstance, data).compile()
+    return validated(Problem, data)
+
+
+def validated(model: type[M], data: dict[str, Any]) -> M:
+    """Validate ``data`` as ``model``; the first error becomes a one-line :class:`InputError`."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise _input_error(exc) from None
+
+
+def _input_error(exc: ValidationError) -> InputError:
+    errors = exc.errors()
+    first = errors[0]
+    place = _path(first["loc"])
+    msg = first["msg"].removeprefix("Value error, ")
+    if first["type"] == "missing":
+        msg = "missing required field"
+    elif first["type"] == "extra_forbidden":
+        msg = "unknown field"
+    head, sep, rest = msg.partition(": ")
+    if sep and _FIELD_PATH.fullmatch(head):
+        place, msg = (f"{place}.{head}" if place else head), rest
+    more = f" (and {len(errors) - 1} more errors)" if len(errors) > 1 else ""
+    return InputError(msg + more, place=place or None)
+
+
+def _path(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def dump_problem(problem: Problem) -> dict[str, Any]:
+    """The problem form of ``problem`` as plain data (defaults left out)."""
+    return problem.model_dump(mode="json", exclude_defaults=True)
+
+
+def save_instance(problem: Problem, path: str | Path) -> None:
+    """Write ``problem`` in the native problem form (``.json``, ``.yaml`` or ``.yml``)."""
+    path = Path(path)
+    data = dump_problem(problem)
+    if path.suffix.lower() == ".json":
+        path.write_text(json.dumps(data, indent=1) + "\n")
+    elif path.suffix.lower() in (".yaml", ".yml"):
+        path.write_text(yaml.safe_dump(data, sort_keys=False))
+    else:
+        raise InputError(f"cannot write {path.suffix!r}; use .json, .yaml or .yml", str(path))

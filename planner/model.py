@@ -1,0 +1,259 @@
+"""The problem model every solver sees.
+
+Time is integral (ticks). A :class:`Problem` holds renewable and non-renewable
+resources, tasks whose modes are chains of segments with per-resource demands,
+precedences with lags, task windows and jobs. Entities check themselves when
+built; cross-references are checked once, in :class:`Problem`, with messages
+that name the offending object by its field path.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import TYPE_CHECKING, Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+    from planner.arrays import ProblemArrays
+
+NonNegInt = Annotated[int, Field(ge=0, strict=True)]
+Name = Annotated[str, Field(min_length=1)]
+
+
+class _Entity(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CapacityWindow(_Entity):
+    """A window ``[start, end)`` in which a renewable resource has another capacity."""
+
+    start: NonNegInt
+    end: NonNegInt
+    capacity: NonNegInt
+
+    @model_validator(mode="after")
+    def _ordered(self) -> CapacityWindow:
+        if self.end <= self.start:
+            raise ValueError(f"window end {self.end} must be after its start {self.start}")
+        return self
+
+
+class Resource(_Entity):
+    """A renewable resource (capacity per tick) or a non-renewable one (a total budget)."""
+
+    name: Name
+    capacity: NonNegInt
+    kind: Literal["renewable", "nonrenewable"] = "renewable"
+    windows: list[CapacityWindow] = Field(
+        default_factory=list,
+        description="Windows of other capacity (renewable only), e.g. maintenance.",
+    )
+
+    @model_validator(mode="after")
+    def _windows(self) -> Resource:
+        if self.windows and self.kind != "renewable":
+            raise ValueError("capacity windows apply to renewable resources only")
+        spans = sorted((w.start, w.end) for w in self.windows)
+        for (_, end), (start, _) in zip(spans, spans[1:], strict=False):
+            if start < end:
+                raise ValueError(f"capacity windows overlap at tick {start}")
+        return self
+
+    @property
+    def renewable(self) -> bool:
+        """Whether the resource is renewable."""
+        return self.kind == "renewable"
+
+    def capacity_at(self, tick: int) -> int:
+        """Capacity at ``tick``, windows included."""
+        for w in self.windows:
+            if w.start <= tick < w.end:
+                return w.capacity
+        return self.capacity
+
+    @property
+    def max_capacity(self) -> int:
+        """The largest capacity the resource ever has."""
+        return max([self.capacity, *(w.capacity for w in self.windows)])
+
+
+class Segment(_Entity):
+    """A stretch of a mode with constant demands on renewable resources."""
+
+    name: str | None = None
+    duration: NonNegInt
+    demand: dict[str, NonNegInt] = Field(default_factory=dict)
+
+
+class Mode(_Entity):
+    """One way to run a task: segments back to back, optional budget use and placement."""
+
+    name: str | None = None
+    segments: list[Segment] = Field(min_length=1)
+    consumes: dict[str, NonNegInt] = Field(
+        default_factory=dict, description="Use of non-renewable resources."
+    )
+    placement: str | None = Field(default=None, description="Placement key, e.g. a node name.")
+
+    @property
+    def duration(self) -> int:
+        """Total duration: the sum of the segment durations."""
+        return sum(s.duration for s in self.segments)
+
+    def peak(self, resource: str) -> int:
+        """Largest demand on ``resource`` over the segments that take time."""
+        return max((s.demand.get(resource, 0) for s in self.segments if s.duration), default=0)
+
+    def energy(self, resource: str) -> int:
+        """Demand times duration on ``resource``, summed over segments."""
+        return sum(s.duration * s.demand.get(resource, 0) for s in self.segments)
+
+
+class Task(_Entity):
+    """A task: one of its modes runs, starting at or after ``release``, ending by ``deadline``."""
+
+    name: Name
+    job: str | None = None
+    modes: list[Mode] = Field(min_length=1)
+    release: NonNegInt = 0
+    deadline: NonNegInt | None = None
+
+    @field_validator("modes")
+    @classmethod
+    def _name_modes(cls, modes: list[Mode]) -> list[Mode]:
+        named = [m if m.name else m.model_copy(update={"name": str(i + 1)}) for i, m in enumerate(modes)]
+        seen: set[str] = set()
+        for i, m in enumerate(named):
+            if m.name in seen:
+                raise ValueError(f"duplicate mode name {m.name!r} (modes[{i}])")
+            seen.add(m.name)  # type: ignore[arg-type]
+        return named
+
+    @property
+    def min_duration(self) -> int:
+        """Duration of the shortest mode."""
+        return min(m.duration for m in self.modes)
+
+    def mode(self, name: str) -> Mode:
+        """The mode called ``name``; ``KeyError`` if there is none."""
+        for m in self.modes:
+            if m.name == name:
+                return m
+        raise KeyError(name)
+
+
+class Precedence(_Entity):
+    """``after`` may start only ``lag`` ticks after ``before`` finishes (FS) or starts (SS)."""
+
+    before: Name
+    after: Name
+    kind: Literal["FS", "SS"] = "FS"
+    lag: NonNegInt = 0
+
+
+class Job(_Entity):
+    """A named group of tasks with a weight and an optional colocation rule."""
+
+    name: Name
+    weight: Annotated[float, Field(gt=0)] = 1.0
+    colocate: bool = Field(
+        default=False,
+        description="All tasks of the job that pick a mode with a placement key pick the same key.",
+    )
+
+
+class Problem(_Entity):
+    """A complete instance: resources, tasks, precedences, jobs and the objective."""
+
+    name: str = "problem"
+    time_unit: str = Field(default="1", description="What one tick is, e.g. '1s' or '1min'.")
+    objective: Literal["makespan", "weighted_completion"] = "makespan"
+    resources: list[Resource] = Field(default_factory=list)
+    tasks: list[Task] = Field(min_length=1)
+    precedences: list[Precedence] = Field(default_factory=list)
+    jobs: list[Job] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _cross_references(self) -> Problem:
+        _unique("resources", [r.name for r in self.resources])
+        _unique("tasks", [t.name for t in self.tasks])
+        _unique("jobs", [j.name for j in self.jobs])
+        kinds = {r.name: r.kind for r in self.resources}
+        jobs = {j.name for j in self.jobs}
+        for i, task in enumerate(self.tasks):
+            where = f"tasks[{i}]"
+            if task.job is not None and task.job not in jobs:
+                raise ValueError(f"{where}.job: unknown job {task.job!r} (task {task.name!r})")
+            for k, mode in enumerate(task.modes):
+                for s, seg in enumerate(mode.segments):
+                    for res in seg.demand:
+                        _check_ref(f"{where}.modes[{k}].segments[{s}].demand", res, kinds, "renewable")
+                for res in mode.consumes:
+                    _check_ref(f"{where}.modes[{k}].consumes", res, kinds, "nonrenewable")
+        names = {t.name for t in self.tasks}
+        for i, p in enumerate(self.precedences):
+            for end in ("before", "after"):
+                if getattr(p, end) not in names:
+                    raise ValueError(f"precedences[{i}].{end}: unknown task {getattr(p, end)!r}")
+            if p.before == p.after:
+                raise ValueError(f"precedences[{i}]: task {p.before!r} cannot precede itself")
+        return self
+
+    @cached_property
+    def task_index(self) -> dict[str, int]:
+        """Position of each task by name."""
+        return {t.name: i for i, t in enumerate(self.tasks)}
+
+    @cached_property
+    def renewables(self) -> list[Resource]:
+        """The renewable resources, in file order."""
+        return [r for r in self.resources if r.renewable]
+
+    @cached_property
+    def nonrenewables(self) -> list[Resource]:
+        """The non-renewable resources, in file order."""
+        return [r for r in self.resources if not r.renewable]
+
+    def task(self, name: str) -> Task:
+        """The task called ``name``."""
+        return self.tasks[self.task_index[name]]
+
+    def job_weight(self, name: str) -> float:
+        """Weight of the job called ``name``."""
+        return next(j.weight for j in self.jobs if j.name == name)
+
+    @property
+    def multi_mode(self) -> bool:
+        """Whether any task has more than one mode."""
+        return any(len(t.modes) > 1 for t in self.tasks)
+
+    @cached_property
+    def arrays(self) -> ProblemArrays:
+        """Compact numpy view for solvers (built once)."""
+        from planner.arrays import ProblemArrays
+
+        return ProblemArrays.build(self)
+
+    def graph(self) -> nx.DiGraph:
+        """The task graph: one node per task, one edge per precedence (attrs ``kind``, ``lag``)."""
+        from planner.graph import task_graph
+
+        return task_graph(self)
+
+
+def _unique(field: str, names: list[str]) -> None:
+    seen: set[str] = set()
+    for i, name in enumerate(names):
+        if name in seen:
+            raise ValueError(f"{field}[{i}].name: duplicate name {name!r}")
+        seen.add(name)
+
+
+def _check_ref(where: str, name: str, kinds: dict[str, str], want: str) -> None:
+    if name not in kinds:
+        raise ValueError(f"{where}.{name}: unknown resource {name!r}")
+    if kinds[name] != want:
+        raise ValueError(f"{where}: resource {name!r} is {kinds[name]}, expected {want}")

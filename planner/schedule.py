@@ -1,0 +1,144 @@
+"""Schedules: for every task its chosen mode and start; JSON and CSV files."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from planner.errors import InputError
+
+if TYPE_CHECKING:
+    from planner.model import Problem
+
+
+@dataclass
+class Schedule:
+    """A mode and a start tick per task name."""
+
+    modes: dict[str, str]
+    starts: dict[str, int]
+    meta: dict[str, Any] = field(default_factory=dict)
+    """Free-form information carried into files (solver, instance name, ...)."""
+
+    def finish(self, problem: Problem, task: str) -> int:
+        """Finish tick of ``task``."""
+        return self.starts[task] + problem.task(task).mode(self.modes[task]).duration
+
+    def makespan(self, problem: Problem) -> int:
+        """Latest finish over all tasks."""
+        return max((self.finish(problem, t) for t in self.starts), default=0)
+
+    def weighted_completion(self, problem: Problem) -> float:
+        """Sum over jobs of weight times the latest finish of the job's tasks."""
+        done: dict[str, int] = {}
+        for t in problem.tasks:
+            if t.job is not None and t.name in self.starts:
+                done[t.job] = max(done.get(t.job, 0), self.finish(problem, t.name))
+        return sum(problem.job_weight(j) * c for j, c in done.items())
+
+    def objective(self, problem: Problem) -> float:
+        """Value of the problem's objective."""
+        if problem.objective == "weighted_completion":
+            return self.weighted_completion(problem)
+        return self.makespan(problem)
+
+    def rows(self, problem: Problem) -> list[dict[str, Any]]:
+        """One row per task, in the problem's task order."""
+        out = []
+        for t in problem.tasks:
+            if t.name not in self.starts:
+                continue
+            start = self.starts[t.name]
+            out.append(
+                {
+                    "task": t.name,
+                    "job": t.job or "",
+                    "mode": self.modes[t.name],
+                    "start": start,
+                    "finish": start + t.mode(self.modes[t.name]).duration,
+                }
+            )
+        return out
+
+    def to_dict(self, problem: Problem) -> dict[str, Any]:
+        """The JSON form: makespan, objective and one entry per task with its segments."""
+        tasks = []
+        for row in self.rows(problem):
+            t = problem.task(row["task"])
+            segs, at = [], row["start"]
+            for k, s in enumerate(t.mode(row["mode"]).segments):
+                segs.append({"name": s.name or str(k + 1), "start": at, "finish": at + s.duration})
+                at += s.duration
+            tasks.append({**row, "job": t.job, "segments": segs})
+        return {
+            "instance": problem.name,
+            **self.meta,
+            "makespan": self.makespan(problem),
+            "objective": self.objective(problem),
+            "tasks": tasks,
+        }
+
+    def save(self, path: str | Path, problem: Problem) -> None:
+        """Write the schedule as JSON (``.json``) or CSV (``.csv``)."""
+        path = Path(path)
+        if path.suffix.lower() == ".csv":
+            buf = io.StringIO()
+            writer = csv.DictWriter(buf, fieldnames=["task", "job", "mode", "start", "finish"])
+            writer.writeheader()
+            writer.writerows(self.rows(problem))
+            path.write_text(buf.getvalue())
+        elif path.suffix.lower() == ".json":
+            path.write_text(json.dumps(self.to_dict(problem), indent=1) + "\n")
+        else:
+            raise InputError(f"unknown schedule format {path.suffix!r} (use .json or .csv)", str(path))
+
+
+def load_schedule(path: str | Path) -> Schedule:
+    """Read a schedule written by :meth:`Schedule.save` (JSON or CSV)."""
+    path = Path(path)
+    name = str(path)
+    if not path.is_file():
+        raise InputError("no such file", name)
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read the file ({exc.__class__.__name__})", name) from exc
+    if path.suffix.lower() == ".csv":
+        return _from_rows(list(csv.DictReader(io.StringIO(text))), name, csv_lines=True)
+    if path.suffix.lower() != ".json":
+        raise InputError(f"unknown schedule format {path.suffix!r} (use .json or .csv)", name)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg}", name, f"line {exc.lineno}") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("tasks"), list):
+        raise InputError("expected an object with a list 'tasks'", name)
+    meta = {k: v for k, v in data.items() if k in ("instance", "solver")}
+    sched = _from_rows(data["tasks"], name, csv_lines=False)
+    sched.meta.update(meta)
+    return sched
+
+
+def _from_rows(rows: list[Any], name: str, csv_lines: bool) -> Schedule:
+    modes: dict[str, str] = {}
+    starts: dict[str, int] = {}
+    for i, row in enumerate(rows):
+        place = f"line {i + 2}" if csv_lines else f"tasks[{i}]"
+        if not isinstance(row, dict) or not all(row.get(k) not in (None, "") for k in ("task", "mode", "start")):
+            raise InputError("each entry needs 'task', 'mode' and 'start'", name, place)
+        task, start = str(row["task"]), row["start"]
+        try:
+            start = int(start) if csv_lines else start
+        except ValueError:
+            start = None
+        if not isinstance(start, int) or isinstance(start, bool) or start < 0:
+            raise InputError(f"start must be an integer >= 0, got {row['start']!r}", name, place)
+        if task in starts:
+            raise InputError(f"task {task!r} appears twice", name, place)
+        modes[task] = str(row["mode"])
+        starts[task] = start
+    return Schedule(modes=modes, starts=starts)
