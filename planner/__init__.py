@@ -19,7 +19,7 @@ from planner.model import (
     Segment,
     Task,
 )
-from planner.result import Result, Status
+from planner.result import Progress, Result, Status
 from planner.schedule import Schedule, load_schedule
 from planner.validate import Report, Violation, validate
 
@@ -32,6 +32,7 @@ __all__ = [
     "Job",
     "Mode",
     "PlannerError",
+    "Progress",
     "Precedence",
     "Problem",
     "Report",

@@ -38,3 +38,13 @@ class Result:
         if self.objective == 0:
             return 0.0
         return max(0.0, (self.objective - self.lower_bound) / self.objective)
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A progress event a solver sends while it runs (a new incumbent or bound)."""
+
+    elapsed: float
+    objective: float | None = None
+    bound: float | None = None
+    message: str = ""
