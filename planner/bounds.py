@@ -97,3 +97,16 @@ def _ticks_to_supply(work: int, base: int, windows: list) -> int:
 def lower_bound(problem: Problem) -> int:
     """The best of the critical-path and energy bounds."""
     return max(critical_path_bound(problem), energy_bound(problem))
+
+
+def horizon(problem: Problem) -> int:
+    """A makespan every serial schedule stays within: all tasks back to back, longest modes.
+
+    It adds the latest release and the end of the last capacity window, and all
+    lags, so that it also holds when windows reduce capacity early on.
+    """
+    longest = sum(max(m.duration for m in t.modes) for t in problem.tasks)
+    lags = sum(p.lag for p in problem.precedences)
+    last_window = max((w.end for r in problem.renewables for w in r.windows), default=0)
+    latest_release = max(t.release for t in problem.tasks)
+    return max(latest_release, last_window) + longest + lags
