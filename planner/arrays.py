@@ -71,7 +71,9 @@ class ProblemArrays:
                 mode_task.append(i)
                 mode_dur.append(mode.duration)
                 key = mode.placement
-                mode_place.append(-1 if key is None else placements.setdefault(key, len(placements)))
+                mode_place.append(
+                    -1 if key is None else placements.setdefault(key, len(placements))
+                )
                 row = [0] * len(n_index)
                 for name, q in mode.consumes.items():
                     row[n_index[name]] = q

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import re
+from itertools import pairwise
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -75,7 +76,9 @@ class Cluster(_Spec):
         for kind in KINDS:
             values = [getattr(n, kind) for n in self.nodes]
             if any(v is not None for v in values):
-                caps[kind] = sum((v or 0) * n.count for v, n in zip(values, self.nodes, strict=True))
+                caps[kind] = sum(
+                    (v or 0) * n.count for v, n in zip(values, self.nodes, strict=True)
+                )
         return caps
 
 
@@ -164,7 +167,9 @@ class ClusterInstance(_Spec):
                     }
                     for stage in ("data", "gpu", "sync")
                 ]
-                chain.append({"name": f"{job.name}/block{b + 1}", "modes": [{"segments": segments}]})
+                chain.append(
+                    {"name": f"{job.name}/block{b + 1}", "modes": [{"segments": segments}]}
+                )
             if job.checkpoint:
                 chain.append(_io_task(f"{job.name}/checkpoint", ticks(job.checkpoint), g, caps))
             for k, task in enumerate(chain):
@@ -174,9 +179,7 @@ class ClusterInstance(_Spec):
                 if k == len(chain) - 1 and job.deadline is not None:
                     task["deadline"] = job.deadline
             tasks.extend(chain)
-            precs.extend(
-                {"before": a["name"], "after": b["name"]} for a, b in zip(chain, chain[1:], strict=False)
-            )
+            precs.extend({"before": a["name"], "after": b["name"]} for a, b in pairwise(chain))
         data = {
             "name": self.name,
             "time_unit": self.time_unit,
@@ -196,5 +199,9 @@ def _declared(demand: dict[str, int], caps: dict[str, int]) -> dict[str, int]:
 
 
 def _io_task(name: str, duration: int, gpus: int, caps: dict[str, int]) -> dict:
-    segment = {"name": name.rsplit("/", 1)[1], "duration": duration, "demand": _declared({"io": gpus}, caps)}
+    segment = {
+        "name": name.rsplit("/", 1)[1],
+        "duration": duration,
+        "demand": _declared({"io": gpus}, caps),
+    }
     return {"name": name, "modes": [{"segments": [segment]}]}

@@ -10,6 +10,7 @@ that name the offending object by its field path.
 from __future__ import annotations
 
 from functools import cached_property
+from itertools import pairwise
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -57,7 +58,7 @@ class Resource(_Entity):
         if self.windows and self.kind != "renewable":
             raise ValueError("capacity windows apply to renewable resources only")
         spans = sorted((w.start, w.end) for w in self.windows)
-        for (_, end), (start, _) in zip(spans, spans[1:], strict=False):
+        for (_, end), (start, _) in pairwise(spans):
             if start < end:
                 raise ValueError(f"capacity windows overlap at tick {start}")
         return self
@@ -124,7 +125,9 @@ class Task(_Entity):
     @field_validator("modes")
     @classmethod
     def _name_modes(cls, modes: list[Mode]) -> list[Mode]:
-        named = [m if m.name else m.model_copy(update={"name": str(i + 1)}) for i, m in enumerate(modes)]
+        named = [
+            m if m.name else m.model_copy(update={"name": str(i + 1)}) for i, m in enumerate(modes)
+        ]
         seen: set[str] = set()
         for i, m in enumerate(named):
             if m.name in seen:
@@ -190,7 +193,9 @@ class Problem(_Entity):
             for k, mode in enumerate(task.modes):
                 for s, seg in enumerate(mode.segments):
                     for res in seg.demand:
-                        _check_ref(f"{where}.modes[{k}].segments[{s}].demand", res, kinds, "renewable")
+                        _check_ref(
+                            f"{where}.modes[{k}].segments[{s}].demand", res, kinds, "renewable"
+                        )
                 for res in mode.consumes:
                     _check_ref(f"{where}.modes[{k}].consumes", res, kinds, "nonrenewable")
         names = {t.name for t in self.tasks}

@@ -39,7 +39,9 @@ def parse_psplib_text(text: str, name: str, patterson: bool = False) -> Problem:
         try:
             parsed = psplib.parse(copy, instance_format="patterson" if patterson else "psplib")
         except (ValueError, IndexError, StopIteration) as exc:
-            raise InputError(f"not a valid {'Patterson' if patterson else 'PSPLIB'} file ({exc})") from None
+            kind = "Patterson" if patterson else "PSPLIB"
+            why = str(exc) or "it ends too early"
+            raise InputError(f"not a valid {kind} file: {why}") from None
     return _to_problem(parsed, name)
 
 

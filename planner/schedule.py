@@ -94,7 +94,9 @@ class Schedule:
         elif path.suffix.lower() == ".json":
             path.write_text(json.dumps(self.to_dict(problem), indent=1) + "\n")
         else:
-            raise InputError(f"unknown schedule format {path.suffix!r} (use .json or .csv)", str(path))
+            raise InputError(
+                f"unknown schedule format {path.suffix!r} (use .json or .csv)", str(path)
+            )
 
 
 def load_schedule(path: str | Path) -> Schedule:
@@ -128,7 +130,9 @@ def _from_rows(rows: list[Any], name: str, csv_lines: bool) -> Schedule:
     starts: dict[str, int] = {}
     for i, row in enumerate(rows):
         place = f"line {i + 2}" if csv_lines else f"tasks[{i}]"
-        if not isinstance(row, dict) or not all(row.get(k) not in (None, "") for k in ("task", "mode", "start")):
+        if not isinstance(row, dict) or not all(
+            row.get(k) not in (None, "") for k in ("task", "mode", "start")
+        ):
             raise InputError("each entry needs 'task', 'mode' and 'start'", name, place)
         task, start = str(row["task"]), row["start"]
         try:

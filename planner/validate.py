@@ -22,7 +22,8 @@ class Violation:
     """One broken rule: its kind and a sentence that names the objects involved."""
 
     kind: str
-    """One of ``unknown``, ``missing``, ``precedence``, ``capacity``, ``window``, ``budget``, ``colocation``."""
+    """``unknown``, ``missing``, ``precedence``, ``capacity``, ``window``, ``budget`` or
+    ``colocation``."""
     message: str
 
     def __str__(self) -> str:
@@ -79,12 +80,22 @@ def validate(problem: Problem, schedule: Schedule) -> Report:
                     f"{start[p.after]}, earliest allowed {ref + p.lag}",
                 )
             )
-    for name, mode in chosen.items():
+    for name in chosen:
         t = tasks[name]
         if start[name] < t.release:
-            add(Violation("window", f"task {name!r} starts at {start[name]} before its release {t.release}"))
+            add(
+                Violation(
+                    "window",
+                    f"task {name!r} starts at {start[name]} before its release {t.release}",
+                )
+            )
         if t.deadline is not None and finish[name] > t.deadline:
-            add(Violation("window", f"task {name!r} finishes at {finish[name]} after its deadline {t.deadline}"))
+            add(
+                Violation(
+                    "window",
+                    f"task {name!r} finishes at {finish[name]} after its deadline {t.deadline}",
+                )
+            )
     for res in problem.nonrenewables:
         used = sum(m.consumes.get(res.name, 0) for m in chosen.values())
         if used > res.capacity:

@@ -1,0 +1,59 @@
+"""Shared fixtures: small instances with known optima."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from planner.model import Problem
+
+ROOT = Path(__file__).resolve().parent.parent
+INSTANCES = ROOT / "instances"
+
+TWO_JOBS: dict[str, Any] = {
+    "name": "two-jobs",
+    "resources": [{"name": "io", "capacity": 1}, {"name": "gpu", "capacity": 1}],
+    "jobs": [{"name": "A"}, {"name": "B", "weight": 2}],
+    "tasks": [
+        {
+            "name": "a",
+            "job": "A",
+            "modes": [
+                {
+                    "segments": [
+                        {"name": "load", "duration": 2, "demand": {"io": 1}},
+                        {"name": "train", "duration": 4, "demand": {"gpu": 1}},
+                    ]
+                }
+            ],
+        },
+        {
+            "name": "b",
+            "job": "B",
+            "modes": [
+                {
+                    "segments": [
+                        {"name": "train", "duration": 4, "demand": {"gpu": 1}},
+                        {"name": "save", "duration": 2, "demand": {"io": 1}},
+                    ]
+                }
+            ],
+        },
+    ],
+}
+"""Two tasks with opposite stage orders: 12 ticks back to back, 8 interleaved."""
+
+
+@pytest.fixture
+def two_jobs_data() -> dict[str, Any]:
+    """A fresh copy of the two-job instance as plain data."""
+    return copy.deepcopy(TWO_JOBS)
+
+
+@pytest.fixture
+def two_jobs(two_jobs_data: dict[str, Any]) -> Problem:
+    """The two-job instance as a Problem."""
+    return Problem.model_validate(two_jobs_data)

@@ -1,0 +1,120 @@
+"""Instance files: native forms, PSPLIB formats, conversion round trips, the shipped schema."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from planner.errors import InputError
+from planner.instance import load_instance, save_instance
+from planner.schema import instance_schema, schema_text, shipped_schema
+from tests.conftest import INSTANCES
+
+ALL_INSTANCES = [
+    INSTANCES / "psplib" / "j301_1.sm",
+    INSTANCES / "psplib" / "j1201_1.sm",
+    INSTANCES / "mm" / "j102_2.mm",
+    INSTANCES / "patterson" / "small.rcp",
+    INSTANCES / "example.yaml",
+    INSTANCES / "interleave.yaml",
+]
+
+
+def test_psplib_sm_is_read_with_its_numbers() -> None:
+    p = load_instance(INSTANCES / "psplib" / "j301_1.sm")
+    assert p.name == "j301_1"
+    assert len(p.tasks) == 32
+    assert [(r.name, r.capacity) for r in p.resources] == [
+        ("R1", 12),
+        ("R2", 13),
+        ("R3", 4),
+        ("R4", 12),
+    ]
+    task2 = p.task("2")
+    assert task2.modes[0].duration == 8
+    assert task2.modes[0].segments[0].demand == {"R1": 4}
+    assert {q.after for q in p.precedences if q.before == "1"} == {"2", "3", "4"}
+
+
+def test_psplib_mm_has_modes_and_budgets() -> None:
+    p = load_instance(INSTANCES / "mm" / "j102_2.mm")
+    assert [r.kind for r in p.resources] == ["renewable"] * 2 + ["nonrenewable"] * 2
+    assert [r.capacity for r in p.nonrenewables] == [29, 40]
+    assert max(len(t.modes) for t in p.tasks) == 3
+    assert p.multi_mode
+
+
+def test_patterson_rcp() -> None:
+    p = load_instance(INSTANCES / "patterson" / "small.rcp")
+    assert [t.min_duration for t in p.tasks] == [0, 3, 2, 2, 4, 0]
+    assert {(q.before, q.after) for q in p.precedences} == {
+        ("1", "2"),
+        ("1", "3"),
+        ("2", "4"),
+        ("3", "5"),
+        ("4", "6"),
+        ("5", "6"),
+    }
+
+
+def test_cluster_form_compiles_to_block_chains() -> None:
+    p = load_instance(INSTANCES / "example.yaml")
+    bert = [t for t in p.tasks if t.job == "bert"]
+    assert [t.name for t in bert] == ["bert/block1", "bert/block2"]
+    segs = bert[0].modes[0].segments
+    # 4,000 iterations per block; 0.05 / 0.40 / 0.15 s per iteration; 1-minute ticks, rounded up
+    assert [(s.name, s.duration) for s in segs] == [("data", 4), ("gpu", 27), ("sync", 10)]
+    assert segs[0].demand == {"io": 2, "cpu": 4, "gpu_mem": 48}
+    assert segs[1].demand == {"gpu": 2, "gpu_mem": 48}
+    assert segs[2].demand == {"net": 2, "gpu_mem": 48}
+    assert {r.name: r.capacity for r in p.resources}["gpu"] == 8
+    gpt2 = [t.name for t in p.tasks if t.job == "gpt2"]
+    assert gpt2 == ["gpt2/block1", "gpt2/block2", "gpt2/checkpoint"]
+    assert ("gpt2/block2", "gpt2/checkpoint") in {(q.before, q.after) for q in p.precedences}
+    assert p.job_weight("gpt2") == 2
+
+
+@pytest.mark.parametrize("path", ALL_INSTANCES, ids=lambda p: p.name)
+@pytest.mark.parametrize("suffix", [".json", ".yaml"])
+def test_convert_and_load_back_gives_the_same_problem(
+    path: Path, suffix: str, tmp_path: Path
+) -> None:
+    original = load_instance(path)
+    out = tmp_path / f"converted{suffix}"
+    save_instance(original, out)
+    again = load_instance(out)
+    assert again == original
+    assert again.model_dump() == original.model_dump()
+
+
+@pytest.mark.parametrize("path", ALL_INSTANCES, ids=lambda p: p.name)
+def test_converted_files_follow_the_shipped_schema(path: Path, tmp_path: Path) -> None:
+    out = tmp_path / "x.json"
+    save_instance(load_instance(path), out)
+    jsonschema.validate(json.loads(out.read_text()), instance_schema())
+
+
+def test_cluster_form_file_follows_the_schema() -> None:
+    data = yaml.safe_load((INSTANCES / "example.yaml").read_text())
+    jsonschema.validate(data, instance_schema())
+
+
+def test_schema_rejects_what_the_loader_rejects() -> None:
+    data = yaml.safe_load((INSTANCES / "interleave.yaml").read_text())
+    data["tasks"][0]["modes"][0]["segments"][0]["duration"] = -1
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(data, instance_schema())
+
+
+def test_shipped_schema_is_the_generated_one() -> None:
+    assert shipped_schema() == schema_text()
+
+
+def test_save_refuses_unknown_extension(tmp_path: Path) -> None:
+    p = load_instance(INSTANCES / "interleave.yaml")
+    with pytest.raises(InputError, match=r"cannot write '\.txt'"):
+        save_instance(p, tmp_path / "x.txt")
