@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from planner.checks import check_feasibility
 from planner.errors import InputError
 from planner.model import Problem
 
@@ -27,13 +28,17 @@ M = TypeVar("M", bound=BaseModel)
 _FIELD_PATH = re.compile(r"[A-Za-z_][\w\[\].]*")
 
 
-def load_instance(path: str | Path) -> Problem:
+def load_instance(path: str | Path, check: bool = False) -> Problem:
     """Load an instance file of any supported format into a :class:`Problem`.
+
+    With ``check``, also prove that the instance is not trivially infeasible
+    (:func:`planner.checks.check_feasibility`).
 
     Raises
     ------
     InputError
-        If the file is missing, unreadable, malformed or invalid.
+        If the file is missing, unreadable, malformed or invalid;
+        :class:`~planner.errors.InfeasibleError` (with ``check``) if it is infeasible.
     """
     path = Path(path)
     name = str(path)
@@ -53,8 +58,12 @@ def load_instance(path: str | Path) -> Problem:
         if suffix in PSPLIB:
             from planner.psplib_io import parse_psplib_text
 
-            return parse_psplib_text(text, path.stem, patterson=suffix == ".rcp")
-        return problem_from_data(parse_native_text(text, suffix == ".json"))
+            problem = parse_psplib_text(text, path.stem, patterson=suffix == ".rcp")
+        else:
+            problem = problem_from_data(parse_native_text(text, suffix == ".json"))
+        if check:
+            check_feasibility(problem)
+        return problem
     except InputError as exc:
         raise exc.at(name) from None
 
