@@ -1,20 +1,38 @@
 """The cluster form of an instance and the job compiler.
 
 A cluster form file describes a cluster (nodes and their capacities) and a
-batch of training jobs. The compiler turns it into the problem form: the
-cluster's resources are pooled (one renewable resource per kind, capacities
-summed over nodes), and each training job becomes a chain of tasks:
+batch of training jobs; the compiler turns it into the problem form.
 
-- an optional ``stage-in`` task (storage I/O only),
+Resources. With ``placement: pooled`` (the default) there is one renewable
+resource per kind (``gpu``, ``cpu``, ``mem``, ``io``, ``net``, ``gpu_mem``),
+capacities summed over the nodes; a cluster with several GPU types gets one GPU
+pool per type (``gpu.v100``, ``gpu.k80``, ...). With ``placement: node`` every
+node has resources of its own (``node3.gpu``, ...), every task has a mode per
+node that can hold it, and each job is colocated: all its tasks on one node.
+Kinds no node declares are not modelled.
+
+Jobs. A training job is ``iterations`` repetitions (or ``duration`` seconds) of
+a per-iteration stage profile: data loading (storage I/O and CPU), GPU
+compute, gradient synchronisation (network). The profile comes from the job's
+``stages`` (seconds per iteration, on the GPU type it runs on) or from its
+``model`` and ``batch_size``, looked up in the instance's ``profiles`` and then
+in the model catalog (:mod:`planner.catalog`; catalog times are V100 times,
+scaled for other GPU types by Gavel's measured speed factors). The compiler
+turns a job into a chain of tasks:
+
+- an optional ``stage-in`` task (storage I/O),
 - ``blocks`` training blocks, each a block of iterations whose mode is the
   segment profile ``[data, gpu, sync]`` scaled by the block's size,
-- an optional ``checkpoint`` task (storage I/O only).
+- an optional ``checkpoint`` task (storage I/O).
 
-A job with ``g`` GPUs demands, per stage: data ``io: g, cpu: g * cpu_per_gpu``;
-gpu ``gpu: g``; sync ``net: g``; and ``gpu_mem: g * gpu_mem_per_gpu`` through
-every segment of a block. Demands on resource kinds the cluster does not
-declare are left out. Stage times are per iteration, in seconds; durations are
-rounded up to whole ticks of ``time_unit``.
+A job on ``g`` GPUs demands, per stage: data ``io: g`` and
+``cpu: g * cpu_per_gpu``; gpu ``gpu: g``; sync ``net: g``; and
+``gpu_mem: g * gpu_mem_per_gpu`` through every segment of a block. Each GPU
+thus brings one data-loading slot and one network slot, as in Muri's model.
+``alternatives`` (other GPU counts, GPU types, or stage profiles such as a
+pipeline-parallel split) become further modes of every block; each block may
+choose its own (elastic training). Durations are rounded up to whole ticks of
+``time_unit``; releases and deadlines are given in seconds.
 """
 
 from __future__ import annotations
@@ -22,10 +40,12 @@ from __future__ import annotations
 import math
 import re
 from itertools import pairwise
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from planner.catalog import GAVEL_FAMILY, StageTimes, speed_factor, stage_profiles
+from planner.errors import InputError
 from planner.model import Problem
 
 KINDS = ("gpu", "cpu", "mem", "io", "net", "gpu_mem")
@@ -34,7 +54,8 @@ _UNIT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|min|h)\s*$")
 
 PosInt = Annotated[int, Field(ge=1, strict=True)]
 NonNegInt = Annotated[int, Field(ge=0, strict=True)]
-Seconds = Annotated[float, Field(ge=0)]
+Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Name = Annotated[str, Field(min_length=1)]
 
 
 def tick_seconds(time_unit: str) -> float:
@@ -54,32 +75,35 @@ class _Spec(BaseModel):
 class Node(_Spec):
     """A node type of the cluster, ``count`` times."""
 
-    name: Annotated[str, Field(min_length=1)]
+    name: Name
     count: PosInt = 1
-    gpu_type: str | None = None
+    gpu_type: str | None = Field(default=None, description="k80, p100 or v100 for speed factors.")
     gpu: NonNegInt = 0
     cpu: NonNegInt | None = None
     mem: NonNegInt | None = None
-    io: NonNegInt | None = None
-    net: NonNegInt | None = None
+    io: NonNegInt | None = Field(default=None, description="Data-loading slots.")
+    net: NonNegInt | None = Field(default=None, description="Network slots.")
     gpu_mem: NonNegInt | None = None
 
 
 class Cluster(_Spec):
-    """The cluster: its nodes. Resources are pooled across nodes."""
+    """The cluster: its nodes."""
 
     nodes: list[Node] = Field(min_length=1)
 
-    def capacities(self) -> dict[str, int]:
-        """Pooled capacity per declared resource kind."""
-        caps: dict[str, int] = {}
-        for kind in KINDS:
-            values = [getattr(n, kind) for n in self.nodes]
-            if any(v is not None for v in values):
-                caps[kind] = sum(
-                    (v or 0) * n.count for v, n in zip(values, self.nodes, strict=True)
-                )
-        return caps
+    def node_names(self) -> list[tuple[str, Node]]:
+        """Every node by name; a node type with ``count`` k gives names ``name1`` .. ``namek``."""
+        out = []
+        for n in self.nodes:
+            if n.count == 1:
+                out.append((n.name, n))
+            else:
+                out.extend((f"{n.name}{k + 1}", n) for k in range(n.count))
+        return out
+
+    def gpu_types(self) -> list[str | None]:
+        """The GPU types of the nodes that have GPUs, in order of first appearance."""
+        return list(dict.fromkeys(n.gpu_type for n in self.nodes if n.gpu))
 
 
 class Stages(_Spec):
@@ -89,26 +113,62 @@ class Stages(_Spec):
     gpu: Seconds
     sync: Seconds = 0.0
 
+    def times(self) -> StageTimes:
+        """As catalog stage times."""
+        return StageTimes(self.data, self.gpu, self.sync)
+
+
+class Profile(_Spec):
+    """A stage profile of the user's own, used like a catalog entry."""
+
+    model: Name
+    batch_size: PosInt | None = None
+    gpus: PosInt
+    data: Seconds
+    gpu: Seconds
+    sync: Seconds = 0.0
+    gavel_job_type: str | None = None
+
+
+class Alternative(_Spec):
+    """Another way to run a job: other GPUs, another GPU type, or another stage profile."""
+
+    name: str | None = None
+    gpus: PosInt | None = None
+    gpu_type: str | None = None
+    stages: Stages | None = Field(default=None, description="e.g. a pipeline-parallel split.")
+
 
 class TrainingJob(_Spec):
-    """A training job: ``iterations`` repetitions of the stage profile on ``gpus`` GPUs."""
+    """A training job: ``iterations`` repetitions of its stage profile on ``gpus`` GPUs."""
 
-    name: Annotated[str, Field(min_length=1)]
+    name: Name
     gpus: PosInt
-    iterations: PosInt
-    stages: Stages
+    model: str | None = None
+    batch_size: PosInt | None = None
+    stages: Stages | None = None
+    iterations: PosInt | None = None
+    duration: Seconds | None = Field(
+        default=None, description="Seconds of training on the first configuration."
+    )
+    gpu_type: str | None = None
+    alternatives: list[Alternative] = Field(default_factory=list)
     blocks: PosInt = Field(default=1, description="Training blocks: the fidelity knob.")
     cpu_per_gpu: NonNegInt = 0
     gpu_mem_per_gpu: NonNegInt = 0
     stage_in: Seconds = Field(default=0.0, description="Seconds of storage I/O before training.")
     checkpoint: Seconds = Field(default=0.0, description="Seconds of storage I/O after training.")
-    weight: Annotated[float, Field(gt=0)] = 1.0
-    release: NonNegInt = 0
-    deadline: NonNegInt | None = None
+    weight: Annotated[float, Field(gt=0, allow_inf_nan=False)] = 1.0
+    release: Seconds = 0.0
+    deadline: Seconds | None = None
 
     @model_validator(mode="after")
-    def _blocks(self) -> TrainingJob:
-        if self.blocks > self.iterations:
+    def _check(self) -> TrainingJob:
+        if (self.iterations is None) == (self.duration is None):
+            raise ValueError("give exactly one of 'iterations' and 'duration'")
+        if self.stages is None and self.model is None:
+            raise ValueError("give 'stages' or a catalog 'model'")
+        if self.iterations is not None and self.blocks > self.iterations:
             raise ValueError(f"blocks: {self.blocks} blocks but only {self.iterations} iterations")
         return self
 
@@ -119,7 +179,9 @@ class ClusterInstance(_Spec):
     name: str = "cluster"
     time_unit: str = "1s"
     objective: Literal["makespan", "weighted_completion"] = "makespan"
+    placement: Literal["pooled", "node"] = "pooled"
     cluster: Cluster
+    profiles: list[Profile] = Field(default_factory=list)
     jobs: list[TrainingJob] = Field(min_length=1)
 
     @model_validator(mode="after")
@@ -130,78 +192,230 @@ class ClusterInstance(_Spec):
             if job.name in seen:
                 raise ValueError(f"jobs[{i}].name: duplicate job name {job.name!r}")
             seen.add(job.name)
-        if "gpu" not in self.cluster.capacities():
-            raise ValueError("cluster.nodes: no node declares 'gpu'")
+        if not any(n.gpu for n in self.cluster.nodes):
+            raise ValueError("cluster.nodes: no node has GPUs")
         return self
 
     def compile(self) -> Problem:
         """Compile into the problem form."""
-        caps = self.cluster.capacities()
-        tick = tick_seconds(self.time_unit)
+        return _Compiler(self).problem()
 
-        def ticks(seconds: float) -> int:
-            return math.ceil(round(seconds / tick, 9))
 
-        resources = [{"name": k, "capacity": v} for k, v in caps.items()]
-        tasks: list[dict] = []
-        precs: list[dict] = []
-        for job in self.jobs:
-            g = job.gpus
-            held = {"gpu_mem": g * job.gpu_mem_per_gpu}
-            per_stage = {
-                "data": {"io": g, "cpu": g * job.cpu_per_gpu, **held},
-                "gpu": {"gpu": g, **held},
-                "sync": {"net": g, **held},
-            }
-            chain: list[dict] = []
-            if job.stage_in:
-                chain.append(_io_task(f"{job.name}/stage-in", ticks(job.stage_in), g, caps))
-            base, extra = divmod(job.iterations, job.blocks)
-            for b in range(job.blocks):
-                iters = base + (b < extra)
-                segments = [
-                    {
-                        "name": stage,
-                        "duration": ticks(iters * getattr(job.stages, stage)),
-                        "demand": _declared(per_stage[stage], caps),
-                    }
-                    for stage in ("data", "gpu", "sync")
-                ]
-                chain.append(
-                    {"name": f"{job.name}/block{b + 1}", "modes": [{"segments": segments}]}
+class _Compiler:
+    """Builds the problem form of a cluster instance as plain data, then validates it."""
+
+    def __init__(self, inst: ClusterInstance) -> None:
+        self.inst = inst
+        self.tick = tick_seconds(inst.time_unit)
+        self.types = inst.cluster.gpu_types()
+        self.hetero = len(self.types) > 1
+        self.user = {(p.model, p.batch_size, p.gpus): p for p in inst.profiles}
+
+    def ticks(self, seconds: float) -> int:
+        return math.ceil(round(seconds / self.tick, 9))
+
+    def gpu_kind(self, gpu_type: str | None) -> str:
+        return f"gpu.{gpu_type}" if self.hetero else "gpu"
+
+    def sites(self) -> list[tuple[str | None, dict[str, int], str | None]]:
+        """Where tasks run: (placement key, capacity per resource name, GPU type)."""
+        if self.inst.placement == "node":
+            out = []
+            for name, node in self.inst.cluster.node_names():
+                caps = {"gpu": node.gpu}
+                caps.update(
+                    {k: getattr(node, k) for k in KINDS[1:] if getattr(node, k) is not None}
                 )
-            if job.checkpoint:
-                chain.append(_io_task(f"{job.name}/checkpoint", ticks(job.checkpoint), g, caps))
+                out.append((name, {f"{name}.{k}": v for k, v in caps.items()}, node.gpu_type))
+            return out
+        caps: dict[str, int] = {}
+        for node in self.inst.cluster.nodes:
+            for kind in KINDS:
+                value = getattr(node, kind)
+                if value is None or (kind == "gpu" and not value):
+                    continue
+                key = self.gpu_kind(node.gpu_type) if kind == "gpu" else kind
+                caps[key] = caps.get(key, 0) + value * node.count
+        return [(None, caps, None)]
+
+    def profile(self, i: int, job: TrainingJob, gpus: int) -> tuple[StageTimes, str | None, bool]:
+        """Stage times for ``gpus`` GPUs, the Gavel family, and whether they are catalog times."""
+        key = (job.model, job.batch_size, gpus)
+        for table, catalog in ((self.user, False), (stage_profiles(), True)):
+            hits = [k for k in table if k[0] == job.model and k[2] == gpus]
+            if job.batch_size is not None:
+                hits = [k for k in hits if k[1] == job.batch_size]
+            if hits:
+                if len(hits) > 1:
+                    sizes = sorted({k[1] for k in hits})
+                    raise InputError(
+                        f"model {job.model!r} has batch sizes {sizes}; give 'batch_size'",
+                        place=f"jobs[{i}]",
+                    )
+                entry = table[hits[0]]
+                if catalog:
+                    return entry, GAVEL_FAMILY.get(job.model or ""), True  # type: ignore[return-value]
+                p: Profile = entry  # type: ignore[assignment]
+                return StageTimes(p.data, p.gpu, p.sync), p.gavel_job_type, True
+        known = sorted({k[2] for k in [*self.user, *stage_profiles()] if k[0] == job.model})
+        if not known:
+            raise InputError(
+                f"unknown model {job.model!r} (not in the catalog or 'profiles')",
+                place=f"jobs[{i}].model",
+            )
+        raise InputError(
+            f"no profile of {key[0]!r} on {gpus} GPUs; known GPU counts: {known}",
+            place=f"jobs[{i}]",
+        )
+
+    def configs(
+        self, i: int, job: TrainingJob
+    ) -> list[tuple[str, int, str | None, StageTimes, float]]:
+        """(name, gpus, gpu type, stage times, speed factor per type) for every way to run."""
+        out = []
+        base = Alternative(gpus=job.gpus, gpu_type=job.gpu_type, stages=job.stages)
+        for k, alt in enumerate([base, *job.alternatives]):
+            gpus = alt.gpus or job.gpus
+            stages = (
+                alt.stages if alt.stages is not None else (job.stages if alt.gpus is None else None)
+            )
+            if stages is not None:
+                times, family, scaled = stages.times(), None, False
+            elif job.model is None:
+                raise InputError(
+                    f"give 'stages' for {gpus} GPUs: the job has no catalog model",
+                    place=f"jobs[{i}].alternatives[{k - 1}]",
+                )
+            else:
+                times, family, scaled = self.profile(i, job, gpus)
+            types = [alt.gpu_type or job.gpu_type] if (alt.gpu_type or job.gpu_type) else self.types
+            for t in types:
+                if t not in self.types:
+                    raise InputError(f"no node has GPU type {t!r}", place=f"jobs[{i}]")
+                try:
+                    factor = speed_factor(t, family) if scaled and t is not None else 1.0
+                except ValueError as exc:
+                    raise InputError(str(exc), place=f"jobs[{i}]") from None
+                label = alt.name or (f"{gpus}gpu" if k else "base")
+                out.append((label + (f"-{t}" if self.hetero else ""), gpus, t, times, factor))
+        return out
+
+    def iterations(self, job: TrainingJob, first: StageTimes) -> int:
+        if job.iterations is not None:
+            return job.iterations
+        return max(job.blocks, math.ceil(round(job.duration / first.iteration, 9)))  # type: ignore[operator]
+
+    def problem(self) -> Problem:
+        sites = self.sites()
+        resources: dict[str, int] = {}
+        for _, caps, _ in sites:
+            resources.update(caps)
+        tasks: list[dict[str, Any]] = []
+        precs: list[dict[str, Any]] = []
+        for i, job in enumerate(self.inst.jobs):
+            configs = self.configs(i, job)
+            iters = self.iterations(job, configs[0][3].on(configs[0][4]))
+            chain = self.job_chain(i, job, configs, iters, sites, resources)
             for k, task in enumerate(chain):
                 task["job"] = job.name
                 if k == 0 and job.release:
-                    task["release"] = job.release
+                    task["release"] = int(job.release // self.tick)
                 if k == len(chain) - 1 and job.deadline is not None:
-                    task["deadline"] = job.deadline
+                    task["deadline"] = int(job.deadline // self.tick)
             tasks.extend(chain)
             precs.extend({"before": a["name"], "after": b["name"]} for a, b in pairwise(chain))
         data = {
-            "name": self.name,
-            "time_unit": self.time_unit,
-            "objective": self.objective,
-            "resources": resources,
+            "name": self.inst.name,
+            "time_unit": self.inst.time_unit,
+            "objective": self.inst.objective,
+            "resources": [{"name": k, "capacity": v} for k, v in resources.items()],
             "tasks": tasks,
             "precedences": precs,
-            "jobs": [{"name": j.name, "weight": j.weight} for j in self.jobs],
+            "jobs": [
+                {"name": j.name, "weight": j.weight, "colocate": self.inst.placement == "node"}
+                for j in self.inst.jobs
+            ],
         }
         from planner.instance import validated
 
         return validated(Problem, data)
 
+    def job_chain(
+        self,
+        i: int,
+        job: TrainingJob,
+        configs: list[tuple[str, int, str | None, StageTimes, float]],
+        iters: int,
+        sites: list[tuple[str | None, dict[str, int], str | None]],
+        resources: dict[str, int],
+    ) -> list[dict[str, Any]]:
+        chain: list[dict[str, Any]] = []
+        base, extra = divmod(iters, job.blocks)
+        if job.stage_in:
+            chain.append(self.io_task(f"{job.name}/stage-in", job.stage_in, job.gpus, sites))
+        for b in range(job.blocks):
+            n = base + (b < extra)
+            modes = []
+            for label, g, gpu_type, times, factor in configs:
+                held = g * job.gpu_mem_per_gpu
+                per_stage = {
+                    "data": ({"io": g, "cpu": g * job.cpu_per_gpu, "gpu_mem": held}, times.data),
+                    "gpu": ({"gpu": g, "gpu_mem": held}, times.gpu * factor),
+                    "sync": ({"net": g, "gpu_mem": held}, times.sync),
+                }
+                for key, caps, site_type in sites:
+                    if key is not None and gpu_type is not None and site_type != gpu_type:
+                        continue
+                    segments = []
+                    for stage, (demand, seconds) in per_stage.items():
+                        named = {
+                            self.resource(kind, key, gpu_type): q for kind, q in demand.items()
+                        }
+                        segments.append(
+                            {
+                                "name": stage,
+                                "duration": self.ticks(n * seconds),
+                                "demand": {r: q for r, q in named.items() if r in resources and q},
+                            }
+                        )
+                    if key is not None and any(
+                        q > caps[r] for s in segments for r, q in s["demand"].items()
+                    ):
+                        continue
+                    mode: dict[str, Any] = {"segments": segments}
+                    mode["name"] = label if key is None else f"{label}@{key}"
+                    if key is not None:
+                        mode["placement"] = key
+                    modes.append(mode)
+            if not modes:
+                raise InputError(
+                    f"job {job.name!r} fits on no node (it needs {job.gpus} GPUs on one node)",
+                    place=f"jobs[{i}]",
+                )
+            chain.append({"name": f"{job.name}/block{b + 1}", "modes": modes})
+        if job.checkpoint:
+            chain.append(self.io_task(f"{job.name}/checkpoint", job.checkpoint, job.gpus, sites))
+        return chain
 
-def _declared(demand: dict[str, int], caps: dict[str, int]) -> dict[str, int]:
-    return {k: v for k, v in demand.items() if k in caps and v}
+    def resource(self, kind: str, site: str | None, gpu_type: str | None) -> str:
+        if site is not None:
+            return f"{site}.{kind}"
+        return self.gpu_kind(gpu_type) if kind == "gpu" else kind
 
-
-def _io_task(name: str, duration: int, gpus: int, caps: dict[str, int]) -> dict:
-    segment = {
-        "name": name.rsplit("/", 1)[1],
-        "duration": duration,
-        "demand": _declared({"io": gpus}, caps),
-    }
-    return {"name": name, "modes": [{"segments": [segment]}]}
+    def io_task(
+        self, name: str, seconds: float, gpus: int, sites: list[tuple[str | None, dict, str | None]]
+    ) -> dict[str, Any]:
+        modes = []
+        for key, caps, _ in sites:
+            io = self.resource("io", key, None)
+            demand = {io: gpus} if io in caps else {}
+            segment = {
+                "name": name.rsplit("/", 1)[1],
+                "duration": self.ticks(seconds),
+                "demand": demand,
+            }
+            mode: dict[str, Any] = {"segments": [segment]}
+            if key is not None:
+                mode.update(name=f"@{key}", placement=key)
+            modes.append(mode)
+        return {"name": name, "modes": modes}

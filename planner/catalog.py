@@ -1,0 +1,97 @@
+"""The model catalog: measured per-iteration stage times and per-GPU-type speed factors.
+
+Stage times come from the Muri artifact (``catalog/muri_model_stage_profiles.csv``),
+speed factors from Gavel's measured throughputs (``catalog/gavel_throughputs.csv``);
+``catalog/README.md`` gives their provenance. Instance files may add profiles of
+their own.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+REFERENCE_GPU = "v100"
+GPU_TYPES = ("k80", "p100", "v100")
+GAVEL_FAMILY = {
+    "resnet18": "ResNet-18 (batch size 128)",
+    "vgg16": "ResNet-50 (batch size 128)",
+    "vgg19": "ResNet-50 (batch size 128)",
+    "shufflenet_v2_x1_0": "ResNet-50 (batch size 128)",
+    "bert": "Transformer (batch size 16)",
+    "gpt2": "Transformer (batch size 16)",
+    "a2c": "A3C",
+    "dqn": "A3C",
+}
+"""Catalog model -> the Gavel job type whose throughputs give its speed factors."""
+
+
+@dataclass(frozen=True)
+class StageTimes:
+    """Seconds per iteration of the data, GPU and synchronisation stages."""
+
+    data: float
+    gpu: float
+    sync: float
+
+    @property
+    def iteration(self) -> float:
+        """Seconds per iteration with the stages run one after the other."""
+        return self.data + self.gpu + self.sync
+
+    def on(self, factor: float) -> StageTimes:
+        """The same profile with the GPU stage ``factor`` times slower."""
+        return StageTimes(self.data, self.gpu * factor, self.sync)
+
+
+def _read(name: str) -> list[dict[str, str]]:
+    text = resources.files("planner").joinpath(f"catalog/{name}").read_text()
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+@cache
+def stage_profiles() -> dict[tuple[str, int, int], StageTimes]:
+    """Catalog profiles keyed by ``(model, batch_size, gpus)``."""
+    out: dict[tuple[str, int, int], StageTimes] = {}
+    for row in _read("muri_model_stage_profiles.csv"):
+        key = (row["model_name"], int(row["batch_size"]), int(row["num_gpu"]))
+        times = StageTimes(
+            float(row["data_load_ms(res0:IO+CPU)"]) / 1000,
+            float(row["gpu_compute_ms(res1)"]) / 1000,
+            float(row["network_sync_ms(res2)"]) / 1000,
+        )
+        if key not in out or times.iteration > out[key].iteration:
+            out[key] = times
+    return out
+
+
+@cache
+def _single_gpu_throughputs() -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    for row in _read("gavel_throughputs.csv"):
+        if row["scale_factor"] == "1":
+            out[row["job_type"]] = {t: float(row[t]) for t in GPU_TYPES}
+    return out
+
+
+def speed_factor(gpu_type: str, family: str | None) -> float:
+    """How many times longer the GPU stage takes on ``gpu_type`` than on a V100.
+
+    ``family`` is a Gavel job type; ``None`` uses the mean over all job types.
+    """
+    table = _single_gpu_throughputs()
+    gpu_type = gpu_type.lower()
+    if gpu_type not in GPU_TYPES:
+        raise ValueError(f"unknown GPU type {gpu_type!r}; the catalog knows {', '.join(GPU_TYPES)}")
+    if family is not None and family not in table:
+        raise ValueError(f"unknown Gavel job type {family!r}")
+    rows = [table[family]] if family is not None else list(table.values())
+    return sum(r[REFERENCE_GPU] / r[gpu_type] for r in rows) / len(rows)
+
+
+def models() -> list[str]:
+    """Model names in the catalog."""
+    return sorted({m for m, _, _ in stage_profiles()})

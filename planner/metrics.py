@@ -1,0 +1,103 @@
+"""What a platform engineer reads off a schedule: completion times, utilisation, energy.
+
+Energy is an estimate from per-resource busy and idle power. The defaults
+(``DEFAULT_POWER``, watts per unit of capacity) are round figures for a
+V100-class cluster: a GPU draws 300 W busy (its board power) and 60 W idle; a
+CPU core 10 W and 3 W; a data-loading slot (storage I/O) 15 W and 5 W; a
+network slot 20 W and 8 W; memory is counted in the GPUs and CPUs. A resource
+is matched by its kind, the part of its name after the last dot (``node3.gpu``
+is a ``gpu``). Pass ``power`` to use figures of your own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from planner.model import Problem, Resource
+    from planner.schedule import Schedule
+
+DEFAULT_POWER: dict[str, tuple[float, float]] = {
+    "gpu": (300.0, 60.0),
+    "cpu": (10.0, 3.0),
+    "io": (15.0, 5.0),
+    "net": (20.0, 8.0),
+}
+"""Resource kind -> (busy watts, idle watts) per unit of capacity."""
+
+
+@dataclass
+class Metrics:
+    """Figures of one schedule; times in ticks."""
+
+    makespan: int
+    mean_jct: float | None = None
+    """Mean job completion time (finish of the job's last task minus its release)."""
+    p99_jct: float | None = None
+    utilisation: dict[str, float] = field(default_factory=dict)
+    """Per renewable resource: work done / capacity offered over the makespan."""
+    energy_kwh: float | None = None
+    """Estimated energy; ``None`` when no resource has a power figure or a tick has no length."""
+
+
+def schedule_metrics(
+    problem: Problem,
+    schedule: Schedule,
+    power: dict[str, tuple[float, float]] | None = None,
+) -> Metrics:
+    """Compute the metrics of ``schedule`` (which the validator has accepted)."""
+    power = DEFAULT_POWER if power is None else power
+    makespan = schedule.makespan(problem)
+    done: dict[str, int] = {}
+    released: dict[str, int] = {}
+    work: dict[str, int] = {r.name: 0 for r in problem.renewables}
+    for t in problem.tasks:
+        mode = t.mode(schedule.modes[t.name])
+        finish = schedule.starts[t.name] + mode.duration
+        if t.job is not None:
+            done[t.job] = max(done.get(t.job, 0), finish)
+            released[t.job] = min(released.get(t.job, t.release), t.release)
+        for seg in mode.segments:
+            for r, q in seg.demand.items():
+                work[r] += q * seg.duration
+    metrics = Metrics(makespan=makespan)
+    if done:
+        jct = np.array([done[j] - released[j] for j in done], dtype=float)
+        metrics.mean_jct = float(jct.mean())
+        metrics.p99_jct = float(np.percentile(jct, 99))
+    offered = {r.name: _offered(r, makespan) for r in problem.renewables}
+    metrics.utilisation = {r: work[r] / offered[r] for r in work if offered[r]}
+    tick = _tick_seconds(problem.time_unit)
+    joules = 0.0
+    known = False
+    for r in problem.renewables:
+        kind = r.name.rsplit(".", 1)[-1]
+        if kind not in power or tick is None:
+            continue
+        known = True
+        busy, idle = power[kind]
+        joules += (busy * work[r.name] + idle * (offered[r.name] - work[r.name])) * tick
+    if known:
+        metrics.energy_kwh = joules / 3.6e6
+    return metrics
+
+
+def _offered(resource: Resource, makespan: int) -> int:
+    """Capacity summed over ticks [0, makespan), windows included."""
+    total = resource.capacity * makespan
+    for w in resource.windows:
+        overlap = max(0, min(w.end, makespan) - w.start)
+        total += (w.capacity - resource.capacity) * overlap
+    return total
+
+
+def _tick_seconds(time_unit: str) -> float | None:
+    from planner.cluster import tick_seconds
+
+    try:
+        return tick_seconds(time_unit)
+    except ValueError:
+        return None
