@@ -7,6 +7,7 @@ failed run, 0 for success.
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 from collections.abc import Callable, Iterator
@@ -15,15 +16,16 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+import yaml
 
 from planner import __version__
 from planner.bounds import critical_path_bound, energy_bound, horizon
-from planner.checks import check_feasibility
 from planner.errors import InputError, PlannerError
-from planner.instance import load_instance, save_instance
+from planner.instance import load_instance, problem_from_data, save_instance
+from planner.metrics import schedule_metrics
 from planner.model import Problem
 from planner.result import Progress, Result
-from planner.schedule import load_schedule
+from planner.schedule import Schedule, load_schedule
 from planner.validate import validate
 
 app = typer.Typer(
@@ -69,16 +71,6 @@ def guard() -> Iterator[None]:
         raise typer.Exit(1) from None
 
 
-def load_checked(path: Path) -> Problem:
-    """Load an instance and prove it is not trivially infeasible."""
-    problem = load_instance(path)
-    try:
-        check_feasibility(problem)
-    except InputError as exc:
-        raise exc.at(str(path)) from None
-    return problem
-
-
 def show(pairs: list[tuple[str, object]]) -> None:
     """Print aligned ``key  value`` lines."""
     width = max(len(k) for k, _ in pairs)
@@ -100,8 +92,10 @@ def _progress_printer() -> Callable[[Progress], None]:
     return report
 
 
-def summary(problem: Problem, result: Result) -> list[tuple[str, object]]:
-    """The lines ``planner solve`` prints about a result."""
+def summary(
+    problem: Problem, result: Result, gain: tuple[str, float] | None = None
+) -> list[tuple[str, object]]:
+    """The lines ``planner solve`` prints about a result (and the interleaving ``gain``)."""
     gap = result.gap
     rows: list[tuple[str, object]] = [
         ("instance", f"{problem.name} ({len(problem.tasks)} tasks)"),
@@ -114,15 +108,34 @@ def summary(problem: Problem, result: Result) -> list[tuple[str, object]]:
     ]
     if result.schedule is not None:
         rows.append(("validator", str(validate(problem, result.schedule))))
+        rows += metric_rows(problem, result.schedule)
+        if gain is not None:
+            rows.append(("interleaving gain", f"{gain[1]:.2f}x over {gain[0]}"))
     elif "reason" in result.stats:
         rows.append(("reason", result.stats["reason"]))
+    return rows
+
+
+def metric_rows(problem: Problem, schedule: Schedule) -> list[tuple[str, object]]:
+    """Job completion times, utilisation and energy, for instances with jobs."""
+    if not problem.jobs:
+        return []
+    m = schedule_metrics(problem, schedule)
+    unit = f" ticks of {problem.time_unit}"
+    rows: list[tuple[str, object]] = [
+        ("mean JCT", f"{m.mean_jct:.1f}{unit}"),
+        ("p99 JCT", f"{m.p99_jct:.1f}{unit}"),
+        ("utilisation", ", ".join(f"{r} {100 * u:.1f}%" for r, u in m.utilisation.items())),
+    ]
+    if m.energy_kwh is not None:
+        rows.append(("energy", f"{m.energy_kwh:.1f} kWh (estimate)"))
     return rows
 
 
 @app.command()
 def solve(
     instance: Annotated[Path, typer.Argument(help="Instance file (.json, .yaml, .sm, .mm, .rcp).")],
-    solver: Annotated[str, typer.Option("--solver", "-s", help="Solver name.")] = "sgs",
+    solver: Annotated[str, typer.Option("--solver", "-s", help="Solver name.")] = "cpsat",
     time_limit: Annotated[
         float | None, typer.Option("--time-limit", "-t", min=0, help="Seconds.")
     ] = None,
@@ -131,22 +144,42 @@ def solve(
         int | None, typer.Option(min=1, help="Search workers (threads) for exact solvers.")
     ] = None,
     rule: Annotated[str | None, typer.Option(help="Priority rule for sgs (e.g. lft).")] = None,
+    scheme: Annotated[
+        str | None, typer.Option(help="Schedule generation scheme for sgs: serial or parallel.")
+    ] = None,
+    schedules: Annotated[
+        int | None,
+        typer.Option(min=1, help="Schedule budget for ga/pso (every SGS pass counts)."),
+    ] = None,
     backend: Annotated[str | None, typer.Option(help="MILP backend: cbc or highs.")] = None,
     solver_log: Annotated[bool, typer.Option("--log", help="Show the solver's own log.")] = False,
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write the schedule (.json or .csv).")
     ] = None,
+    gantt: Annotated[
+        Path | None,
+        typer.Option(help="Draw the schedule's Gantt chart (.png, .svg, .pdf or .html)."),
+    ] = None,
 ) -> None:
-    """Solve an instance and print makespan, bound, gap, status, runtime and the validator's verdict."""
+    """Solve an instance; print objective, bound, gap, status, runtime and the validator verdict."""
+    from planner.gantt import FORMATS
     from solvers import solve as run
 
     with guard():
         if output is not None and output.suffix.lower() not in (".json", ".csv"):
             raise InputError("the schedule file must end in .json or .csv", str(output))
-        problem = load_checked(instance)
+        if gantt is not None and gantt.suffix.lower() not in FORMATS:
+            raise InputError(f"the chart file must end in {', '.join(FORMATS)}", str(gantt))
+        problem = load_instance(instance, check=True)
         options = {
             k: v
-            for k, v in {"rule": rule, "backend": backend, "workers": workers}.items()
+            for k, v in {
+                "rule": rule,
+                "scheme": scheme,
+                "backend": backend,
+                "workers": workers,
+                "schedules": schedules,
+            }.items()
             if v is not None
         }
         result = run(
@@ -158,12 +191,22 @@ def solve(
             progress=_progress_printer(),
             **options,
         )
-        show(summary(problem, result))
+        gain = None
+        if problem.jobs and result.objective and not solver.startswith("exclusive-"):
+            from solvers.exclusive import interleaving_gain
+
+            gain = interleaving_gain(problem, result.objective)
+        show(summary(problem, result, gain))
         if result.schedule is None:
             raise typer.Exit(1)
         if output is not None:
             result.schedule.save(output, problem)
             typer.echo(f"schedule written to {output}")
+        if gantt is not None:
+            from planner.gantt import save_gantt
+
+            save_gantt(problem, result.schedule, gantt)
+            typer.echo(f"chart written to {gantt}")
 
 
 @app.command("validate")
@@ -173,7 +216,7 @@ def validate_cmd(
 ) -> None:
     """Check an instance, and a schedule against it: prints every violation; exit 1 if any."""
     with guard():
-        problem = load_checked(instance)
+        problem = load_instance(instance, check=True)
         if schedule is None:
             typer.echo(f"{instance}: valid instance ({len(problem.tasks)} tasks)")
             return
@@ -191,7 +234,7 @@ def validate_cmd(
 def info(instance: Annotated[Path, typer.Argument(help="Instance file.")]) -> None:
     """Print the instance's tasks, resources, horizon and lower bounds."""
     with guard():
-        problem = load_checked(instance)
+        problem = load_instance(instance, check=True)
         modes = sum(len(t.modes) for t in problem.tasks)
         segments = sum(len(m.segments) for t in problem.tasks for m in t.modes)
         cp, energy = critical_path_bound(problem), energy_bound(problem)
@@ -227,6 +270,172 @@ def convert(
         problem = load_instance(instance)
         save_instance(problem, output)
         typer.echo(f"{instance} -> {output} ({len(problem.tasks)} tasks)")
+
+
+@app.command("gantt")
+def gantt_cmd(
+    schedule: Annotated[Path, typer.Argument(help="Schedule file (.json or .csv).")],
+    instance: Annotated[
+        Path | None, typer.Option("--instance", "-i", help="The schedule's instance file.")
+    ] = None,
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="Chart file: .png, .svg, .pdf or .html.")
+    ] = Path("gantt.png"),
+) -> None:
+    """Draw a schedule's Gantt chart with the load on each renewable resource under it."""
+    from planner.gantt import FORMATS, save_gantt
+
+    with guard():
+        if output.suffix.lower() not in FORMATS:
+            raise InputError(f"the chart file must end in {', '.join(FORMATS)}", str(output))
+        sched = load_schedule(schedule)
+        if instance is None:
+            named = sched.meta.get("instance")
+            hint = f" (the schedule is of instance {named!r})" if named else ""
+            raise InputError(f"pass the instance file with --instance{hint}", str(schedule))
+        problem = load_instance(instance, check=True)
+        report = validate(problem, sched)
+        unknown = [v for v in report.violations if v.kind == "unknown"]
+        if unknown:
+            raise InputError(f"does not fit instance {problem.name!r}: {unknown[0]}", str(schedule))
+        if not report.ok:
+            log.warning("the schedule is not valid: %s", report.violations[0])
+        save_gantt(problem, sched, output)
+        typer.echo(f"chart written to {output} ({report})")
+
+
+@app.command()
+def compare(
+    instances: Annotated[list[Path], typer.Argument(help="Instance files.")],
+    solver: Annotated[
+        list[str] | None, typer.Option("--solver", "-s", help="Solver name; repeat for several.")
+    ] = None,
+    time_limit: Annotated[
+        float | None, typer.Option("--time-limit", "-t", min=0, help="Seconds per run.")
+    ] = None,
+    seeds: Annotated[
+        int, typer.Option(min=1, help="Runs per instance and solver (seeds 0..N-1).")
+    ] = 1,
+    reference: Annotated[
+        Path | None,
+        typer.Option(help="Best known values: CSV (instance + best_ub or makespan) or j30opt.sm."),
+    ] = None,
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="Results table (.csv), appended run by run.")
+    ] = Path("results.csv"),
+    resume: Annotated[
+        bool, typer.Option(help="Keep the runs already in the results table and skip them.")
+    ] = False,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Local worker processes.")] = 1,
+    dask: Annotated[
+        str | None,
+        typer.Option(help="Run on Dask: tcp://HOST:PORT of a scheduler, or local:N workers."),
+    ] = None,
+    workers: Annotated[
+        int | None, typer.Option(min=1, help="Search workers (threads) per run for exact solvers.")
+    ] = None,
+) -> None:
+    """Run solvers on instances; write the results table, a summary (.md) and a performance profile.
+
+    Exit status 1 if any run returned an invalid schedule or failed with an error.
+    """
+    from planner.compare import FAILED, markdown, run_study, save_profile, summarize
+    from planner.reference import load_reference
+
+    with guard():
+        if output.suffix.lower() != ".csv":
+            raise InputError("the results file must end in .csv", str(output))
+        refs = load_reference(reference) if reference is not None else None
+        table = run_study(
+            instances,
+            solver or ["sgs"],
+            output,
+            seeds=seeds,
+            time_limit=time_limit,
+            workers=workers,
+            reference=refs,
+            resume=resume,
+            jobs=jobs,
+            dask=dask,
+        )
+        text = markdown(summarize(table))
+        summary_path = output.with_suffix(".md")
+        summary_path.write_text(text)
+        profile_path = output.with_name(f"{output.stem}_profile.png")
+        save_profile(table, profile_path)
+        typer.echo(text, nl=False)
+        typer.echo(f"results in {output}, summary in {summary_path}, profile in {profile_path}")
+        if table["status"].isin(FAILED).any():
+            raise typer.Exit(1)
+
+
+import_app = typer.Typer(help="Import workloads from other tools' formats.", no_args_is_help=True)
+app.add_typer(import_app, name="import")
+
+
+def _write_instance(data: dict, output: Path) -> Problem:
+    """Validate cluster-form ``data`` by compiling it, then write it as JSON or YAML."""
+    if output.suffix.lower() not in (".json", ".yaml", ".yml"):
+        raise InputError("the output must end in .json, .yaml or .yml", str(output))
+    problem = problem_from_data(data)
+    text = json.dumps(data, indent=1) + "\n" if output.suffix.lower() == ".json" else None
+    output.write_text(text if text is not None else yaml.safe_dump(data, sort_keys=False))
+    return problem
+
+
+@import_app.command("muri")
+def import_muri_cmd(
+    trace: Annotated[Path, typer.Argument(help="Muri trace CSV.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Instance file to write.")],
+    nodes: Annotated[int, typer.Option(min=1, help="Nodes of the cluster.")] = 8,
+    gpus_per_node: Annotated[int, typer.Option(min=1, help="GPUs per node.")] = 8,
+    time_unit: Annotated[str, typer.Option(help="Length of a tick.")] = "1min",
+    blocks: Annotated[int, typer.Option(min=1, help="Training blocks per job.")] = 1,
+) -> None:
+    """Read a Muri trace into a cluster-form instance (a data and a network slot per GPU)."""
+    from planner.workloads import import_muri
+
+    with guard():
+        data = import_muri(trace, nodes, gpus_per_node, time_unit, blocks)
+        problem = _write_instance(data, output)
+        typer.echo(f"{trace} -> {output} ({len(data['jobs'])} jobs, {len(problem.tasks)} tasks)")
+
+
+@app.command()
+def generate(
+    output: Annotated[Path, typer.Option("--output", "-o", help="Instance file to write.")],
+    jobs: Annotated[int, typer.Option(min=1, help="Number of training jobs.")] = 100,
+    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    nodes: Annotated[int, typer.Option(min=1, help="Nodes of the cluster.")] = 8,
+    gpus_per_node: Annotated[int, typer.Option(min=1, help="GPUs per node.")] = 8,
+    time_unit: Annotated[str, typer.Option(help="Length of a tick.")] = "1min",
+    blocks: Annotated[int, typer.Option(min=1, help="Training blocks per job.")] = 1,
+    arrival_rate: Annotated[
+        float | None, typer.Option(min=0, help="Jobs per hour (Poisson); default: all at 0.")
+    ] = None,
+) -> None:
+    """Write a seeded synthetic batch of catalog training jobs (GPU mix of published traces)."""
+    from planner.workloads import generate as make
+
+    with guard():
+        data = make(jobs, seed, nodes, gpus_per_node, time_unit, blocks, arrival_rate)
+        problem = _write_instance(data, output)
+        typer.echo(f"wrote {output} ({jobs} jobs, {len(problem.tasks)} tasks)")
+
+
+@app.command()
+def schema(
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write to a file instead of stdout.")
+    ] = None,
+) -> None:
+    """Print the JSON Schema of native instance files."""
+    from planner.schema import schema_text
+
+    if output is None:
+        typer.echo(schema_text(), nl=False)
+    else:
+        output.write_text(schema_text())
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from functools import cached_property
 from itertools import pairwise
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -207,6 +207,17 @@ class Problem(_Entity):
                 raise ValueError(f"precedences[{i}]: task {p.before!r} cannot precede itself")
         return self
 
+    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Problem:
+        """A copy with ``update`` applied (not validated), without this problem's cached views.
+
+        The views (``arrays``, ``task_index``, ...) are derived from the fields, so a
+        copy whose fields change must build its own.
+        """
+        copy = super().model_copy(update=update, deep=deep)
+        for name in _CACHED:
+            copy.__dict__.pop(name, None)
+        return copy
+
     @cached_property
     def task_index(self) -> dict[str, int]:
         """Position of each task by name."""
@@ -247,6 +258,9 @@ class Problem(_Entity):
         from planner.graph import task_graph
 
         return task_graph(self)
+
+
+_CACHED = ("task_index", "renewables", "nonrenewables", "arrays")
 
 
 def _unique(field: str, names: list[str]) -> None:

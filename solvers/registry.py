@@ -15,8 +15,15 @@ from planner.validate import validate
 
 SOLVERS: dict[str, str] = {
     "sgs": "solvers.sgs:solve_sgs",
+    "ga": "solvers.ga:solve_ga",
+    "pso": "solvers.pso:solve_pso",
+    "exclusive-fifo": "solvers.exclusive:solve_fifo",
+    "exclusive-srtf": "solvers.exclusive:solve_srtf",
+    "exclusive-srsf": "solvers.exclusive:solve_srsf",
+    "cpsat": "models.cpsat:solve_cpsat",
+    "milp": "models.milp:solve_milp",
 }
-"""Solver name -> ``module:function``; each function takes a Problem and options, returns a Result."""
+"""Solver name -> ``module:function``: a function of a Problem and options returning a Result."""
 
 
 class SolverError(PlannerError):

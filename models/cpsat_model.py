@@ -1,0 +1,400 @@
+"""The CP-SAT formulation of the complete problem model.
+
+Every task has one start variable. A mode is a chain of segments back to back,
+and every segment that takes time is an interval in the cumulative of each
+renewable resource it uses. Modes are encoded in one of two ways:
+
+- ``shared``: when all modes of a task have the same number of
+  segments, segment position ``k`` is one interval whose size and demands are
+  linear in the mode literals (exactly one true), chained ``start[k+1] ==
+  end[k]``. The cumulative then sees one interval per segment position.
+- ``optional`` (default, measured stronger on MMLIB50, see BENCHMARKS.md): one
+  optional interval per mode and segment, present when the mode's literal is
+  true, placed at the task start plus the segment's offset.
+
+Tasks with a single mode need neither: their segments are fixed-size intervals
+at the task start plus a constant offset. A task whose modes differ in their
+number of segments always uses the optional encoding.
+
+Capacity windows become fixed intervals that consume the capacity missing
+during the window; the cumulative's capacity is the largest capacity the
+resource ever has. For the makespan objective an interval from the makespan to
+the horizon takes the whole capacity of every cumulative it can share.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from ortools.sat.python import cp_model
+
+from planner.arrays import FS
+from planner.bounds import earliest_starts, latest_starts
+from planner.model import Problem
+from planner.schedule import Schedule
+
+ENCODINGS = ("shared", "optional")
+"""Ways to encode the modes of a task with several modes."""
+
+
+@dataclass
+class CpsatModel:
+    """A built CP-SAT model and the handles needed to hint it and read a schedule back."""
+
+    model: cp_model.CpModel
+    horizon: int
+    start: list[cp_model.IntVar]
+    mode_lits: list[list[cp_model.IntVar]]
+    """Per task, one literal per mode (empty for a single-mode task)."""
+    objective_scale: int = 1
+    """The CP-SAT objective is the problem's objective times this factor."""
+    makespan: cp_model.IntVar | None = None
+    completion: dict[int, cp_model.IntVar] = field(default_factory=dict)
+    """Per job number, its completion time (weighted-completion objective)."""
+    placement: dict[tuple[int, int], cp_model.IntVar] = field(default_factory=dict)
+    """Per (job, placement key id), whether the job is placed there (colocated jobs)."""
+    hinted: list[tuple[cp_model.IntVar, object]] = field(default_factory=list)
+    """Auxiliary variables and how to compute their hint from a schedule (see :func:`hint`)."""
+
+    def schedule(self, problem: Problem, value) -> Schedule:
+        """The schedule of a solution; ``value`` maps a variable to its value."""
+        modes, starts = {}, {}
+        for i, task in enumerate(problem.tasks):
+            lits = self.mode_lits[i]
+            k = next((k for k, lit in enumerate(lits) if value(lit)), 0)
+            modes[task.name] = task.modes[k].name
+            starts[task.name] = int(value(self.start[i]))
+        return Schedule(modes=modes, starts=starts)
+
+
+def weight_scale(weights: list[float]) -> int:
+    """Smallest power of ten (up to 10**6) that makes every weight an integer."""
+    for digits in range(7):
+        scale = 10**digits
+        if all(abs(w * scale - round(w * scale)) < 1e-9 for w in weights):
+            return scale
+    return 10**6
+
+
+class _Builder:
+    """Builds the model one constraint family at a time (see :func:`build_model`)."""
+
+    def __init__(
+        self,
+        problem: Problem,
+        horizon: int,
+        encoding: str,
+        makespan_interval: bool,
+        lower: int,
+    ) -> None:
+        if encoding not in ENCODINGS:
+            raise ValueError(f"unknown mode encoding {encoding!r}; choose one of {ENCODINGS}")
+        self.p = problem
+        self.a = problem.arrays
+        self.h = horizon
+        self.encoding = encoding
+        self.makespan_interval = makespan_interval
+        self.lower = lower
+        self.m = cp_model.CpModel()
+        # Per renewable resource: (interval, demand expression) pairs of the cumulative.
+        self.uses: list[list[tuple[cp_model.IntervalVar, object]]] = [
+            [] for _ in range(self.a.n_resources)
+        ]
+        self.end: list[object] = []
+
+    def build(self) -> CpsatModel:
+        # Order matters: tasks create the variables every later family refers to.
+        self.out = CpsatModel(self.m, self.h, [], [])
+        self._tasks()
+        self._precedences()
+        self._budgets()
+        self._colocation()
+        self._objective()
+        self._resources()
+        return self.out
+
+    def _tasks(self) -> None:
+        a = self.a
+        es = earliest_starts(self.p)
+        ls = latest_starts(self.p, self.h)
+        for i, task in enumerate(self.p.tasks):
+            lo, hi = es[task.name], ls[task.name]
+            hi = self.h if hi is None else hi
+            start = self.m.new_int_var(lo, max(lo, hi), f"s{i}")
+            self.out.start.append(start)
+            modes = range(int(a.mode_start[i]), int(a.mode_start[i + 1]))
+            if len(modes) == 1:
+                self.out.mode_lits.append([])
+                self._fixed_segments(modes[0], start, None)
+                self.end.append(start + int(a.mode_duration[modes[0]]))
+            else:
+                lits = [self.m.new_bool_var(f"x{i}_{k}") for k in range(len(modes))]
+                self.m.add_exactly_one(lits)
+                self.out.mode_lits.append(lits)
+                counts = {int(a.seg_start[m + 1] - a.seg_start[m]) for m in modes}
+                if self.encoding == "shared" and len(counts) == 1:
+                    self.end.append(self._shared_segments(i, list(modes), lits, start))
+                else:
+                    for m, lit in zip(modes, lits, strict=True):
+                        self._fixed_segments(m, start, lit)
+                    self.end.append(self._mode_end(i, list(modes), lits, start, lo))
+            if a.deadline[i] >= 0:
+                self.m.add(self.end[i] <= int(a.deadline[i]))
+
+    def _fixed_segments(self, mode: int, start: cp_model.IntVar, lit) -> None:
+        """Intervals at constant offsets from the task start (optional if ``lit`` is given)."""
+        a = self.a
+        for s in range(int(a.seg_start[mode]), int(a.seg_start[mode + 1])):
+            dur, demand = int(a.seg_duration[s]), a.seg_demand[s]
+            if dur == 0 or not demand.any():
+                continue
+            at = start + int(a.seg_offset[s])
+            if lit is None:
+                iv = self.m.new_fixed_size_interval_var(at, dur, f"i{s}")
+            else:
+                iv = self.m.new_optional_fixed_size_interval_var(at, dur, lit, f"i{s}")
+            for r in range(a.n_resources):
+                if demand[r]:
+                    self.uses[r].append((iv, int(demand[r])))
+
+    def _mode_end(
+        self, i: int, modes: list[int], lits: list, start: cp_model.IntVar, lo: int
+    ) -> object:
+        durs = [int(self.a.mode_duration[m]) for m in modes]
+        end = self.m.new_int_var(lo + min(durs), self.h, f"e{i}")
+        self.m.add(end == start + sum(d * lit for d, lit in zip(durs, lits, strict=True)))
+        self.out.hinted.append((end, ("end", i)))
+        return end
+
+    def _shared_segments(
+        self, i: int, modes: list[int], lits: list, start: cp_model.IntVar
+    ) -> object:
+        """One interval per segment position; size and demands follow the mode literals."""
+        a = self.a
+        first = [int(a.seg_start[m]) for m in modes]
+        at: object = start
+        for k in range(int(a.seg_start[modes[0] + 1] - a.seg_start[modes[0]])):
+            segs = [f + k for f in first]
+            durs = [int(a.seg_duration[s]) for s in segs]
+            if len(set(durs)) == 1:
+                size: object = durs[0]
+            else:
+                size = self.m.new_int_var_from_domain(
+                    cp_model.Domain.from_values(sorted(set(durs))), f"d{i}_{k}"
+                )
+                self.m.add(size == sum(d * lit for d, lit in zip(durs, lits, strict=True)))
+                self.out.hinted.append((size, ("size", i, k)))
+            end = self.m.new_int_var(0, self.h, f"e{i}_{k}")
+            self.out.hinted.append((end, ("seg_end", i, k)))
+            iv = self.m.new_interval_var(at, size, end, f"i{i}_{k}")
+            if max(durs) > 0:
+                for r in range(a.n_resources):
+                    qs = [int(a.seg_demand[s, r]) if a.seg_duration[s] else 0 for s in segs]
+                    if any(qs):
+                        self.uses[r].append((iv, self._demand(i, k, r, qs, lits)))
+            at = end
+        return at
+
+    def _demand(self, i: int, k: int, r: int, qs: list[int], lits: list) -> object:
+        if len(set(qs)) == 1:
+            return qs[0]
+        q = self.m.new_int_var_from_domain(
+            cp_model.Domain.from_values(sorted(set(qs))), f"q{i}_{k}_{r}"
+        )
+        self.m.add(q == sum(v * lit for v, lit in zip(qs, lits, strict=True)))
+        self.out.hinted.append((q, ("demand", i, k, r)))
+        return q
+
+    def _precedences(self) -> None:
+        a = self.a
+        for b, f, kind, lag in zip(
+            a.prec_before, a.prec_after, a.prec_kind, a.prec_lag, strict=True
+        ):
+            ref = self.end[b] if kind == FS else self.out.start[b]
+            self.m.add(self.out.start[f] >= ref + int(lag))
+
+    def _budgets(self) -> None:
+        a = self.a
+        for n, budget in enumerate(a.budget):
+            terms, least = [], 0
+            for i, lits in enumerate(self.out.mode_lits):
+                use = a.mode_consumption[a.mode_start[i] : a.mode_start[i + 1], n]
+                least += int(use.min())
+                terms += [
+                    int(u - use.min()) * lit
+                    for u, lit in zip(use, lits, strict=False)
+                    if u > use.min()
+                ]
+            if terms:
+                self.m.add(sum(terms) <= int(budget) - least)
+
+    def _colocation(self) -> None:
+        a = self.a
+        for i, lits in enumerate(self.out.mode_lits):
+            j = int(a.task_job[i])
+            if j < 0 or not a.job_colocate[j]:
+                continue
+            modes = range(int(a.mode_start[i]), int(a.mode_start[i + 1]))
+            for k, m in enumerate(modes):
+                key = int(a.mode_placement[m])
+                if key < 0:
+                    continue
+                y = self._placed(j, key)
+                if lits:
+                    self.m.add_implication(lits[k], y)
+                else:
+                    self.m.add(y == 1)
+        jobs: dict[int, list] = {}
+        for (j, _), y in self.out.placement.items():
+            jobs.setdefault(j, []).append(y)
+        for ys in jobs.values():
+            self.m.add_at_most_one(ys)
+
+    def _placed(self, job: int, key: int) -> cp_model.IntVar:
+        if (job, key) not in self.out.placement:
+            y = self.m.new_bool_var(f"y{job}_{key}")
+            self.out.placement[(job, key)] = y
+            self.out.hinted.append((y, ("placed", job, key)))
+        return self.out.placement[(job, key)]
+
+    def _objective(self) -> None:
+        a = self.a
+        if self.p.objective == "weighted_completion":
+            scale = weight_scale([float(w) for w in a.job_weight])
+            terms = []
+            for j, w in enumerate(a.job_weight):
+                ends = [self.end[i] for i in range(a.n_tasks) if a.task_job[i] == j]
+                if not ends:
+                    continue
+                c = self.m.new_int_var(0, self.h, f"c{j}")
+                self.m.add_max_equality(c, ends)
+                self.out.completion[j] = c
+                self.out.hinted.append((c, ("completion", j)))
+                terms.append(round(float(w) * scale) * c)
+            self.out.objective_scale = scale
+            self.m.minimize(sum(terms))
+            return
+        has_fs_succ = {int(b) for b, k in zip(a.prec_before, a.prec_kind, strict=True) if k == FS}
+        mk = self.m.new_int_var(self.lower, self.h, "makespan")
+        for i in range(a.n_tasks):
+            if i not in has_fs_succ:
+                self.m.add(mk >= self.end[i])
+        self.out.makespan = mk
+        self.out.hinted.append((mk, ("makespan",)))
+        self.m.minimize(mk)
+
+    def _resources(self) -> None:
+        a = self.a
+        for r in range(a.n_resources):
+            uses = self.uses[r]
+            if not uses:
+                continue
+            base = int(a.capacity[r])
+            windows = sorted(a.windows[r])
+            cap = max([base, *(c for _, _, c in windows)])
+            # Fixed intervals take what is missing of the capacity at each time.
+            blocked: list[tuple[int, int, int]] = []
+            t = 0
+            for s, e, c in windows:
+                if s > t and cap > base:
+                    blocked.append((t, s, cap - base))
+                if cap > c:
+                    blocked.append((s, e, cap - c))
+                t = e
+            if cap > base and t < self.h:
+                blocked.append((t, self.h, cap - base))
+            intervals = [iv for iv, _ in uses]
+            demands = [q for _, q in uses]
+            for s, e, q in blocked:
+                if s < self.h:
+                    intervals.append(self.m.new_fixed_size_interval_var(s, min(e, self.h) - s, ""))
+                    demands.append(q)
+            mk = self.out.makespan
+            if (
+                mk is not None
+                and self.makespan_interval
+                and all(e <= self.lower for _, e, _ in blocked)
+            ):
+                intervals.append(self.m.new_interval_var(mk, self.h - mk, self.h, "tail"))
+                demands.append(cap)
+            self.m.add_cumulative(intervals, demands, cap)
+
+
+def build_model(
+    problem: Problem,
+    horizon: int,
+    *,
+    encoding: str = "optional",
+    makespan_interval: bool = False,
+    lower: int = 0,
+) -> CpsatModel:
+    """Build the CP-SAT model of ``problem`` with every task finishing by ``horizon``.
+
+    Parameters
+    ----------
+    problem
+        The problem; its task graph must be acyclic.
+    horizon
+        Latest finish of any task (for the makespan objective, an upper bound on it).
+    encoding
+        ``"shared"`` or ``"optional"`` for tasks with several modes (see the module docs).
+    makespan_interval
+        Whether the makespan objective adds an interval ``[makespan, horizon)`` that takes
+        the whole capacity of each cumulative.
+    lower
+        A lower bound on the makespan.
+
+    Returns
+    -------
+    CpsatModel
+        The model and its variables.
+    """
+    return _Builder(problem, horizon, encoding, makespan_interval, lower).build()
+
+
+def hint(built: CpsatModel, problem: Problem, schedule: Schedule) -> None:
+    """Hint every variable of ``built`` with the values of ``schedule``."""
+    a = problem.arrays
+    m = built.model
+    m.clear_hints()
+    chosen, ends = [], []
+    for i, task in enumerate(problem.tasks):
+        k = next(k for k, mode in enumerate(task.modes) if mode.name == schedule.modes[task.name])
+        chosen.append(int(a.mode_start[i]) + k)
+        start = schedule.starts[task.name]
+        m.add_hint(built.start[i], start)
+        for kk, lit in enumerate(built.mode_lits[i]):
+            m.add_hint(lit, int(kk == k))
+        ends.append(start + int(a.mode_duration[chosen[i]]))
+    for var, what in built.hinted:
+        m.add_hint(var, _hint_value(what, problem, schedule, chosen, ends))
+
+
+def _hint_value(what: tuple, problem: Problem, schedule: Schedule, chosen: list, ends: list) -> int:
+    a = problem.arrays
+    kind = what[0]
+    if kind == "end":
+        return ends[what[1]]
+    if kind == "makespan":
+        return max(ends)
+    if kind == "completion":
+        return max(e for i, e in enumerate(ends) if a.task_job[i] == what[1])
+    if kind == "placed":
+        job, key = what[1], what[2]
+        return int(
+            any(a.task_job[i] == job and a.mode_placement[m] == key for i, m in enumerate(chosen))
+        )
+    i, k = what[1], what[2]
+    seg = int(a.seg_start[chosen[i]]) + k
+    if kind == "size":
+        return int(a.seg_duration[seg])
+    if kind == "seg_end":
+        start = schedule.starts[problem.tasks[i].name]
+        return start + int(a.seg_offset[seg] + a.seg_duration[seg])
+    return int(a.seg_demand[seg, what[3]]) if a.seg_duration[seg] else 0
+
+
+def scaled_bound(value: float, scale: int) -> float:
+    """A CP-SAT objective bound back in the problem's units (rounded up for integers)."""
+    return float(math.ceil(value - 1e-9)) if scale == 1 else value / scale

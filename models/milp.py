@@ -1,0 +1,292 @@
+"""The ``milp`` solver: the time-indexed MILP solved by CBC or HiGHS through PuLP.
+
+The horizon comes from the best of a few serial SGS passes, whose schedule is
+CBC's warm start (a MIP start) and the fallback when a backend finds nothing
+better. The model is sized before it is built and refused, with a pointer to
+the CP-SAT and GA solvers, when it would not fit. The status is ``optimal`` only
+when the backend's bound proves it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+import re
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import pulp
+
+from models.milp_model import (
+    MilpModel,
+    Windows,
+    build_model,
+    estimate_size,
+    job_completion_caps,
+    start_windows,
+)
+from planner import bounds
+from planner.errors import PlannerError
+from planner.model import Problem
+from planner.result import Progress, Result, Status
+from planner.schedule import Schedule
+from solvers.sgs import RULES, priorities, serial_sgs
+
+log = logging.getLogger(__name__)
+
+BACKENDS = ("cbc", "highs")
+MAX_VARIABLES = 2_000_000
+"""Largest number of start variables the solver builds."""
+MAX_MEMORY_GB = 4.0
+"""Largest estimated memory the solver builds a model for."""
+SAMPLES_PER_TASK = 10
+MAX_SAMPLES = 300
+"""Randomised SGS passes for the horizon: this many per task, at most ``MAX_SAMPLES``."""
+
+_CBC_BOUND = re.compile(r"^Lower bound:\s*(\S+)", re.MULTILINE)
+_CBC_OPTIMAL = re.compile(r"^Result - Optimal solution found", re.MULTILINE)
+
+
+def solve_milp(
+    problem: Problem,
+    *,
+    time_limit: float | None = None,
+    seed: int = 0,
+    workers: int | None = None,
+    backend: str = "cbc",
+    gap: float = 0.0,
+    progress: Callable[[Progress], None] | None = None,
+    log: bool = False,
+    max_variables: int = MAX_VARIABLES,
+    max_memory_gb: float = MAX_MEMORY_GB,
+    **_: object,
+) -> Result:
+    """Solve ``problem`` with the time-indexed MILP.
+
+    Parameters
+    ----------
+    problem
+        The instance.
+    time_limit
+        Seconds for the whole solve (model building included); ``None`` for no limit.
+    seed
+        Seed of the randomised heuristic passes that set the horizon and the warm start.
+    workers
+        Threads of the backend.
+    backend
+        ``"cbc"`` (bundled with PuLP) or ``"highs"`` (highspy).
+    gap
+        Relative gap at which the backend may stop; ``0`` proves optimality.
+    progress
+        Called with the heuristic's objective and with the final objective and bound.
+    log
+        Show the backend's own log.
+    max_variables, max_memory_gb
+        Refuse to build a model with more start variables, or a larger estimated memory.
+
+    Returns
+    -------
+    Result
+        The best schedule (the backend's, or the warm start), the backend's
+        bound and ``optimal`` only when the bound meets the objective.
+
+    Raises
+    ------
+    PlannerError
+        For an unknown backend, or a model above the size limits.
+    """
+    t0 = time.perf_counter()
+    if backend not in BACKENDS:
+        raise PlannerError(f"unknown MILP backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    start, windows = _heuristic_and_windows(problem, seed)
+    size = estimate_size(problem, windows)
+    if size.variables > max_variables or size.memory_gb > max_memory_gb:
+        raise PlannerError(
+            f"the time-indexed MILP is too large for this instance ({size.variables:,} start "
+            f"variables, about {size.memory_gb:.1f} GB over a horizon of {windows.horizon} ticks); "
+            "use --solver cpsat or --solver ga"
+        )
+    if progress is not None and start is not None:
+        progress(Progress(time.perf_counter() - t0, start.objective(problem), None, "heuristic"))
+    model = build_model(problem, windows)
+    warm = backend == "cbc" and start is not None and model.warm_start(problem, start)
+    stats = {
+        "backend": backend,
+        "horizon": windows.horizon,
+        "variables": len(model.lp.variables()),
+        "constraints": model.n_constraints,
+        "estimated_nonzeros": size.nonzeros,
+        "heuristic": None if start is None else start.objective(problem),
+        "warm_start": warm,
+        "build_time": time.perf_counter() - t0,
+    }
+    remaining = None if time_limit is None else max(0.5, time_limit - (time.perf_counter() - t0))
+    # an integral objective is proven once the bound is within half a unit (safe from tolerances)
+    gap_abs = 0.5 if _integral_objective(problem) else 1e-6
+    if backend == "cbc":
+        state, bound = _solve_cbc(model, remaining, workers, gap, gap_abs, warm, log)
+    else:
+        state, bound = _solve_highs(model, remaining, workers, gap, gap_abs, log)
+    result = _result(problem, model, start, state, bound, stats)
+    if progress is not None:
+        progress(Progress(time.perf_counter() - t0, result.objective, result.lower_bound, "done"))
+    return result
+
+
+def _heuristic_and_windows(problem: Problem, seed: int) -> tuple[Schedule | None, Windows]:
+    """The best serial SGS schedule and the windows it implies.
+
+    One pass per priority rule, then passes with randomly perturbed priorities:
+    a tighter horizon gives narrower windows and a smaller model.
+    """
+    rng = np.random.default_rng(seed)
+    base = [priorities(problem, rule) for rule in RULES]
+    passes = [*base]
+    for k in range(min(SAMPLES_PER_TASK * len(problem.tasks), MAX_SAMPLES)):
+        prio = base[k % len(base)]
+        passes.append(prio + rng.normal(0.0, 0.3 * (float(np.std(prio)) or 1.0), prio.shape))
+    best: Schedule | None = None
+    for prio in passes:
+        schedule, _ = serial_sgs(problem, prio)
+        if schedule is not None and (
+            best is None or schedule.objective(problem) < best.objective(problem)
+        ):
+            best = schedule
+    if best is None:
+        return None, start_windows(problem, bounds.horizon(problem))
+    if problem.objective == "makespan":
+        return best, start_windows(problem, best.makespan(problem))
+    horizon = max(bounds.horizon(problem), best.makespan(problem))
+    caps = job_completion_caps(problem, best.objective(problem))
+    return best, start_windows(problem, horizon, caps)
+
+
+def _integral_objective(problem: Problem) -> bool:
+    if problem.objective == "makespan":
+        return True
+    return all(float(j.weight).is_integer() for j in problem.jobs)
+
+
+def _solve_cbc(
+    model: MilpModel,
+    time_limit: float | None,
+    workers: int | None,
+    gap: float,
+    gap_abs: float,
+    warm: bool,
+    show_log: bool,
+) -> tuple[int, float | None]:
+    """Run CBC in a temporary folder; return PuLP's status and the bound read from its log."""
+    with tempfile.TemporaryDirectory(prefix="planner-milp-") as tmp:
+        log_path = Path(tmp) / "cbc.log"
+        with warnings.catch_warnings():
+            # PuLP 3 warns that its bundled CBC leaves in PuLP 4; the dependency stays below 4
+            warnings.simplefilter("ignore", DeprecationWarning)
+            solver = pulp.PULP_CBC_CMD(
+                msg=False,
+                timeLimit=time_limit,
+                threads=workers,
+                gapRel=gap,
+                gapAbs=gap_abs,
+                warmStart=warm,
+                logPath=str(log_path),
+            )
+        solver.tmpDir = tmp
+        try:
+            model.lp.solve(solver)
+        except pulp.PulpSolverError:
+            # the bundled CBC now and then exits abnormally when its time limit strikes
+            log.warning("CBC stopped abnormally; keeping the heuristic schedule")
+            return pulp.LpStatusNotSolved, None
+        text = log_path.read_text() if log_path.exists() else ""
+    if show_log:
+        sys.stderr.write(text)
+    found = _CBC_BOUND.findall(text)
+    bound: float | None = None
+    if found:
+        bound = float(found[-1])
+    elif gap == 0 and _CBC_OPTIMAL.search(text):
+        # an optimal finish without a bound line: the bound is the objective, up to gap_abs
+        bound = pulp.value(model.lp.objective)
+    return model.lp.status, bound
+
+
+class _HiGHS(pulp.HiGHS):  # type: ignore[misc, valid-type]
+    """PuLP's HiGHS interface, silent when asked.
+
+    No warm start: HiGHS 1.16 returns a solution set with ``setSolution`` as
+    its final one even after it has found a better one.
+    """
+
+    def createAndConfigureSolver(self, lp: pulp.LpProblem) -> None:
+        # HiGHS prints a banner when constructed, before PuLP can switch its output off
+        with contextlib.nullcontext() if self.msg else _silent_stdout():
+            super().createAndConfigureSolver(lp)
+
+
+@contextlib.contextmanager
+def _silent_stdout() -> Iterator[None]:
+    """Send the process's standard output (file descriptor 1) to the null device."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _solve_highs(
+    model: MilpModel,
+    time_limit: float | None,
+    workers: int | None,
+    gap: float,
+    gap_abs: float,
+    show_log: bool,
+) -> tuple[int, float | None]:
+    """Run HiGHS; return PuLP's status and HiGHS's dual bound."""
+    solver = _HiGHS(msg=show_log, timeLimit=time_limit, threads=workers, gapRel=gap, gapAbs=gap_abs)
+    if not solver.available():
+        raise PlannerError("the HiGHS backend needs the highspy package: pip install highspy")
+    model.lp.solve(solver)
+    info = model.lp.solverModel.getInfo()
+    bound = float(info.mip_dual_bound)
+    return model.lp.status, bound if math.isfinite(bound) else None
+
+
+def _result(
+    problem: Problem,
+    model: MilpModel,
+    start: Schedule | None,
+    state: int,
+    bound: float | None,
+    stats: dict,
+) -> Result:
+    """Pick the best schedule, round the bound and decide the status."""
+    stats["backend_status"] = pulp.LpStatus.get(state, str(state))
+    solved = model.lp.sol_status in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible)
+    schedule = model.schedule(problem) if solved else None
+    if schedule is None or (
+        start is not None and start.objective(problem) < schedule.objective(problem)
+    ):
+        schedule = start
+    if schedule is None:
+        status = Status.INFEASIBLE if state == pulp.LpStatusInfeasible else Status.UNKNOWN
+        return Result("milp", status, lower_bound=bound, stats=stats)
+    objective = schedule.objective(problem)
+    if bound is not None:
+        if _integral_objective(problem):
+            bound = math.ceil(bound - 1e-6)
+        bound = min(bound, objective)
+    proven = bound is not None and objective <= bound + 1e-6
+    status = Status.OPTIMAL if proven else Status.FEASIBLE
+    return Result("milp", status, schedule, objective=objective, lower_bound=bound, stats=stats)

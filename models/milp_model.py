@@ -1,0 +1,424 @@
+"""The time-indexed MILP of the complete problem model, built with PuLP.
+
+A binary ``x[m, s]`` says that the task of mode ``m`` starts at tick ``s`` in
+that mode. Starts are limited to the task's window: from its earliest start
+(releases, precedences and lags) to the mode's own latest start (the horizon,
+deadlines and the latest starts of the successors, with the mode's own
+duration), less the ticks at which some segment would exceed a capacity on its
+own. Constraint families, each a small function:
+
+- assignment: each task starts exactly once, in one mode;
+- precedences in the disaggregated (strong) form: "``after`` has started by
+  ``t``" implies "``before`` has finished (FS) or started (SS) by ``t - lag``";
+- renewable resources: one row per resource and tick, each start contributing
+  the demand of the segment that runs at that tick (time-varying demands and
+  capacity windows are exact);
+- non-renewable budgets, job colocation (one placement variable per job and
+  key) and the objective (makespan, or weighted job completion).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import networkx as nx
+import numpy as np
+import pulp
+
+from planner.arrays import FS
+from planner.bounds import earliest_starts, lower_bound
+from planner.model import Problem
+from planner.schedule import Schedule
+
+BYTES_PER_VARIABLE = 1_200
+"""Measured memory of one PuLP binary with its name, solver copy and file row."""
+BYTES_PER_NONZERO = 250
+"""Measured memory of one coefficient in PuLP expressions, the model file and the solver."""
+
+
+@dataclass(frozen=True)
+class Windows:
+    """Start windows of every mode over ``[0, horizon)``.
+
+    Attributes
+    ----------
+    horizon
+        Every task finishes by this tick.
+    earliest
+        Earliest start per task.
+    latest
+        Latest start per global mode number (below ``earliest`` for a mode that cannot run).
+    """
+
+    horizon: int
+    earliest: np.ndarray
+    latest: np.ndarray
+
+    def width(self, mode: int, task: int) -> int:
+        """Number of start ticks in the window of ``mode`` (of ``task``)."""
+        return max(0, int(self.latest[mode]) - int(self.earliest[task]) + 1)
+
+
+def start_windows(
+    problem: Problem, horizon: int, job_caps: dict[str, int] | None = None
+) -> Windows:
+    """Start windows of the modes for a schedule that ends by ``horizon``.
+
+    Parameters
+    ----------
+    problem
+        The instance (with an acyclic task graph).
+    horizon
+        Every task must finish by this tick.
+    job_caps
+        Optional latest completion per job name (for the weighted-completion objective).
+
+    Returns
+    -------
+    Windows
+        The earliest start per task and the latest start per mode, each mode
+        bounded with its own duration.
+    """
+    a = problem.arrays
+    es = earliest_starts(problem)
+    earliest = np.array([es[t.name] for t in problem.tasks], dtype=np.int64)
+    end_cap = np.full(a.n_tasks, horizon, dtype=np.int64)
+    for i, t in enumerate(problem.tasks):
+        if t.deadline is not None:
+            end_cap[i] = min(end_cap[i], t.deadline)
+        if job_caps and t.job in job_caps:
+            end_cap[i] = min(end_cap[i], job_caps[t.job])
+    latest = np.zeros(len(a.mode_task), dtype=np.int64)
+    task_latest = np.zeros(a.n_tasks, dtype=np.int64)
+    out: list[list[tuple[int, int, int]]] = [[] for _ in range(a.n_tasks)]
+    for b, f, k, lag in zip(a.prec_before, a.prec_after, a.prec_kind, a.prec_lag, strict=True):
+        out[int(b)].append((int(f), int(k), int(lag)))
+    index = problem.task_index
+    for name in reversed(list(nx.topological_sort(problem.graph()))):
+        i = index[name]
+        finish_by, start_by = int(end_cap[i]), math.inf
+        for f, kind, lag in out[i]:
+            if kind == FS:
+                finish_by = min(finish_by, int(task_latest[f]) - lag)
+            else:
+                start_by = min(start_by, int(task_latest[f]) - lag)
+        modes = range(a.mode_start[i], a.mode_start[i + 1])
+        for m in modes:
+            latest[m] = min(finish_by - int(a.mode_duration[m]), start_by)
+        task_latest[i] = max(latest[m] for m in modes)
+    return Windows(horizon=horizon, earliest=earliest, latest=latest)
+
+
+def job_completion_caps(problem: Problem, upper: float) -> dict[str, int]:
+    """Latest completion per job of any schedule whose weighted completion is at most ``upper``.
+
+    Every other job finishes no earlier than its critical-path bound, so job
+    ``k`` finishes by ``(upper - sum of the others' weight x bound) / weight_k``.
+    """
+    es = earliest_starts(problem)
+    least: dict[str, int] = {}
+    for t in problem.tasks:
+        if t.job is not None:
+            least[t.job] = max(least.get(t.job, 0), es[t.name] + t.min_duration)
+    weight = {j.name: j.weight for j in problem.jobs}
+    total = sum(weight[j] * c for j, c in least.items())
+    return {
+        j: math.floor((upper - total + weight[j] * c) / weight[j] + 1e-9) for j, c in least.items()
+    }
+
+
+@dataclass(frozen=True)
+class SizeEstimate:
+    """Size of the model before it is built."""
+
+    variables: int
+    nonzeros: int
+
+    @property
+    def memory_gb(self) -> float:
+        """Estimated peak memory in GB while building and solving."""
+        return (self.variables * BYTES_PER_VARIABLE + self.nonzeros * BYTES_PER_NONZERO) / 1e9
+
+
+def estimate_size(problem: Problem, windows: Windows) -> SizeEstimate:
+    """Count the start variables and bound the nonzeros of the model (without building it)."""
+    a = problem.arrays
+    width = np.array(
+        [windows.width(m, int(a.mode_task[m])) for m in range(len(a.mode_task))], dtype=np.int64
+    )
+    per_task = np.add.reduceat(width, a.mode_start[:-1]) if len(width) else width
+    # each start appears in the assignment row, in one resource row per demanded tick,
+    # in the budget rows and once per objective row
+    ticks = np.zeros(len(a.mode_task), dtype=np.int64)
+    for m in range(len(a.mode_task)):
+        segs = slice(a.seg_start[m], a.seg_start[m + 1])
+        ticks[m] = int((a.seg_duration[segs] * (a.seg_demand[segs] > 0).sum(axis=1)).sum())
+    nonzeros = int((width * (2 + ticks + a.mode_consumption.shape[1])).sum())
+    # a precedence row per start tick of ``after``, each with at most both tasks' starts
+    for b, f in zip(a.prec_before, a.prec_after, strict=True):
+        rows = int(per_task[f]) // max(1, int(a.mode_start[f + 1] - a.mode_start[f]))
+        nonzeros += rows * int(per_task[f] + per_task[b])
+    return SizeEstimate(variables=int(width.sum()), nonzeros=nonzeros)
+
+
+@dataclass
+class MilpModel:
+    """A built model: the PuLP problem and the variables needed to read a schedule back.
+
+    For each mode, ``ticks[m]`` lists its allowed start ticks in order and
+    ``steps[m][k]`` is the binary "started in mode ``m`` by ``ticks[m][k]``":
+    the step form of the start binaries (``x[m, ticks[m][k]]`` is
+    ``steps[m][k] - steps[m][k - 1]``). Its LP relaxation is the same as the
+    start binaries' but its rows are sparse and branching on it splits time.
+    """
+
+    lp: pulp.LpProblem
+    ticks: dict[int, list[int]] = field(default_factory=dict)
+    steps: dict[int, list[pulp.LpVariable]] = field(default_factory=dict)
+    objective_vars: dict[str | None, pulp.LpVariable] = field(default_factory=dict)
+    """Makespan (key ``None``) or completion per job name."""
+    n_constraints: int = 0
+
+    def started_by(self, mode: int, tick: int) -> pulp.LpVariable | None:
+        """The binary "started in ``mode`` by ``tick``"; ``None`` where it is 0."""
+        k = bisect.bisect_right(self.ticks[mode], tick) - 1
+        return self.steps[mode][k] if k >= 0 else None
+
+    def warm_start(self, problem: Problem, schedule: Schedule) -> bool:
+        """Set initial values from ``schedule``; ``False`` if a start lies outside the windows."""
+        a = problem.arrays
+        chosen: dict[int, int] = {}
+        for i, t in enumerate(problem.tasks):
+            m = int(a.mode_start[i]) + [mm.name for mm in t.modes].index(schedule.modes[t.name])
+            if schedule.starts[t.name] not in self.ticks.get(m, ()):
+                return False
+            chosen[m] = schedule.starts[t.name]
+        for m, steps in self.steps.items():
+            for tick, var in zip(self.ticks[m], steps, strict=True):
+                var.setInitialValue(1 if m in chosen and tick >= chosen[m] else 0)
+        for job, var in self.objective_vars.items():
+            var.setInitialValue(_completion(problem, schedule, job))
+        return True
+
+    def schedule(self, problem: Problem) -> Schedule | None:
+        """The schedule in the solver's current values, or ``None`` if they are not one."""
+        a = problem.arrays
+        modes: dict[str, str] = {}
+        starts: dict[str, int] = {}
+        for m, steps in self.steps.items():
+            value = [(v.varValue or 0.0) > 0.5 for v in steps]
+            if not value[-1]:
+                continue
+            i = int(a.mode_task[m])
+            t = problem.tasks[i]
+            if t.name in starts:
+                return None
+            modes[t.name] = t.modes[m - int(a.mode_start[i])].name
+            starts[t.name] = self.ticks[m][value.index(True)]
+        if len(starts) != a.n_tasks:
+            return None
+        return Schedule(modes=modes, starts=starts)
+
+
+def _completion(problem: Problem, schedule: Schedule, job: str | None) -> int:
+    return max(
+        schedule.finish(problem, t.name) for t in problem.tasks if job is None or t.job == job
+    )
+
+
+def build_model(problem: Problem, windows: Windows) -> MilpModel:
+    """Build the time-indexed MILP of ``problem`` over ``windows``."""
+    model = MilpModel(lp=pulp.LpProblem("planner_milp", pulp.LpMinimize))
+    # start variables first: every other family reads them
+    _start_variables(problem, windows, model)
+    _assignment(problem, model)
+    _precedences(problem, model)
+    _renewables(problem, windows, model)
+    _budgets(problem, model)
+    _colocation(problem, model)
+    _objective(problem, windows, model)
+    model.n_constraints = model.lp.numConstraints()
+    return model
+
+
+def _add(
+    model: MilpModel, terms: dict[pulp.LpVariable, float], sense: int, name: str, rhs: float
+) -> None:
+    row = pulp.LpAffineExpression([(v, c) for v, c in terms.items() if c])
+    model.lp += pulp.LpConstraint(row, sense, name, rhs)
+
+
+def _start_variables(problem: Problem, windows: Windows, model: MilpModel) -> None:
+    """Step binaries at the start ticks at which every segment of the mode fits the capacity."""
+    a = problem.arrays
+    horizon = windows.horizon
+    cap = a.capacity_profile(horizon)
+    for m in range(len(a.mode_task)):
+        i = int(a.mode_task[m])
+        lo, hi = int(windows.earliest[i]), int(windows.latest[m])
+        if hi < lo:
+            continue
+        ok = np.ones(hi - lo + 1, dtype=bool)
+        for s in range(a.seg_start[m], a.seg_start[m + 1]):
+            dur, off, need = int(a.seg_duration[s]), int(a.seg_offset[s]), a.seg_demand[s]
+            if dur == 0 or not need.any():
+                continue
+            bad = (cap < need[:, None]).any(axis=0).astype(np.int64)
+            prefix = np.concatenate(([0], np.cumsum(bad)))
+            first = np.arange(lo, hi + 1) + off
+            ok &= prefix[np.minimum(first + dur, horizon)] - prefix[np.minimum(first, horizon)] == 0
+        ticks = [int(s) for s in np.nonzero(ok)[0] + lo]
+        if not ticks:
+            continue
+        model.ticks[m] = ticks
+        model.steps[m] = [model.lp.add_variable(f"z_{m}_{s}", cat=pulp.LpBinary) for s in ticks]
+        for k in range(len(ticks) - 1):
+            steps = model.steps[m]
+            _add(model, {steps[k]: 1, steps[k + 1]: -1}, pulp.LpConstraintLE, f"step_{m}_{k}", 0)
+
+
+def _task_modes(problem: Problem, model: MilpModel, task: int) -> list[int]:
+    a = problem.arrays
+    return [m for m in range(a.mode_start[task], a.mode_start[task + 1]) if m in model.steps]
+
+
+def _assignment(problem: Problem, model: MilpModel) -> None:
+    """Each task starts once: its modes' last steps sum to one."""
+    for i in range(problem.arrays.n_tasks):
+        last = {model.steps[m][-1]: 1 for m in _task_modes(problem, model, i)}
+        _add(model, last, pulp.LpConstraintEQ, f"assign_{i}", 1)
+
+
+def _precedences(problem: Problem, model: MilpModel) -> None:
+    """Disaggregated rows: started(after, t) <= finished(before, t - lag) (FS) or started (SS)."""
+    a = problem.arrays
+    for p, (b, f, kind, lag) in enumerate(
+        zip(a.prec_before, a.prec_after, a.prec_kind, a.prec_lag, strict=True)
+    ):
+        before, after = _task_modes(problem, model, b), _task_modes(problem, model, f)
+        if not before or not after:
+            continue
+        # ``before`` counts as done for this precedence ``shift`` ticks after its start
+        shift = {m: int(lag) + (int(a.mode_duration[m]) if kind == FS else 0) for m in before}
+        done = max(model.ticks[m][-1] + shift[m] for m in before)
+        rows = sorted({t for m in after for t in model.ticks[m] if t < done})
+        for t in rows:
+            terms: dict[pulp.LpVariable, float] = defaultdict(float)
+            for m in after:
+                var = model.started_by(m, t)
+                if var is not None:
+                    terms[var] += 1
+            for m in before:
+                var = model.started_by(m, t - shift[m])
+                if var is not None:
+                    terms[var] -= 1
+            _add(model, terms, pulp.LpConstraintLE, f"prec_{p}_{t}", 0)
+
+
+def _renewables(problem: Problem, windows: Windows, model: MilpModel) -> None:
+    """One row per resource and tick whose possible load exceeds that tick's capacity.
+
+    A segment at offset ``o`` with duration ``d`` runs at tick ``t`` when its
+    mode started in ``(t - o - d, t - o]``: two step binaries per segment.
+    """
+    a = problem.arrays
+    cap = a.capacity_profile(windows.horizon)
+    for r in range(a.n_resources):
+        rows: dict[int, dict[pulp.LpVariable, float]] = defaultdict(lambda: defaultdict(float))
+        peak: dict[int, int] = defaultdict(int)
+        for m, ticks in model.ticks.items():
+            for g in range(a.seg_start[m], a.seg_start[m + 1]):
+                q, dur, off = int(a.seg_demand[g, r]), int(a.seg_duration[g]), int(a.seg_offset[g])
+                if not q or not dur:
+                    continue
+                for t in range(ticks[0] + off, ticks[-1] + off + dur):
+                    peak[t] += q
+                    row = rows[t]
+                    on = model.started_by(m, t - off)
+                    if on is not None:
+                        row[on] += q
+                    off_var = model.started_by(m, t - off - dur)
+                    if off_var is not None:
+                        row[off_var] -= q
+        for t in sorted(rows):
+            if peak[t] > cap[r, t]:
+                _add(model, rows[t], pulp.LpConstraintLE, f"res_{r}_{t}", int(cap[r, t]))
+
+
+def _budgets(problem: Problem, model: MilpModel) -> None:
+    a = problem.arrays
+    for k, budget in enumerate(a.budget):
+        terms = {
+            steps[-1]: int(a.mode_consumption[m, k])
+            for m, steps in model.steps.items()
+            if a.mode_consumption[m, k]
+        }
+        if sum(terms.values()) > budget:
+            _add(model, terms, pulp.LpConstraintLE, f"budget_{k}", int(budget))
+
+
+def _colocation(problem: Problem, model: MilpModel) -> None:
+    """Per colocated job, one binary per placement key; a mode with a key needs its key's binary."""
+    a = problem.arrays
+    for j in range(len(problem.jobs)):
+        if not a.job_colocate[j]:
+            continue
+        uses: dict[int, list[int]] = defaultdict(list)
+        for m in model.steps:
+            key = int(a.mode_placement[m])
+            if key >= 0 and a.task_job[a.mode_task[m]] == j:
+                uses[key].append(m)
+        if len(uses) < 2:
+            continue
+        place = {key: model.lp.add_variable(f"place_{j}_{key}", cat=pulp.LpBinary) for key in uses}
+        _add(model, dict.fromkeys(place.values(), 1), pulp.LpConstraintLE, f"place_{j}", 1)
+        for key, modes in uses.items():
+            for m in modes:
+                terms = {model.steps[m][-1]: 1, place[key]: -1}
+                _add(model, terms, pulp.LpConstraintLE, f"place_{j}_{m}", 0)
+
+
+def _finish(problem: Problem, model: MilpModel, task: int) -> dict[pulp.LpVariable, float]:
+    """The finish tick of ``task`` as a linear form of its step binaries."""
+    a = problem.arrays
+    terms: dict[pulp.LpVariable, float] = defaultdict(float)
+    for m in _task_modes(problem, model, task):
+        ticks, steps = model.ticks[m], model.steps[m]
+        # sum_k (ticks[k] + d) (steps[k] - steps[k - 1]), summed by parts
+        terms[steps[-1]] += ticks[-1] + int(a.mode_duration[m])
+        for k in range(len(ticks) - 1):
+            terms[steps[k]] -= ticks[k + 1] - ticks[k]
+    return terms
+
+
+def _objective(problem: Problem, windows: Windows, model: MilpModel) -> None:
+    """A makespan variable, or a completion variable per job, above each end task's finish."""
+    a = problem.arrays
+    has_fs_succ: dict[int, set[int | None]] = defaultdict(set)
+    for b, f, kind in zip(a.prec_before, a.prec_after, a.prec_kind, strict=True):
+        if kind == FS:
+            has_fs_succ[int(b)].add(int(a.task_job[f]))
+    groups: dict[str | None, list[int]] = defaultdict(list)
+    if problem.objective == "makespan":
+        groups[None] = [i for i in range(a.n_tasks) if not has_fs_succ[i]]
+    else:
+        for i, t in enumerate(problem.tasks):
+            if t.job is not None and int(a.task_job[i]) not in has_fs_succ[i]:
+                groups[t.job].append(i)
+    least = lower_bound(problem) if problem.objective == "makespan" else 0
+    for key, members in groups.items():
+        name = "makespan" if key is None else f"completion_{len(model.objective_vars)}"
+        var = model.lp.add_variable(name, lowBound=least, upBound=windows.horizon)
+        model.objective_vars[key] = var
+        for i in members:
+            terms = _finish(problem, model, i)
+            terms[var] -= 1
+            _add(model, terms, pulp.LpConstraintLE, f"{name}_{i}", 0)
+    if problem.objective == "makespan":
+        model.lp += model.objective_vars[None]
+    else:
+        weight = {j.name: j.weight for j in problem.jobs}
+        model.lp += pulp.lpSum(weight[j] * v for j, v in model.objective_vars.items())

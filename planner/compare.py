@@ -1,0 +1,503 @@
+"""Solver comparison: every solver on every instance and seed, one table, a summary and a plot.
+
+Each run goes through :func:`solvers.solve` and its schedule through the
+independent validator. Rows are appended to a CSV file as runs finish, so an
+interrupted study loses nothing: run it again with ``resume=True`` and the
+runs already in the file are skipped. Runs execute in this process, in local
+worker processes, or on a Dask distributed cluster (an existing scheduler or a
+local cluster started for the study).
+
+Columns of the table (:data:`COLUMNS`): ``gap_bound`` is
+``(objective - lower_bound) / objective`` (as ``planner solve`` prints it) and
+``gap_reference`` is ``(objective - reference) / reference``, the relative
+deviation from the best known value used in the PSPLIB literature.
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+import math
+import sys
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from multiprocessing import active_children, get_context
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from planner.errors import InputError
+from planner.instance import load_instance
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+log = logging.getLogger(__name__)
+
+COLUMNS = [
+    "instance",
+    "solver",
+    "seed",
+    "status",
+    "objective",
+    "lower_bound",
+    "gap_bound",
+    "reference",
+    "gap_reference",
+    "runtime",
+    "valid",
+    "error",
+]
+"""Columns of the results table, in file order."""
+FAILED = ("invalid", "error")
+"""Statuses of runs that failed: a schedule the validator rejects, or an exception."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run of a study: a solver on an instance file with a seed."""
+
+    instance: str
+    path: str
+    solver: str
+    seed: int
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        """What identifies the run in the results file."""
+        return (self.instance, self.solver, self.seed)
+
+
+def run_one(
+    run: Run, time_limit: float | None = None, workers: int | None = None
+) -> dict[str, Any]:
+    """Execute ``run`` and return its row (without the reference columns).
+
+    Never raises for a failing solver: a schedule the validator rejects gives
+    status ``invalid``, any other exception status ``error``, with the message
+    in ``error``.
+    """
+    from planner.validate import validate
+    from solvers import SolverError, solve
+
+    row: dict[str, Any] = {c: None for c in COLUMNS}
+    row.update(instance=run.instance, solver=run.solver, seed=run.seed, error="")
+    options: dict[str, Any] = {"time_limit": time_limit, "seed": run.seed}
+    if workers is not None:
+        options["workers"] = workers
+    try:
+        problem = load_instance(run.path)
+        result = solve(problem, run.solver, **options)
+    except SolverError as exc:
+        row.update(status="invalid", valid=False, error=str(exc))
+        return row
+    # One failing run must not end the study: record the error and go on.
+    except Exception as exc:
+        row.update(status="error", error=f"{exc.__class__.__name__}: {exc}")
+        return row
+    row.update(
+        status=result.status.value,
+        objective=result.objective,
+        lower_bound=result.lower_bound,
+        gap_bound=result.gap,
+        runtime=round(result.runtime, 6),
+    )
+    if result.schedule is not None:
+        row["valid"] = validate(problem, result.schedule).ok
+        if not row["valid"]:
+            row["status"] = "invalid"
+    return row
+
+
+def plan_runs(instances: list[Path], solvers: list[str], seeds: int) -> list[Run]:
+    """Every (instance, solver, seed) run, instance by instance.
+
+    Instances are named by file stem; each file is loaded once here so that bad
+    input stops the study before it starts.
+
+    Raises
+    ------
+    InputError
+        If a file cannot be loaded, two files share a stem, or a solver is unknown.
+    """
+    from solvers import SOLVERS
+
+    for s in solvers:
+        if s not in SOLVERS:
+            raise InputError(f"unknown solver {s!r}; choose from {', '.join(SOLVERS)}")
+    if seeds < 1:
+        raise InputError(f"seeds must be at least 1, got {seeds}")
+    names: dict[str, Path] = {}
+    for path in instances:
+        load_instance(path)
+        if path.stem in names:
+            raise InputError(f"two instance files named {path.stem!r}", str(path))
+        names[path.stem] = path
+    return [
+        Run(name, str(path), solver, seed)
+        for name, path in names.items()
+        for solver in dict.fromkeys(solvers)
+        for seed in range(seeds)
+    ]
+
+
+def read_results(path: Path) -> list[dict[str, str]]:
+    """Rows of a results file, without a last line cut short by an interruption.
+
+    Raises
+    ------
+    InputError
+        If the file is not a results table (other header).
+    """
+    text = path.read_text()
+    lines = text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines.pop()
+    reader = csv.reader(lines)
+    header = next(reader, None)
+    if header is None:
+        return []
+    if header != COLUMNS:
+        raise InputError(
+            f"not a results table of a comparison (columns {', '.join(COLUMNS)})", str(path)
+        )
+    rows = []
+    for fields in reader:
+        if len(fields) == len(COLUMNS) and fields[2].isdigit():
+            rows.append(dict(zip(COLUMNS, fields, strict=True)))
+    return rows
+
+
+def _rewrite(path: Path, rows: list[dict[str, Any]]) -> None:
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def _with_reference(row: dict[str, Any], reference: dict[str, float]) -> dict[str, Any]:
+    ref = reference.get(row["instance"].lower())
+    row["reference"] = ref
+    obj = row["objective"]
+    if ref is not None and obj is not None and ref > 0:
+        row["gap_reference"] = (obj - ref) / ref
+    return row
+
+
+def execute(
+    runs: list[Run],
+    *,
+    time_limit: float | None = None,
+    workers: int | None = None,
+    jobs: int = 1,
+    dask: str | None = None,
+) -> Iterator[dict[str, Any]]:
+    """Run ``runs`` and yield each row as soon as its run finishes.
+
+    Parameters
+    ----------
+    runs
+        The runs.
+    time_limit, workers
+        Passed to every solver.
+    jobs
+        Local worker processes; 1 runs in this process.
+    dask
+        ``tcp://HOST:PORT`` of a running Dask scheduler, or ``local:N`` to
+        start a local Dask cluster of N worker processes. Overrides ``jobs``.
+    """
+    if dask is not None:
+        yield from _on_dask(runs, dask, time_limit, workers)
+    elif jobs <= 1:
+        for run in runs:
+            yield run_one(run, time_limit, workers)
+    else:
+        yield from _on_processes(runs, jobs, time_limit, workers)
+
+
+def _on_processes(
+    runs: list[Run], jobs: int, time_limit: float | None, workers: int | None
+) -> Iterator[dict[str, Any]]:
+    before = set(active_children())
+    # Fresh interpreters: forking a process that runs threads (the progress bar's, a
+    # solver's) can leave a lock held in the child forever.
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn"))
+    try:
+        pending = {pool.submit(run_one, r, time_limit, workers) for r in runs}
+        while pending:
+            # Waking up now and then lets Ctrl-C through: a signal that lands on
+            # another thread would not interrupt an endless wait.
+            done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+            for future in done:
+                yield future.result()
+    except BaseException:
+        # Interrupted (or the consumer failed): stop the runs in progress now.
+        pool.shutdown(wait=False, cancel_futures=True)
+        mine = set(active_children()) - before
+        for child in mine:
+            child.terminate()
+        for child in mine:
+            child.join(timeout=5)
+        raise
+    pool.shutdown(wait=True)
+
+
+def parse_dask(spec: str) -> int | None:
+    """Workers of a ``local:N`` Dask spec, or ``None`` for a ``tcp://HOST:PORT`` address.
+
+    Raises
+    ------
+    InputError
+        If ``spec`` is neither.
+    """
+    if spec.startswith("local:"):
+        count = spec.removeprefix("local:")
+        if not count.isdigit() or int(count) < 1:
+            raise InputError(f"--dask local:N needs a number of workers N >= 1, got {spec!r}")
+        return int(count)
+    if not spec.startswith("tcp://") or ":" not in spec.removeprefix("tcp://"):
+        raise InputError(f"--dask takes tcp://HOST:PORT or local:N, got {spec!r}")
+    return None
+
+
+def _on_dask(
+    runs: list[Run], address: str, time_limit: float | None, workers: int | None
+) -> Iterator[dict[str, Any]]:
+    try:
+        from distributed import Client, LocalCluster
+        from distributed import as_completed as completed
+    except ImportError as exc:
+        raise InputError(
+            "--dask needs the 'distributed' package (pip install distributed)"
+        ) from exc
+    # Dask logs every connection at INFO level: show that only when this module does.
+    logging.getLogger("distributed").setLevel(max(logging.WARNING, log.getEffectiveLevel()))
+    cluster = None
+    count = parse_dask(address)
+    if count is not None:
+        cluster = LocalCluster(
+            n_workers=count,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=None,
+        )
+        address = cluster.scheduler_address
+    try:
+        client = Client(address, timeout=20)
+    except OSError as exc:
+        if cluster is not None:
+            cluster.close()
+        raise InputError(f"cannot reach the Dask scheduler at {address} ({exc})") from None
+    try:
+        futures = [client.submit(run_one, r, time_limit, workers, pure=False) for r in runs]
+        for future in completed(futures):
+            yield future.result()
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def run_study(
+    instances: list[Path],
+    solvers: list[str],
+    output: Path,
+    *,
+    seeds: int = 1,
+    time_limit: float | None = None,
+    workers: int | None = None,
+    reference: dict[str, float] | None = None,
+    resume: bool = False,
+    jobs: int = 1,
+    dask: str | None = None,
+    progress: bool = True,
+    on_row: Callable[[dict[str, Any]], None] | None = None,
+) -> pd.DataFrame:
+    """Run every solver on every instance and seed; append each row to ``output``.
+
+    Parameters
+    ----------
+    instances
+        Instance files; each is named by its file stem.
+    solvers
+        Registered solver names.
+    output
+        The results CSV. Without ``resume`` it is started afresh.
+    seeds
+        Seeds ``0 .. seeds - 1`` per instance and solver.
+    time_limit, workers
+        Passed to every solver.
+    reference
+        Reference values by lower-case instance name (:func:`planner.reference.load_reference`).
+    resume
+        Keep the rows already in ``output`` and skip their runs.
+    jobs, dask
+        Where runs execute (:func:`execute`).
+    progress
+        Show a progress bar with the time left on stderr.
+    on_row
+        Called with each new row once it is written.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The rows of this study's runs (old and new), in plan order.
+    """
+    from tqdm import tqdm
+
+    runs = plan_runs(instances, solvers, seeds)
+    if dask is not None:
+        parse_dask(dask)
+    reference = reference or {}
+    kept: list[dict[str, str]] = []
+    if resume and output.is_file():
+        kept = read_results(output)
+    _rewrite(output, kept)
+    done = {(r["instance"], r["solver"], int(r["seed"])) for r in kept}
+    todo = [r for r in runs if r.key not in done]
+    log.info(
+        "%d runs planned, %d already done, %d to do", len(runs), len(runs) - len(todo), len(todo)
+    )
+    bar = tqdm(total=len(todo), unit="run", file=sys.stderr, disable=not progress or not todo)
+    with output.open("a", newline="") as f, bar:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS)
+        for row in execute(todo, time_limit=time_limit, workers=workers, jobs=jobs, dask=dask):
+            row = _with_reference(row, reference)
+            writer.writerow(row)
+            f.flush()
+            bar.set_postfix_str(f"{row['instance']} {row['solver']} {row['status']}", refresh=False)
+            bar.update()
+            if on_row is not None:
+                on_row(row)
+    table = load_table(output)
+    order = {r.key: i for i, r in enumerate(runs)}
+    keys = list(zip(table["instance"], table["solver"], table["seed"], strict=True))
+    table = table[[k in order for k in keys]].copy()
+    table["_order"] = [order[k] for k in keys if k in order]
+    return table.sort_values("_order").drop(columns="_order").reset_index(drop=True)
+
+
+def load_table(path: Path) -> pd.DataFrame:
+    """The results file as a typed table (numbers as floats, ``valid`` as booleans or NA)."""
+    rows = read_results(path)
+    table = pd.DataFrame(rows, columns=COLUMNS)
+    table["seed"] = table["seed"].astype(int)
+    for c in ("objective", "lower_bound", "gap_bound", "reference", "gap_reference", "runtime"):
+        table[c] = pd.to_numeric(table[c], errors="coerce")
+    table["valid"] = table["valid"].map({"True": True, "False": False}).astype("boolean")
+    table["instance"] = table["instance"].astype(str)
+    table["error"] = table["error"].fillna("")
+    return table
+
+
+def best_objectives(table: pd.DataFrame) -> pd.Series:
+    """The best (smallest) objective per instance over every valid run of the table."""
+    ok = table[table["objective"].notna() & ~table["status"].isin(FAILED)]
+    return ok.groupby("instance")["objective"].min()
+
+
+def summarize(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per solver: runs, solved, optimal, best, invalid, errors, mean gaps, mean runtime.
+
+    ``best`` counts runs that reach the best objective any run of the table
+    found on their instance; ``optimal`` counts runs whose status is optimal;
+    gaps are means over the runs that have them.
+    """
+    best = best_objectives(table)
+    out = []
+    for solver, group in table.groupby("solver", sort=False):
+        ok = group[~group["status"].isin(FAILED)]
+        solved = ok["objective"].notna()
+        at_best = ok["objective"] == ok["instance"].map(best)
+        out.append(
+            {
+                "solver": solver,
+                "runs": len(group),
+                "solved": int(solved.sum()),
+                "optimal": int((ok["status"] == "optimal").sum()),
+                "best": int(at_best.sum()),
+                "invalid": int((group["status"] == "invalid").sum()),
+                "errors": int((group["status"] == "error").sum()),
+                "mean_gap_bound_%": _mean_percent(ok["gap_bound"]),
+                "mean_gap_reference_%": _mean_percent(ok["gap_reference"]),
+                "mean_runtime_s": float(group["runtime"].mean(skipna=True)),
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def _mean_percent(values: pd.Series) -> float:
+    values = values.dropna()
+    return float(100 * values.mean()) if len(values) else math.nan
+
+
+def markdown(table: pd.DataFrame) -> str:
+    """A pipe table in Markdown; floats with 2 decimals (3 for runtimes), NaN as ``-``."""
+
+    def cell(column: str, value: Any) -> str:
+        if isinstance(value, float):
+            if math.isnan(value):
+                return "-"
+            return f"{value:.3f}" if "runtime" in column else f"{value:.2f}"
+        return str(value)
+
+    columns = [str(c) for c in table.columns]
+    lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
+    for row in table.itertuples(index=False):
+        lines.append(
+            "| " + " | ".join(cell(c, v) for c, v in zip(columns, row, strict=True)) + " |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def profile_ratios(table: pd.DataFrame) -> dict[str, list[float]]:
+    """Per solver, the ratio of each run's objective to the best on its instance (inf if failed)."""
+    best = best_objectives(table)
+    out: dict[str, list[float]] = {}
+    for row in table.itertuples(index=False):
+        b, obj = best.get(row.instance), row.objective
+        if row.status in FAILED or b is None or pd.isna(obj):
+            ratio = math.inf
+        elif b > 0:
+            ratio = float(obj) / float(b)
+        else:
+            ratio = 1.0 if obj == b else math.inf
+        out.setdefault(row.solver, []).append(ratio)
+    return out
+
+
+def plot_profile(table: pd.DataFrame, ax: Axes) -> Axes:
+    """Draw the performance profile of the study on ``ax``.
+
+    For each solver, the fraction of its runs whose objective is within a
+    factor tau of the best objective found on the instance, as tau grows.
+    """
+    ratios = profile_ratios(table)
+    finite = [r for rs in ratios.values() for r in rs if math.isfinite(r)]
+    top = max([*finite, 1.0]) * 1.02 + 0.01
+    for solver, rs in ratios.items():
+        xs = sorted(r for r in rs if math.isfinite(r))
+        steps = [1.0, *xs, top]
+        fractions = [0.0] + [(i + 1) / len(rs) for i in range(len(xs))] + [len(xs) / len(rs)]
+        ax.step(steps, fractions, where="post", label=f"{solver} ({len(rs)} runs)")
+    ax.set_xlim(1.0, top)
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("tau: objective / best objective on the instance")
+    ax.set_ylabel("fraction of runs within tau")
+    ax.set_title("performance profile")
+    ax.grid(linewidth=0.3, alpha=0.6)
+    ax.legend(loc="lower right", fontsize=8)
+    return ax
+
+
+def save_profile(table: pd.DataFrame, path: str | Path) -> None:
+    """Write the performance profile of the study as an image (format from the suffix)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7, 4.5), dpi=100)
+    plot_profile(table, fig.add_subplot())
+    fig.tight_layout()
+    fig.savefig(path)

@@ -1,0 +1,301 @@
+"""Genetic algorithm on activity lists and mode lists, decoded by the serial SGS.
+
+Each individual is a precedence-feasible activity list and a mode list.
+Parents are drawn by binary tournament; the two-point crossover keeps the
+mother's first part, takes the father's order for the middle and the mother's
+order for the rest, so children stay precedence-feasible; modes cross over at
+the same points. Mutation swaps neighbours not linked by a precedence and
+redraws modes. Every child is decoded, justified (forward-backward
+improvement) and re-encoded from its justified schedule. Survival is elitist:
+the best of parents and children, without duplicates. A population that has
+converged or stalled is drawn anew except for its best individual. One
+generation runs as one numba kernel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from numba import njit
+
+from planner.errors import PlannerError
+from planner.model import Problem
+from planner.result import Progress, Result
+from solvers.encoding import Data
+from solvers.search import Search
+from solvers.sgs import priorities
+from solvers.sgs_numba import evaluate
+
+STALL = 25
+"""Generations without improvement after which the population is drawn anew."""
+
+
+@njit(cache=True)
+def _linked(pred_ptr, pred_idx, a: int, b: int) -> bool:
+    for e in range(pred_ptr[b], pred_ptr[b + 1]):  # noqa: SIM110 (numba has no generators)
+        if pred_idx[e] == a:
+            return True
+    return False
+
+
+@njit(cache=True)
+def _cross(mo, mm, fo, fm, child_o, child_m, q1, q2, taken) -> None:
+    n = mo.shape[0]
+    taken[:] = 0
+    k = 0
+    for p in range(q1):
+        child_o[k] = mo[p]
+        taken[mo[p]] = 1
+        k += 1
+    for p in range(n):
+        if k >= q2:
+            break
+        t = fo[p]
+        if taken[t] == 0:
+            child_o[k] = t
+            taken[t] = 1
+            k += 1
+    for p in range(n):
+        t = mo[p]
+        if taken[t] == 0:
+            child_o[k] = t
+            taken[t] = 1
+            k += 1
+    for t in range(n):
+        child_m[t] = fm[t] if q1 <= t < q2 else mm[t]
+
+
+@njit(cache=True)
+def _mutate(pred_ptr, pred_idx, mode_start, order, modes, rate: float, rng) -> None:
+    # Arrays, not the Data tuple: a tuple argument costs reference counting per call.
+    n = order.shape[0]
+    for p in range(n - 1):
+        if rng.random() < rate and not _linked(pred_ptr, pred_idx, order[p], order[p + 1]):
+            order[p], order[p + 1] = order[p + 1], order[p]
+    for t in range(n):
+        count = mode_start[t + 1] - mode_start[t]
+        if count > 1 and rng.random() < rate:
+            modes[t] = mode_start[t] + rng.integers(0, count)
+
+
+@njit(cache=True)
+def _same(a, b) -> bool:
+    for k in range(a.shape[0]):  # noqa: SIM110 (numba has no generators)
+        if a[k] != b[k]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def _survive(pop_o, pop_m, fit, kid_o, kid_m, kid_fit, n_kids) -> None:
+    """Keep the best distinct individuals of children and parents (children first on ties)."""
+    size = fit.shape[0]
+    all_o = np.concatenate((kid_o[:n_kids], pop_o))
+    all_m = np.concatenate((kid_m[:n_kids], pop_m))
+    all_f = np.concatenate((kid_fit[:n_kids], fit))
+    rank = np.argsort(all_f, kind="mergesort")
+    chosen = np.empty(size, dtype=np.int64)
+    n_chosen = 0
+    for r in rank:
+        dup = False
+        for c in range(n_chosen - 1, -1, -1):
+            if all_f[chosen[c]] != all_f[r]:
+                break
+            if _same(all_o[chosen[c]], all_o[r]) and _same(all_m[chosen[c]], all_m[r]):
+                dup = True
+                break
+        if not dup:
+            chosen[n_chosen] = r
+            n_chosen += 1
+            if n_chosen == size:
+                break
+    k = 0
+    while n_chosen < size:
+        chosen[n_chosen] = rank[k]
+        n_chosen += 1
+        k += 1
+    for p in range(size):
+        pop_o[p] = all_o[chosen[p]]
+        pop_m[p] = all_m[chosen[p]]
+        fit[p] = all_f[chosen[p]]
+
+
+@njit(cache=True)
+def generation(
+    d: Data, pop_o, pop_m, fit, kid_o, kid_m, kid_fit, rate, rng, work, best, allowance
+) -> int:
+    """Breed, evaluate and select one generation; returns the schedules generated.
+
+    ``work`` holds the decoder's ``(start, mode, avail, used)``; ``best`` holds
+    ``(value[1], start, mode)`` of the incumbent, updated in place.
+    """
+    start, mode, avail, used = work
+    best_value, best_start, best_mode = best
+    size, n = pop_o.shape
+    pred_ptr, pred_idx, mode_start = d.pred_ptr, d.pred_idx, d.mode_start
+    taken = np.empty(n, dtype=np.int64)
+    spent = 0
+    n_kids = 0
+    while n_kids < size and spent < allowance:
+        a, b = rng.integers(0, size), rng.integers(0, size)
+        mother = a if fit[a] <= fit[b] else b
+        a, b = rng.integers(0, size), rng.integers(0, size)
+        father = a if fit[a] <= fit[b] else b
+        q1, q2 = rng.integers(0, n + 1), rng.integers(0, n + 1)
+        if q1 > q2:
+            q1, q2 = q2, q1
+        for side in range(2):
+            if n_kids >= size or spent >= allowance:
+                break
+            x, y = (mother, father) if side == 0 else (father, mother)
+            _cross(
+                pop_o[x], pop_m[x], pop_o[y], pop_m[y], kid_o[n_kids], kid_m[n_kids], q1, q2, taken
+            )
+            _mutate(pred_ptr, pred_idx, mode_start, kid_o[n_kids], kid_m[n_kids], rate, rng)
+            value, passes = evaluate(
+                d, kid_o[n_kids], kid_m[n_kids], start, mode, avail, used, allowance - spent, False
+            )
+            spent += passes
+            kid_fit[n_kids] = value
+            if value < best_value[0]:
+                best_value[0] = value
+                best_start[:] = start
+                best_mode[:] = mode
+            n_kids += 1
+    _survive(pop_o, pop_m, fit, kid_o, kid_m, kid_fit, n_kids)
+    return spent
+
+
+@njit(cache=True)
+def initial(d: Data, pop_o, pop_m, fit, work, best, allowance) -> int:
+    """Evaluate the first population in place (its orders and modes are set by the caller)."""
+    start, mode, avail, used = work
+    best_value, best_start, best_mode = best
+    spent = 0
+    for p in range(pop_o.shape[0]):
+        value, passes = evaluate(
+            d, pop_o[p], pop_m[p], start, mode, avail, used, allowance - spent, False
+        )
+        spent += passes
+        fit[p] = value
+        if value < best_value[0]:
+            best_value[0] = value
+            best_start[:] = start
+            best_mode[:] = mode
+    return spent
+
+
+def first_population(
+    search: Search, size: int, rng: np.random.Generator, lft: np.ndarray, rule_first: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
+    """Activity lists from the LFT rule and noisy LFT keys, and mode lists.
+
+    The first list follows the LFT rule (when ``rule_first``); the others take
+    the LFT value plus uniform noise as wide as the LFT range, a biased random
+    sampling that starts better than uniform random orders. Every second
+    individual lets the decoder pick the mode that finishes first; the others
+    draw modes at random.
+    """
+    dec = search.decoder
+    d = dec.data
+    n = d.n
+    spread = max(float(np.ptp(lft)), 1.0)
+    orders = np.empty((size, n), dtype=np.int64)
+    modes = np.empty((size, n), dtype=np.int64)
+    counts = np.diff(d.mode_start)
+    for p in range(size):
+        keys = lft if p == 0 and rule_first else lft + rng.random(n) * spread
+        orders[p] = dec.order(keys)
+        if p % 2 == 0:
+            modes[p] = -1
+        else:
+            modes[p] = d.mode_start[:-1] + (rng.random(n) * counts).astype(np.int64)
+    return orders, modes
+
+
+def solve_ga(
+    problem: Problem,
+    *,
+    schedules: int | None = None,
+    time_limit: float | None = None,
+    seed: int = 0,
+    population: int = 40,
+    mutation: float = 0.2,
+    stall: int = STALL,
+    progress: Callable[[Progress], None] | None = None,
+    **_: object,
+) -> Result:
+    """Genetic algorithm with serial SGS decoding and justification.
+
+    Parameters
+    ----------
+    problem
+        The problem.
+    schedules
+        Budget of generated schedules (every SGS pass counts, justification
+        passes too). With neither budget, 5,000 schedules.
+    time_limit
+        Seconds.
+    seed
+        Random seed; the same seed and budget give the same schedule.
+    population
+        Population size (at least 2).
+    mutation
+        Probability per position of a neighbour swap and per task of a new mode.
+    stall
+        Generations without improvement after which the population is drawn anew.
+    progress
+        Called on each improvement.
+
+    Returns
+    -------
+    Result
+        The best schedule, with ``stats["history"]`` (one row per generation).
+    """
+    if int(population) < 2:
+        raise PlannerError(f"population must be at least 2, got {population}")
+    max_stall = int(stall)
+    search = Search(problem, "ga", schedules, time_limit, progress)
+    size = int(population)
+    rng = np.random.default_rng(seed)
+    dec = search.decoder
+    d = dec.data
+    lft = priorities(problem, "lft")
+    pop_o, pop_m = first_population(search, size, rng, lft)
+    fit = np.full(size, np.inf)
+    kid_o, kid_m = np.empty_like(pop_o), np.empty_like(pop_m)
+    kid_fit = np.full(size, np.inf)
+    work = (dec.start, dec.mode, dec.avail, dec.used)
+    best = (np.full(1, np.inf), np.zeros(d.n, dtype=np.int64), np.zeros(d.n, dtype=np.int64))
+    search.used += initial(d, pop_o, pop_m, fit, work, best, search.allowance())
+    search.offer(best[0][0], best[1], best[2])
+    search.record(0, fit)
+    gen = restarts = idle = 0
+    while not search.done():
+        gen += 1
+        before = best[0][0]
+        search.used += generation(
+            d,
+            pop_o,
+            pop_m,
+            fit,
+            kid_o,
+            kid_m,
+            kid_fit,
+            float(mutation),
+            rng,
+            work,
+            best,
+            search.allowance(),
+        )
+        idle = idle + 1 if best[0][0] >= before else 0
+        if (idle >= max_stall or fit[0] == fit[-1]) and not search.done():
+            # Converged: keep the best individual, draw the others anew.
+            restarts += 1
+            idle = 0
+            pop_o[1:], pop_m[1:] = first_population(search, size - 1, rng, lft, rule_first=False)
+            search.used += initial(d, pop_o[1:], pop_m[1:], fit[1:], work, best, search.allowance())
+        search.offer(best[0][0], best[1], best[2])
+        search.record(gen, fit)
+    return search.result(population=size, generations=gen, restarts=restarts, seed=seed)

@@ -1,0 +1,186 @@
+"""Particle swarm optimisation on random keys, decoded by the serial SGS.
+
+A particle's position holds one priority key per task (smaller goes first
+among eligible tasks) and one mode key per task in ``[0, 1)`` (the mode is
+``floor(key * number of modes)``). The velocity update is
+``w * v + c1 * r1 * (pbest - x) + c2 * r2 * (gbest - x)``, clamped. Each
+particle is decoded by the serial SGS and justified; its keys are then
+re-encoded from the justified schedule (each task's rank in start order), so
+the swarm learns from the justification. A swarm that stalls is scattered
+anew. One iteration runs as one numba kernel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from numba import njit
+
+from planner.errors import PlannerError
+from planner.model import Problem
+from planner.result import Progress, Result
+from solvers.encoding import Data
+from solvers.search import Search
+from solvers.sgs import priorities
+from solvers.sgs_numba import evaluate, keys_to_order
+
+STALL = 10
+"""Iterations without improvement after which the particles are scattered anew."""
+
+MODE_VMAX = 0.25
+"""Velocity clamp of the mode keys: modes need larger steps than the order keys."""
+
+
+@njit(cache=True)
+def _decode(d: Data, x, mk, order, modes) -> None:
+    order[:] = keys_to_order(d, x, False)
+    mode_start = d.mode_start
+    for t in range(d.n):
+        count = mode_start[t + 1] - mode_start[t]
+        modes[t] = mode_start[t] + min(count - 1, int(mk[t] * count))
+
+
+@njit(cache=True)
+def _encode(d: Data, order, modes, x, mk) -> None:
+    n = d.n
+    mode_start = d.mode_start
+    for k in range(n):
+        x[order[k]] = k / n
+    for t in range(n):
+        count = mode_start[t + 1] - mode_start[t]
+        mk[t] = (modes[t] - mode_start[t] + 0.5) / count
+
+
+@njit(cache=True)
+def iteration(d: Data, swarm, pbest, pfit, gbest, params, rng, work, best, allowance) -> int:
+    """Move, decode, justify and re-encode every particle once; returns schedules generated.
+
+    ``swarm`` is ``(x, mk, v, vm)``, ``pbest`` is ``(x, mk)`` per particle,
+    ``gbest`` is ``(x, mk)`` of the swarm, ``params`` is ``(w, c1, c2, vmax, vmax_modes)``.
+    """
+    x, mk, v, vm = swarm
+    px, pmk = pbest
+    gx, gmk = gbest
+    w, c1, c2, vmax, vmax_modes = params
+    start, mode, avail, used = work
+    best_value, best_start, best_mode = best
+    size, n = x.shape
+    order = np.empty(n, dtype=np.int64)
+    modes = np.empty(n, dtype=np.int64)
+    spent = 0
+    for p in range(size):
+        if spent >= allowance:
+            break
+        for t in range(n):
+            r1, r2 = rng.random(), rng.random()
+            v[p, t] = w * v[p, t] + c1 * r1 * (px[p, t] - x[p, t]) + c2 * r2 * (gx[t] - x[p, t])
+            v[p, t] = min(vmax, max(-vmax, v[p, t]))
+            x[p, t] += v[p, t]
+            r1, r2 = rng.random(), rng.random()
+            vm[p, t] = (
+                w * vm[p, t] + c1 * r1 * (pmk[p, t] - mk[p, t]) + c2 * r2 * (gmk[t] - mk[p, t])
+            )
+            vm[p, t] = min(vmax_modes, max(-vmax_modes, vm[p, t]))
+            mk[p, t] = min(0.999999, max(0.0, mk[p, t] + vm[p, t]))
+        _decode(d, x[p], mk[p], order, modes)
+        value, passes = evaluate(
+            d, order, modes, start, mode, avail, used, allowance - spent, False
+        )
+        spent += passes
+        if value < np.inf:
+            _encode(d, order, modes, x[p], mk[p])
+        if value <= pfit[p]:
+            pfit[p] = value
+            px[p] = x[p]
+            pmk[p] = mk[p]
+        if value < best_value[0]:
+            best_value[0] = value
+            best_start[:] = start
+            best_mode[:] = mode
+            gx[:] = x[p]
+            gmk[:] = mk[p]
+    return spent
+
+
+def solve_pso(
+    problem: Problem,
+    *,
+    schedules: int | None = None,
+    time_limit: float | None = None,
+    seed: int = 0,
+    particles: int = 40,
+    inertia: float = 0.1,
+    c1: float = 1.5,
+    c2: float = 1.5,
+    vmax: float = 0.05,
+    stall: int = STALL,
+    progress: Callable[[Progress], None] | None = None,
+    **_: object,
+) -> Result:
+    """Particle swarm on random keys with serial SGS decoding and justification.
+
+    Parameters
+    ----------
+    problem
+        The problem.
+    schedules
+        Budget of generated schedules (every SGS pass counts, justification
+        passes too). With neither budget, 5,000 schedules.
+    time_limit
+        Seconds.
+    seed
+        Random seed; the same seed and budget give the same schedule.
+    particles
+        Swarm size (at least 1).
+    inertia, c1, c2, vmax
+        Velocity update weights and clamp of the order keys.
+    stall
+        Iterations without improvement after which the particles are scattered anew.
+    progress
+        Called on each improvement.
+
+    Returns
+    -------
+    Result
+        The best schedule, with ``stats["history"]`` (one row per iteration).
+    """
+    if int(particles) < 1:
+        raise PlannerError(f"particles must be at least 1, got {particles}")
+    max_stall = int(stall)
+    search = Search(problem, "pso", schedules, time_limit, progress)
+    size = int(particles)
+    rng = np.random.default_rng(seed)
+    dec = search.decoder
+    d = dec.data
+    n = d.n
+    x = rng.random((size, n))
+    lft = priorities(problem, "lft")
+    x[0] = (lft - lft.min()) / max(float(np.ptp(lft)), 1.0)
+    mk = rng.random((size, n))
+    v = rng.uniform(-vmax, vmax, (size, n))
+    vm = rng.uniform(-MODE_VMAX, MODE_VMAX, (size, n))
+    pfit = np.full(size, np.inf)
+    swarm = (x, mk, v, vm)
+    pbest = (x.copy(), mk.copy())
+    gbest = (x[0].copy(), mk[0].copy())
+    work = (dec.start, dec.mode, dec.avail, dec.used)
+    best = (np.full(1, np.inf), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64))
+    params = (float(inertia), float(c1), float(c2), float(vmax), MODE_VMAX)
+    it = restarts = idle = 0
+    while not search.done():
+        it += 1
+        before = best[0][0]
+        search.used += iteration(
+            d, swarm, pbest, pfit, gbest, params, rng, work, best, search.allowance()
+        )
+        idle = idle + 1 if best[0][0] >= before else 0
+        if idle >= max_stall:
+            # Stalled: scatter the particles again; personal and global bests stay.
+            restarts += 1
+            idle = 0
+            x[:] = rng.random((size, n))
+            v[:] = rng.uniform(-vmax, vmax, (size, n))
+        search.offer(best[0][0], best[1], best[2])
+        search.record(it, pfit)
+    return search.result(particles=size, iterations=it, restarts=restarts, seed=seed)

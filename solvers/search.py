@@ -1,0 +1,150 @@
+"""What the population heuristics share: budgets, the incumbent, history and the Result.
+
+A :class:`Search` counts generated schedules (every SGS pass, justification
+passes included) against the ``schedules`` budget, watches the time limit,
+keeps the best schedule, calls ``progress`` on each improvement and records
+one row of statistics per generation in ``stats["history"]``::
+
+    pandas.DataFrame(result.stats["history"]).to_csv("history.csv", index=False)
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from planner.bounds import critical_path_bound
+from planner.errors import PlannerError
+from planner.model import Problem
+from planner.result import Progress, Result, Status
+from solvers.encoding import to_schedule
+from solvers.sgs import Decoder
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SCHEDULES = 5000
+"""Schedule budget when neither ``schedules`` nor ``time_limit`` is given."""
+
+
+class Search:
+    """Budget, incumbent and statistics of one heuristic run.
+
+    Parameters
+    ----------
+    problem
+        The problem.
+    solver
+        Solver name, for the Result.
+    schedules
+        Budget of generated schedules, or ``None``.
+    time_limit
+        Seconds, or ``None``. With neither budget, :data:`DEFAULT_SCHEDULES`.
+    progress
+        Called with a :class:`Progress` on every improvement.
+    """
+
+    def __init__(
+        self,
+        problem: Problem,
+        solver: str,
+        schedules: int | None,
+        time_limit: float | None,
+        progress: Callable[[Progress], None] | None,
+    ) -> None:
+        self.t0 = time.perf_counter()
+        if schedules is not None and int(schedules) < 1:
+            raise PlannerError(f"schedules must be at least 1, got {schedules}")
+        if schedules is None and time_limit is None:
+            schedules = DEFAULT_SCHEDULES
+        self.problem = problem
+        self.solver = solver
+        self.budget = math.inf if schedules is None else int(schedules)
+        self.deadline = math.inf if time_limit is None else self.t0 + float(time_limit)
+        self.progress = progress
+        self.decoder = Decoder(problem)
+        n = self.decoder.data.n
+        self.used = 0
+        self.best = math.inf
+        self.best_start = np.zeros(n, dtype=np.int64)
+        self.best_mode = np.zeros(n, dtype=np.int64)
+        self.bound = critical_path_bound(problem) if problem.objective == "makespan" else -math.inf
+        self.history: list[dict[str, Any]] = []
+
+    @property
+    def left(self) -> int:
+        """Schedules still allowed (a large number without a schedule budget)."""
+        if self.budget == math.inf:
+            return 1 << 40
+        return int(self.budget - self.used)
+
+    def allowance(self) -> int:
+        """Schedules the next kernel call may generate.
+
+        Under a time limit the first call gets one evaluation's worth, later
+        calls what the measured rate allows in the time left, so that a large
+        instance does not overrun the limit by a whole generation.
+        """
+        if self.deadline == math.inf:
+            return self.left
+        now = time.perf_counter()
+        if self.used == 0:
+            return min(self.left, 3)
+        rate = self.used / max(now - self.t0, 1e-9)
+        return max(1, min(self.left, int(rate * (self.deadline - now))))
+
+    def done(self) -> bool:
+        """Whether the budget or the time is spent, or the incumbent meets the bound."""
+        return self.left <= 0 or time.perf_counter() >= self.deadline or self.best <= self.bound
+
+    def offer(self, value: float, start: np.ndarray, mode: np.ndarray) -> None:
+        """Keep ``start`` / ``mode`` if ``value`` improves the incumbent."""
+        if value < self.best:
+            self.best = float(value)
+            self.best_start[:] = start
+            self.best_mode[:] = mode
+            if self.progress is not None:
+                self.progress(
+                    Progress(
+                        time.perf_counter() - self.t0,
+                        objective=self.best,
+                        message=f"{self.used} schedules",
+                    )
+                )
+
+    def record(self, generation: int, values: np.ndarray) -> None:
+        """Append one history row for a generation with population ``values``."""
+        finite = values[np.isfinite(values)]
+        self.history.append(
+            {
+                "generation": generation,
+                "schedules": self.used,
+                "elapsed": round(time.perf_counter() - self.t0, 4),
+                "best": self.best if math.isfinite(self.best) else None,
+                "mean": float(finite.mean()) if finite.size else None,
+            }
+        )
+
+    def result(self, **stats: Any) -> Result:
+        """The Result: the incumbent (if any), or no schedule with a reason."""
+        runtime = time.perf_counter() - self.t0
+        info = {"schedules": self.used, "history": self.history, **stats}
+        log.info("%s: %d schedules in %.2f s, best %s", self.solver, self.used, runtime, self.best)
+        if not math.isfinite(self.best):
+            info["reason"] = (
+                f"none of the {self.used} generated schedules met the deadlines, budgets and "
+                "placements"
+            )
+            return Result(self.solver, Status.UNKNOWN, runtime=runtime, stats=info)
+        return Result(
+            self.solver,
+            Status.FEASIBLE,
+            to_schedule(self.problem, self.best_start, self.best_mode),
+            objective=self.best,
+            runtime=runtime,
+            stats=info,
+        )

@@ -1,0 +1,95 @@
+"""The genetic algorithm: optima on small instances, budgets, determinism, history."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from planner import load_instance, validate
+from planner.errors import PlannerError
+from planner.result import Progress, Status
+from solvers import solve
+
+INSTANCES = Path(__file__).resolve().parents[2] / "instances"
+
+
+@pytest.mark.parametrize(
+    ("name", "optimum"),
+    [
+        ("psplib/j301_1.sm", 43),
+        ("psplib/j301_2.sm", 47),
+        ("mm/j1010_1.mm", 17),
+        ("mm/j102_2.mm", 20),
+    ],
+)
+def test_reaches_known_optimum(name: str, optimum: int) -> None:
+    problem = load_instance(INSTANCES / name)
+    res = solve(problem, "ga", schedules=5000, seed=1)
+    assert res.stats["valid"]
+    assert validate(problem, res.schedule).ok
+    assert res.objective == optimum
+
+
+def test_budget_history_and_progress() -> None:
+    problem = load_instance(INSTANCES / "psplib/j1201_1.sm")
+    events: list[Progress] = []
+    res = solve(problem, "ga", schedules=1200, seed=0, progress=events.append)
+    assert res.status == Status.FEASIBLE
+    assert res.stats["schedules"] == 1200
+    history = res.stats["history"]
+    assert [h["generation"] for h in history] == list(range(len(history)))
+    assert history[-1]["schedules"] == 1200
+    assert history[-1]["best"] == res.objective
+    assert all(h["mean"] >= h["best"] for h in history)
+    bests = [e.objective for e in events]
+    assert bests == sorted(bests, reverse=True) and bests[-1] == res.objective
+    assert res.objective >= 99  # the critical-path bound (MPM-Time) of j1201_1
+
+
+def test_same_seed_same_schedule() -> None:
+    problem = load_instance(INSTANCES / "psplib/j1201_1.sm")
+    a = solve(problem, "ga", schedules=900, seed=7)
+    b = solve(problem, "ga", schedules=900, seed=7)
+    assert a.schedule.starts == b.schedule.starts and a.schedule.modes == b.schedule.modes
+
+
+def test_time_limit_alone_stops() -> None:
+    problem = load_instance(INSTANCES / "psplib/j1201_1.sm")
+    res = solve(problem, "ga", time_limit=0.5, seed=0)
+    assert res.stats["valid"] and res.runtime < 5
+
+
+def test_bad_options() -> None:
+    problem = load_instance(INSTANCES / "psplib/j301_1.sm")
+    with pytest.raises(PlannerError, match="population"):
+        solve(problem, "ga", population=1)
+    with pytest.raises(PlannerError, match="schedules"):
+        solve(problem, "ga", schedules=0)
+
+
+def test_cli_forwards_schedules() -> None:
+    from typer.testing import CliRunner
+
+    from planner.cli import app
+
+    out = CliRunner().invoke(
+        app, ["solve", str(INSTANCES / "psplib/j301_1.sm"), "--solver", "ga", "--schedules", "600"]
+    )
+    assert out.exit_code == 0, out.output
+    assert "validator    valid" in out.output
+    assert "makespan     43" in out.output
+
+
+def test_unmeetable_deadline_gives_no_schedule() -> None:
+    from planner.model import Mode, Problem, Resource, Segment, Task
+
+    # Both tasks need the whole resource for 5 ticks and must finish by tick 5.
+    seg = Segment(duration=5, demand={"r": 1})
+    problem = Problem(
+        resources=[Resource(name="r", capacity=1)],
+        tasks=[Task(name=name, modes=[Mode(segments=[seg])], deadline=5) for name in ("x", "y")],
+    )
+    res = solve(problem, "ga", schedules=100)
+    assert res.schedule is None and res.status == Status.UNKNOWN
+    assert res.stats["schedules"] == 100 and "deadlines" in res.stats["reason"]

@@ -1,0 +1,366 @@
+"""Solver comparison: reference files, the results table row by row, resume, parallel runs, CLI."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from planner.bounds import lower_bound
+from planner.cli import app
+from planner.compare import (
+    COLUMNS,
+    load_table,
+    markdown,
+    plan_runs,
+    read_results,
+    run_study,
+    save_profile,
+    summarize,
+)
+from planner.errors import InputError
+from planner.instance import load_instance
+from planner.model import Problem
+from planner.result import Result, Status
+from planner.schedule import Schedule
+from planner.validate import validate
+from solvers import SOLVERS, solve
+from tests.conftest import INSTANCES
+
+DATA = Path(__file__).parent / "data"
+J301 = INSTANCES / "psplib" / "j301_1.sm"
+J3013 = INSTANCES / "psplib" / "j3013_1.sm"
+OPTIMA = {"j301_1": 43.0, "j3013_1": 58.0}
+"""Published optimal makespans (j30opt.sm)."""
+runner = CliRunner()
+
+
+@pytest.mark.parametrize(
+    ("file", "expected"),
+    [
+        ("bks_j30_excerpt.csv", {"j301_1": 43, "j3013_1": 58, "j3048_10": 54}),  # best_ub
+        ("bks_j10_excerpt.csv", {"j102_2": 20, "j102_5": 16}),  # makespan column
+        ("bks_mmlib50_excerpt.csv", {"j501_1": 31, "j501_3": 25}),  # names in capitals
+        ("j30opt_excerpt.sm", {"j301_1": 43, "j301_3": 47, "j3013_1": 58, "j3025_5": 72}),
+        ("j120hrs_excerpt.sm", {"j1201_1": 105, "j1201_3": 125}),  # set from the file name
+    ],
+)
+def test_reference_files(file: str, expected: dict[str, int]) -> None:
+    from planner.reference import load_reference
+
+    values = load_reference(DATA / file)
+    for name, value in expected.items():
+        assert values[name] == value
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("instance,kind\nj301_1,opt\n", "value column"),  # no value column
+        ("name,makespan\nj301_1,43\n", "column 'instance'"),  # no instance column
+        ("instance,makespan\nj301_1,abc\n", "must be a number"),  # not a number
+        ("instance,makespan\n", "no reference values"),  # no rows
+        ("some text\nwithout rows\n", "no reference values"),  # a solution list with no rows
+    ],
+)
+def test_bad_reference_files(tmp_path: Path, text: str, message: str) -> None:
+    from planner.reference import load_reference
+
+    path = tmp_path / "j30ref.csv"
+    path.write_text(text)
+    with pytest.raises(InputError, match=message):
+        load_reference(path)
+
+
+def opt_reference() -> dict[str, float]:
+    from planner.reference import load_reference
+
+    return load_reference(DATA / "j30opt_excerpt.sm")
+
+
+def test_study_table_row_by_row(tmp_path: Path) -> None:
+    out = tmp_path / "results.csv"
+    table = run_study(
+        [J301, J3013], ["sgs"], out, seeds=2, reference=opt_reference(), progress=False
+    )
+    assert list(table.columns) == COLUMNS
+    assert list(zip(table["instance"], table["solver"], table["seed"], strict=True)) == [
+        ("j301_1", "sgs", 0),
+        ("j301_1", "sgs", 1),
+        ("j3013_1", "sgs", 0),
+        ("j3013_1", "sgs", 1),
+    ]
+    for row in table.itertuples(index=False):
+        problem = load_instance(J301 if row.instance == "j301_1" else J3013)
+        direct = solve(problem, "sgs", seed=row.seed)
+        assert row.status == direct.status.value == "feasible"
+        assert row.objective == direct.objective
+        assert row.lower_bound == lower_bound(problem)
+        assert row.gap_bound == pytest.approx((row.objective - row.lower_bound) / row.objective)
+        assert row.reference == OPTIMA[row.instance]
+        assert row.gap_reference == pytest.approx((row.objective - row.reference) / row.reference)
+        assert row.objective >= row.reference
+        assert bool(row.valid)
+        assert row.error == ""
+        assert row.runtime >= 0
+    assert len(read_results(out)) == 4
+    summary = summarize(table)
+    assert summary.to_dict("records")[0] | {"mean_runtime_s": 0} == {
+        "solver": "sgs",
+        "runs": 4,
+        "solved": 4,
+        "optimal": 0,
+        "best": 4,
+        "invalid": 0,
+        "errors": 0,
+        "mean_gap_bound_%": pytest.approx(100 * table["gap_bound"].mean()),
+        "mean_gap_reference_%": pytest.approx(100 * table["gap_reference"].mean()),
+        "mean_runtime_s": 0,
+    }
+
+
+@pytest.mark.skipif("cpsat" not in SOLVERS, reason="the cpsat solver is not registered")
+def test_study_with_an_exact_solver_finds_the_published_optimum(tmp_path: Path) -> None:
+    table = run_study(
+        [J301],
+        ["sgs", "cpsat"],
+        tmp_path / "r.csv",
+        time_limit=20,
+        workers=1,
+        reference=opt_reference(),
+        progress=False,
+    )
+    cpsat = table[table["solver"] == "cpsat"].iloc[0]
+    assert cpsat["status"] == "optimal"
+    assert cpsat["objective"] == 43 and cpsat["gap_reference"] == 0
+    summary = summarize(table).set_index("solver")
+    assert summary.loc["cpsat", "best"] == 1 and summary.loc["cpsat", "optimal"] == 1
+    assert summary.loc["sgs", "best"] == 0
+
+
+def test_resume_repeats_no_finished_run(tmp_path: Path) -> None:
+    out = tmp_path / "results.csv"
+    run_study([J301, J3013], ["sgs"], out, seeds=3, progress=False)
+    lines = out.read_text().splitlines(keepends=True)
+    assert len(lines) == 7
+    # Interrupted after two rows, in the middle of writing the third.
+    out.write_text("".join(lines[:3]) + lines[3][:15])
+    kept = {(r["instance"], r["solver"], int(r["seed"])) for r in read_results(out)}
+    assert kept == {("j301_1", "sgs", 0), ("j301_1", "sgs", 1)}
+    rerun: list[tuple[str, str, int]] = []
+    table = run_study(
+        [J301, J3013],
+        ["sgs"],
+        out,
+        seeds=3,
+        resume=True,
+        progress=False,
+        on_row=lambda row: rerun.append((row["instance"], row["solver"], row["seed"])),
+    )
+    every = {r.key for r in plan_runs([J301, J3013], ["sgs"], 3)}
+    assert sorted(rerun) == sorted(every - kept)
+    assert len(table) == 6
+    keys = [(r["instance"], r["solver"], int(r["seed"])) for r in read_results(out)]
+    assert sorted(keys) == sorted(every)
+    rerun.clear()
+    run_study(
+        [J301, J3013], ["sgs"], out, seeds=3, resume=True, progress=False, on_row=rerun.append
+    )
+    assert rerun == []
+
+
+def test_without_resume_the_table_starts_afresh(tmp_path: Path) -> None:
+    out = tmp_path / "results.csv"
+    run_study([J301], ["sgs"], out, seeds=2, progress=False)
+    run_study([J3013], ["sgs"], out, progress=False)
+    assert [r["instance"] for r in read_results(out)] == ["j3013_1"]
+
+
+def test_resume_refuses_a_file_that_is_not_a_results_table(tmp_path: Path) -> None:
+    out = tmp_path / "results.csv"
+    out.write_text("a,b\n1,2\n")
+    with pytest.raises(InputError, match="not a results table"):
+        run_study([J301], ["sgs"], out, resume=True, progress=False)
+
+
+def solve_broken(problem: Problem, **_: object) -> Result:
+    """A solver with a bug: every task starts at 0."""
+    schedule = Schedule(
+        modes={t.name: t.modes[0].name for t in problem.tasks},
+        starts={t.name: 0 for t in problem.tasks},
+    )
+    return Result("broken", Status.FEASIBLE, schedule, objective=schedule.makespan(problem))
+
+
+def solve_crashing(problem: Problem, **_: object) -> Result:
+    """A solver that raises."""
+    raise RuntimeError("out of memory")
+
+
+@pytest.fixture
+def faulty_solvers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(SOLVERS, "broken", "tests.test_compare:solve_broken")
+    monkeypatch.setitem(SOLVERS, "crashing", "tests.test_compare:solve_crashing")
+
+
+def test_invalid_schedules_and_crashes_are_recorded_not_raised(
+    tmp_path: Path, faulty_solvers: None
+) -> None:
+    problem = load_instance(J301)
+    assert not validate(problem, solve_broken(problem).schedule).ok
+    table = run_study(
+        [J301], ["sgs", "broken", "crashing"], tmp_path / "r.csv", progress=False
+    ).set_index("solver")
+    assert table.loc["broken", "status"] == "invalid"
+    assert table.loc["broken", "valid"] == False  # noqa: E712 (a pandas boolean)
+    assert "invalid schedule" in table.loc["broken", "error"]
+    assert table.loc["crashing", "status"] == "error"
+    assert table.loc["crashing", "error"] == "RuntimeError: out of memory"
+    summary = summarize(table.reset_index()).set_index("solver")
+    assert summary.loc["broken", "invalid"] == 1 and summary.loc["broken", "best"] == 0
+    assert summary.loc["crashing", "errors"] == 1
+    assert summary.loc["sgs", "best"] == 1
+
+
+def test_plan_refuses_bad_input(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="unknown solver"):
+        plan_runs([J301], ["nope"], 1)
+    with pytest.raises(InputError, match="no such file"):
+        plan_runs([tmp_path / "missing.sm"], ["sgs"], 1)
+    other = tmp_path / "j301_1.sm"
+    other.write_text(J301.read_text())
+    with pytest.raises(InputError, match="two instance files"):
+        plan_runs([J301, other], ["sgs"], 1)
+
+
+def sgs_rows(table) -> list[tuple]:
+    return sorted(
+        zip(table["instance"], table["seed"], table["objective"], table["valid"], strict=True)
+    )
+
+
+@pytest.fixture(scope="module")
+def sequential(tmp_path_factory: pytest.TempPathFactory) -> list[tuple]:
+    out = tmp_path_factory.mktemp("seq") / "r.csv"
+    return sgs_rows(run_study([J301, J3013], ["sgs"], out, seeds=2, progress=False))
+
+
+def test_local_processes_give_the_same_table(tmp_path: Path, sequential: list[tuple]) -> None:
+    table = run_study([J301, J3013], ["sgs"], tmp_path / "r.csv", seeds=2, jobs=2, progress=False)
+    assert sgs_rows(table) == sequential
+
+
+def test_dask_local_cluster_gives_the_same_table(tmp_path: Path, sequential: list[tuple]) -> None:
+    table = run_study(
+        [J301, J3013], ["sgs"], tmp_path / "r.csv", seeds=2, dask="local:2", progress=False
+    )
+    assert sgs_rows(table) == sequential
+
+
+def test_dask_scheduler_over_tcp_gives_the_same_table(
+    tmp_path: Path, sequential: list[tuple]
+) -> None:
+    from distributed import LocalCluster
+
+    with LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+    ) as cluster:
+        address = cluster.scheduler_address
+        assert address.startswith("tcp://127.0.0.1:")
+        table = run_study(
+            [J301, J3013], ["sgs"], tmp_path / "r.csv", seeds=2, dask=address, progress=False
+        )
+    assert sgs_rows(table) == sequential
+
+
+@pytest.mark.parametrize("address", ["localhost:8786", "tcp://host", "local:0", "local:x"])
+def test_bad_dask_addresses(tmp_path: Path, address: str) -> None:
+    with pytest.raises(InputError, match="--dask"):
+        run_study([J301], ["sgs"], tmp_path / "r.csv", dask=address, progress=False)
+
+
+def test_markdown_and_profile(tmp_path: Path) -> None:
+    table = run_study([J301, J3013], ["sgs"], tmp_path / "r.csv", progress=False)
+    text = markdown(summarize(table))
+    lines = text.splitlines()
+    assert lines[0].startswith("| solver | runs |") and lines[1].startswith("|---|")
+    assert lines[2].startswith("| sgs | 2 | 2 | 0 | 2 | 0 | 0 |")
+    cells = [c.strip() for c in lines[2].strip("|").split("|")]
+    assert cells[8] == "-"  # no reference, no gap to it
+    assert float(cells[7]) == pytest.approx(100 * table["gap_bound"].mean(), abs=0.01)
+    save_profile(table, tmp_path / "p.png")
+    assert (tmp_path / "p.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_cli_compare(tmp_path: Path) -> None:
+    out = tmp_path / "study.csv"
+    args = ["compare", str(J301), str(J3013), "-s", "sgs", "--seeds", "2", "-o", str(out)]
+    result = runner.invoke(app, [*args, "--reference", str(DATA / "bks_j30_excerpt.csv")])
+    assert result.exit_code == 0, result.output
+    assert "| sgs | 4 | 4 |" in result.stdout
+    assert "4/4" in result.stderr  # the progress bar
+    assert (tmp_path / "study.md").read_text() in result.stdout
+    assert (tmp_path / "study_profile.png").read_bytes().startswith(b"\x89PNG")
+    table = load_table(out)
+    assert list(table["reference"]) == [43, 43, 58, 58]
+    with out.open() as f:
+        assert next(csv.reader(f)) == COLUMNS
+
+
+def test_cli_compare_exits_1_on_an_invalid_schedule(tmp_path: Path, faulty_solvers: None) -> None:
+    result = runner.invoke(
+        app, ["compare", str(J301), "-s", "broken", "-o", str(tmp_path / "r.csv")]
+    )
+    assert result.exit_code == 1
+    assert "| broken | 1 | 0 | 0 | 0 | 1 | 0 |" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["-s", "nope"],  # unknown solver
+        ["-o", "results.txt"],  # not a CSV
+        ["--reference", "missing.csv"],  # no such reference file
+        ["--dask", "somewhere"],  # not an address
+    ],
+)
+def test_cli_compare_bad_input_is_one_line(tmp_path: Path, args: list[str]) -> None:
+    args = [str(tmp_path / a) if "." in a and not a.startswith("-") else a for a in args]
+    if "-o" not in args:
+        args += ["-o", str(tmp_path / "r.csv")]
+    result = runner.invoke(app, ["compare", str(J301), *args])
+    assert result.exit_code == 2, result.output
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in result.output
+
+
+def test_stopping_a_study_stops_its_worker_processes() -> None:
+    from multiprocessing import active_children
+
+    from planner.compare import execute
+
+    before = set(active_children())
+    runs = plan_runs([J301, J3013], ["sgs"], 3)
+    rows = execute(runs, jobs=2)
+    first = next(rows)
+    assert first["status"] == "feasible"
+    assert set(active_children()) - before
+    rows.close()
+    assert not [p for p in set(active_children()) - before if p.is_alive()]
+
+
+def test_cli_compare_through_a_real_process_resumes_a_finished_study(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    out = tmp_path / "r.csv"
+    command = [sys.executable, "-m", "planner", "compare", str(J301), "-s", "sgs", "-o", str(out)]
+    first = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert first.returncode == 0, first.stderr
+    before = out.read_text()
+    again = subprocess.run([*command, "--resume"], capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert out.read_text() == before
+    assert "| sgs | 1 | 1 |" in again.stdout

@@ -1,0 +1,311 @@
+"""Gantt charts: layout, thin-bar merging, load profiles, file formats, a real browser, the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+from itertools import pairwise
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from planner.cli import app
+from planner.cluster import ClusterInstance
+from planner.errors import InputError
+from planner.gantt import (
+    Bar,
+    draw_gantt,
+    gantt_layout,
+    merge_thin,
+    new_figure,
+    plotly_gantt,
+    resource_profiles,
+    save_gantt,
+)
+from planner.instance import load_instance
+from planner.model import Problem
+from planner.schedule import Schedule
+from solvers import solve
+from tests.conftest import INSTANCES
+
+J301 = INSTANCES / "psplib" / "j301_1.sm"
+runner = CliRunner()
+
+
+def cluster_problem(n_jobs: int, blocks: int, seed: int = 1) -> Problem:
+    """A generated cluster-form batch of training jobs, compiled."""
+    rng = random.Random(seed)
+    jobs = [
+        {
+            "name": f"job{i + 1}",
+            "gpus": rng.choice([1, 2, 4, 8]),
+            "iterations": rng.randint(200, 2000),
+            "blocks": blocks,
+            "stages": {
+                "data": round(rng.uniform(0.05, 0.4), 3),
+                "gpu": round(rng.uniform(0.1, 0.6), 3),
+                "sync": round(rng.uniform(0.0, 0.2), 3),
+            },
+            "cpu_per_gpu": 2,
+            "stage_in": rng.choice([0, 20]),
+        }
+        for i in range(n_jobs)
+    ]
+    node = {"name": "n", "count": 8, "gpu": 8, "cpu": 64, "io": 16, "net": 16}
+    spec = {"name": f"batch{n_jobs}", "cluster": {"nodes": [node]}, "jobs": jobs}
+    return ClusterInstance.model_validate(spec).compile()
+
+
+@pytest.fixture(scope="module")
+def j301() -> tuple[Problem, Schedule]:
+    problem = load_instance(J301)
+    return problem, solve(problem, "sgs").schedule
+
+
+@pytest.fixture(scope="module")
+def batch() -> tuple[Problem, Schedule]:
+    problem = cluster_problem(40, 3)
+    return problem, solve(problem, "sgs").schedule
+
+
+def test_small_instance_gets_one_row_per_task_with_exact_bars(j301) -> None:
+    problem, schedule = j301
+    layout = gantt_layout(problem, schedule)
+    assert not layout.by_job
+    # The two dummy tasks of PSPLIB take no time and get no row.
+    timed = [t.name for t in problem.tasks if t.min_duration > 0]
+    assert sorted(layout.rows) == sorted(timed)
+    assert len(layout.bars) == len(timed)
+    for bar in layout.bars:
+        assert layout.rows[bar.row] == bar.task
+        assert bar.start == schedule.starts[bar.task]
+        assert bar.finish == schedule.finish(problem, bar.task)
+    assert layout.makespan == schedule.makespan(problem)
+    firsts = [min(b.start for b in layout.bars if b.row == i) for i in range(len(layout.rows))]
+    assert firsts == sorted(firsts)
+
+
+def test_large_instance_gets_one_row_per_job_coloured_by_stage(batch) -> None:
+    problem, schedule = batch
+    layout = gantt_layout(problem, schedule)
+    assert layout.by_job
+    assert sorted(layout.rows) == sorted(j.name for j in problem.jobs)
+    assert set(layout.keys) <= {"stage-in", "data", "gpu", "sync"}
+    for job in problem.jobs:
+        row = layout.rows.index(job.name)
+        busy = sum(b.finish - b.start for b in layout.bars if b.row == row)
+        mine = [t for t in problem.tasks if t.job == job.name]
+        assert busy == sum(t.modes[0].duration for t in mine)
+
+
+def test_schedule_of_another_instance_is_refused(j301, two_jobs) -> None:
+    _, schedule = j301
+    with pytest.raises(InputError, match="not in instance"):
+        gantt_layout(two_jobs, schedule)
+
+
+def bar(row: int, start: int, finish: int, key: str) -> Bar:
+    return Bar(row, start, finish, key, "t", "", "1", "1")
+
+
+def test_merge_thin_merges_only_touching_thin_bars_of_one_row() -> None:
+    bars = [
+        bar(0, 0, 1, "data"),
+        bar(0, 1, 3, "gpu"),
+        bar(0, 3, 4, "sync"),  # 0..4: thin bars merged, gpu covers most
+        bar(0, 10, 30, "gpu"),  # wide: kept
+        bar(0, 40, 41, "data"),  # thin but alone after a gap: kept
+        bar(1, 0, 2, "sync"),  # another row: not merged with row 0
+    ]
+    merged = merge_thin(bars, min_width=5)
+    assert [(b.row, b.start, b.finish, b.key, b.merged) for b in merged] == [
+        (0, 0, 4, "gpu", 3),
+        (0, 10, 30, "gpu", 1),
+        (0, 40, 41, "data", 1),
+        (1, 0, 2, "sync", 1),
+    ]
+    assert merge_thin(bars, 0) == bars
+
+
+def brute_load(problem: Problem, schedule: Schedule, resource: str, tick: int) -> int:
+    load = 0
+    for name, start in schedule.starts.items():
+        at = start
+        for seg in problem.task(name).mode(schedule.modes[name]).segments:
+            if at <= tick < at + seg.duration:
+                load += seg.demand.get(resource, 0)
+            at += seg.duration
+    return load
+
+
+def test_resource_profiles_match_a_tick_by_tick_count(j301) -> None:
+    problem, schedule = j301
+    profiles = resource_profiles(problem, schedule)
+    for res in problem.renewables:
+        edges, demand, cap = profiles[res.name]
+        assert edges[0] == 0 and edges[-1] == schedule.makespan(problem)
+        for tick in range(schedule.makespan(problem)):
+            i = int(np.searchsorted(edges, tick, side="right")) - 1
+            assert demand[i] == brute_load(problem, schedule, res.name, tick)
+            assert cap[i] == res.capacity
+
+
+def test_resource_profiles_show_capacity_windows() -> None:
+    problem = load_instance(INSTANCES / "interleave.yaml")
+    schedule = solve(problem, "sgs").schedule
+    edges, _, cap = resource_profiles(problem, schedule, until=30)["gpu"]
+    for tick in range(30):
+        i = int(np.searchsorted(edges, tick, side="right")) - 1
+        assert cap[i] == (0 if 20 <= tick < 24 else 1)
+
+
+def test_row_labels_never_overlap_and_thin_bars_merge_on_a_big_chart() -> None:
+    problem = cluster_problem(250, 8)
+    schedule = solve(problem, "sgs").schedule
+    assert len(problem.tasks) >= 2000
+    fig = draw_gantt(new_figure(problem, schedule), problem, schedule)
+    ax = fig.axes[0]
+    ticks = ax.get_yticks()
+    assert 10 <= len(ticks) < 250
+    ys = [ax.transData.transform((0, y))[1] for y in ticks]
+    font_px = 8 / 72 * fig.dpi
+    assert min(abs(a - b) for a, b in pairwise(ys)) >= font_px
+    drawn = sum(len(c.get_paths()) for c in ax.collections)
+    assert drawn < len(gantt_layout(problem, schedule).bars)
+    assert len(fig.axes) == 1 + len(problem.renewables)
+
+
+@pytest.mark.parametrize(
+    ("suffix", "check"),
+    [
+        (".png", lambda data: data.startswith(b"\x89PNG\r\n\x1a\n")),
+        (".pdf", lambda data: data.startswith(b"%PDF-")),
+        (".svg", lambda data: ET.fromstring(data).tag == "{http://www.w3.org/2000/svg}svg"),
+    ],
+)
+def test_static_formats(j301, tmp_path: Path, suffix: str, check) -> None:
+    problem, schedule = j301
+    path = tmp_path / f"chart{suffix}"
+    save_gantt(problem, schedule, path)
+    assert check(path.read_bytes())
+
+
+def test_html_is_self_contained(j301, tmp_path: Path) -> None:
+    problem, schedule = j301
+    path = tmp_path / "chart.html"
+    save_gantt(problem, schedule, path)
+    html = path.read_text()
+    assert re.search(r"plotly\.js v\d", html), "plotly.js is not embedded"
+    assert len(html) > 1_000_000
+    assert not re.search(r"<script[^>]*\bsrc=", html)
+
+
+def test_unknown_chart_format_is_refused(j301, tmp_path: Path) -> None:
+    problem, schedule = j301
+    with pytest.raises(InputError, match="unknown chart format"):
+        save_gantt(problem, schedule, tmp_path / "chart.jpg")
+
+
+def test_hover_texts_name_task_job_and_segment(batch) -> None:
+    problem, schedule = batch
+    fig = plotly_gantt(problem, schedule)
+    bars = [t for t in fig.data if t.type == "bar"]
+    texts = [text for t in bars for text in t.customdata]
+    assert any("task job1/block1" in s and "job job1" in s for s in texts)
+    assert all("ticks" in s for s in texts)
+
+
+def chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def test_html_renders_its_bars_in_a_headless_browser(batch, tmp_path: Path) -> None:
+    browser = chromium()
+    if browser is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("chromium is required in CI (apt-get install -y chromium)")
+        pytest.skip("chromium is not installed (apt-get install -y chromium)")
+    problem, schedule = batch
+    path = tmp_path / "chart.html"
+    save_gantt(problem, schedule, path)
+    command = [
+        browser,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--virtual-time-budget=5000",
+        "--dump-dom",
+        path.as_uri(),
+    ]
+    dom = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True).stdout
+    traces = re.findall(r'<g class="trace bars"', dom)
+    points = re.findall(r'<g class="point"', dom)
+    expected = sum(len(t.x) for t in plotly_gantt(problem, schedule).data if t.type == "bar")
+    assert len(traces) == len(gantt_layout(problem, schedule).keys)
+    assert len(points) == expected > 0
+
+
+def test_cli_gantt_draws_a_saved_schedule(tmp_path: Path) -> None:
+    sched = tmp_path / "s.json"
+    assert runner.invoke(app, ["solve", str(J301), "-s", "sgs", "-o", str(sched)]).exit_code == 0
+    out = tmp_path / "g.svg"
+    result = runner.invoke(app, ["gantt", str(sched), "--instance", str(J301), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "chart written" in result.stdout and "valid" in result.stdout
+    assert ET.parse(out).getroot().tag.endswith("svg")
+
+
+def test_cli_gantt_needs_the_instance_file(tmp_path: Path) -> None:
+    sched = tmp_path / "s.json"
+    assert runner.invoke(app, ["solve", str(J301), "-s", "sgs", "-o", str(sched)]).exit_code == 0
+    assert json.loads(sched.read_text())["instance"] == "j301_1"
+    result = runner.invoke(app, ["gantt", str(sched), "-o", str(tmp_path / "g.png")])
+    assert result.exit_code == 2
+    assert "--instance" in result.stderr and "'j301_1'" in result.stderr
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["-o", "g.jpg"],  # unknown chart format
+        ["--instance", str(INSTANCES / "interleave.yaml"), "-o", "g.png"],  # other instance
+    ],
+)
+def test_cli_gantt_bad_input_is_one_line(tmp_path: Path, args: list[str]) -> None:
+    sched = tmp_path / "s.json"
+    assert runner.invoke(app, ["solve", str(J301), "-s", "sgs", "-o", str(sched)]).exit_code == 0
+    args = [str(tmp_path / a) if a.startswith("g.") else a for a in args]
+    if "--instance" not in args:
+        args += ["--instance", str(J301)]
+    result = runner.invoke(app, ["gantt", str(sched), *args])
+    assert result.exit_code == 2
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_cli_solve_writes_a_chart(tmp_path: Path) -> None:
+    out = tmp_path / "g.html"
+    result = runner.invoke(app, ["solve", str(J301), "-s", "sgs", "--gantt", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "chart written" in result.stdout
+    assert out.read_text().lower().startswith("<!doctype html>")
+
+
+def test_cli_solve_refuses_a_bad_chart_name_before_solving(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["solve", str(J301), "--gantt", str(tmp_path / "g.gif")])
+    assert result.exit_code == 2
+    assert "chart file" in result.stderr
+    assert "makespan" not in result.stdout
