@@ -145,7 +145,9 @@ def main() -> None:
     """Parse the command line and run one benchmark."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
+        "--benchmarks",
         "--bench",
+        dest="bench",
         type=Path,
         default=ROOT.parent / "shared" / "benchmarks",
         help="Benchmark folder (with psplib_sm/).",

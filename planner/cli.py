@@ -137,8 +137,8 @@ def solve(
     instance: Annotated[Path, typer.Argument(help="Instance file (.json, .yaml, .sm, .mm, .rcp).")],
     solver: Annotated[str, typer.Option("--solver", "-s", help="Solver name.")] = "cpsat",
     time_limit: Annotated[
-        float | None, typer.Option("--time-limit", "-t", min=0, help="Seconds.")
-    ] = None,
+        float, typer.Option("--time-limit", "-t", min=0, help="Seconds the search may take.")
+    ] = 60.0,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
     workers: Annotated[
         int | None, typer.Option(min=1, help="Search workers (threads) for exact solvers.")
