@@ -23,7 +23,7 @@ from planner.model import Problem
 from planner.result import Progress, Result, Status
 from planner.schedule import Schedule
 from solvers.ga import solve_ga
-from solvers.sgs import priorities, serial_sgs
+from solvers.sgs import parallel_sgs, priorities, serial_sgs
 
 logger = logging.getLogger(__name__)
 
@@ -54,10 +54,15 @@ _STATUS = {
 
 
 def heuristic_schedule(problem: Problem, rules: tuple[str, ...] = HINT_RULES) -> Schedule | None:
-    """The best schedule of serial SGS passes under ``rules``; ``None`` if every pass fails."""
+    """The best schedule of serial SGS passes under ``rules`` and a parallel pass under ``grw``.
+
+    The parallel ``grw`` pass packs batches of training jobs far better than the serial
+    rules. ``None`` if every pass fails.
+    """
     best: Schedule | None = None
-    for rule in rules:
-        schedule, _ = serial_sgs(problem, priorities(problem, rule))
+    passes = [(serial_sgs, rule) for rule in rules] + [(parallel_sgs, "grw")]
+    for sgs, rule in passes:
+        schedule, _ = sgs(problem, priorities(problem, rule))
         if schedule is not None and (
             best is None or schedule.objective(problem) < best.objective(problem)
         ):
