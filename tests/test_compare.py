@@ -121,7 +121,6 @@ def test_study_table_row_by_row(tmp_path: Path) -> None:
     }
 
 
-@pytest.mark.skipif("cpsat" not in SOLVERS, reason="the cpsat solver is not registered")
 def test_study_with_an_exact_solver_finds_the_published_optimum(tmp_path: Path) -> None:
     table = run_study(
         [J301],
