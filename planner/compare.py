@@ -233,13 +233,13 @@ def _on_processes(
             for future in done:
                 yield future.result()
     except BaseException:
-        # Interrupted (or the consumer failed): stop the runs in progress now.
-        pool.shutdown(wait=False, cancel_futures=True)
-        mine = set(active_children()) - before
-        for child in mine:
+        # Interrupted (or the consumer failed): stop the runs in progress now. The
+        # pool's manager thread reaps the stopped workers; waiting for it (rather than
+        # joining them here as well, which races it for their exit status) leaves no
+        # worker behind.
+        for child in set(active_children()) - before:
             child.terminate()
-        for child in mine:
-            child.join(timeout=5)
+        pool.shutdown(wait=True, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
 
