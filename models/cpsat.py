@@ -1,18 +1,23 @@
 """The ``cpsat`` solver: the exact CP-SAT model, warm-started by a heuristic schedule.
 
-Before the search, a few serial SGS passes give a schedule. Its makespan is
-the horizon (for the makespan objective) and the schedule is a complete hint
-(every start, mode literal and auxiliary variable). The core lower bound bounds
-the makespan from below. Ctrl-C stops the search and keeps the best schedule
-found so far; so does the time limit.
+Before the search, a few SGS passes give a schedule (on problems above
+:data:`SMALL` tasks a short GA run improves it). Its makespan is the horizon (for
+the makespan objective) and the schedule is a complete hint (every start, mode
+literal and auxiliary variable). The core lower bound bounds the makespan from
+below. Small problems search twice: a short first search proves most of them
+optimal; when it does not, a GA run improves the incumbent, which hints a second
+search that keeps the first one's bound. Ctrl-C stops the search and keeps the
+best schedule found so far; so does the time limit.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
+import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
@@ -43,6 +48,13 @@ J30 instances it proves bounds several ticks higher in the same time (see BENCHM
 
 GA_HINT_SCHEDULES = 5000
 """Schedule budget of the GA run whose schedule hints problems above :data:`SMALL` tasks."""
+QUICK_SECONDS = 5.0
+"""The first search of a problem of at most :data:`SMALL` tasks (at most half the time
+limit); most end proven optimal."""
+MIN_QUICK_SECONDS = 0.5
+"""Below this first search (half the time limit), small problems search once."""
+SMALL_GA_SCHEDULES = 20_000
+"""Schedule budget of the GA run between the two searches of a small problem (J30: 0.1 s)."""
 GA_HINT_SHARE = 0.1
 GA_HINT_SECONDS = 10.0
 
@@ -71,15 +83,19 @@ def heuristic_schedule(problem: Problem, rules: tuple[str, ...] = HINT_RULES) ->
 
 
 def _ga_hint(
-    problem: Problem, warm: Schedule | None, time_limit: float | None, seed: int
+    problem: Problem,
+    warm: Schedule | None,
+    schedules: int,
+    time_limit: float | None,
+    seed: int,
 ) -> Schedule | None:
-    """The GA's schedule when it beats ``warm``: a short run, a much better hint on large problems.
+    """The GA's schedule when it beats ``warm``: a short run, a much better hint.
 
-    It gets :data:`GA_HINT_SCHEDULES` schedules and at most :data:`GA_HINT_SHARE` of the
-    time limit (:data:`GA_HINT_SECONDS` without one).
+    It gets ``schedules`` schedules and at most :data:`GA_HINT_SHARE` of ``time_limit``
+    (:data:`GA_HINT_SECONDS` without one).
     """
-    seconds = GA_HINT_SECONDS if time_limit is None else GA_HINT_SHARE * time_limit
-    result = solve_ga(problem, schedules=GA_HINT_SCHEDULES, time_limit=seconds, seed=seed)
+    seconds = GA_HINT_SECONDS if time_limit is None else GA_HINT_SHARE * max(time_limit, 0.0)
+    result = solve_ga(problem, schedules=schedules, time_limit=seconds, seed=seed)
     if result.schedule is None:
         return warm
     if warm is None or result.schedule.objective(problem) < warm.objective(problem):
@@ -121,12 +137,17 @@ def solve_cpsat(
 ) -> Result:
     """Solve ``problem`` exactly with CP-SAT.
 
+    Problems of at most :data:`SMALL` tasks first get a short search of
+    :data:`QUICK_SECONDS`; most end there, proven optimal. Otherwise a GA run
+    improves the hint and a second search, which starts from the first one's bound,
+    takes the remaining time. Larger problems get the GA hint before one search.
+
     Parameters
     ----------
     problem
         The problem (checked: acyclic task graph).
     time_limit
-        Seconds for the whole solve, heuristic included; ``None`` for no limit.
+        Seconds for the whole solve, heuristics included; ``None`` for no limit.
     seed
         CP-SAT's random seed.
     workers
@@ -150,10 +171,92 @@ def solve_cpsat(
         ``infeasible`` (proven), or ``unknown`` (no schedule and no proof).
     """
     t0 = time.perf_counter()
-    warm = heuristic_schedule(problem)
-    if len(problem.tasks) > SMALL:
-        warm = _ga_hint(problem, warm, time_limit, seed)
+    small = len(problem.tasks) <= SMALL
+    base = PROOF_PARAMETERS if small else {}
+    options = _Options(
+        seed, workers, log, encoding, makespan_interval, {**base, **(parameters or {})}
+    )
     lower = lower_bound(problem) if problem.objective == "makespan" else 0
+    warm = heuristic_schedule(problem)
+    try:
+        if not small:
+            warm = _ga_hint(problem, warm, GA_HINT_SCHEDULES, time_limit, seed)
+    except KeyboardInterrupt:
+        return _interrupted(problem, warm, lower, time.perf_counter() - t0)
+
+    def remaining() -> float | None:
+        return None if time_limit is None else time_limit - (time.perf_counter() - t0)
+
+    quick = QUICK_SECONDS if time_limit is None else min(QUICK_SECONDS, time_limit / 2)
+    staged = small and quick >= MIN_QUICK_SECONDS
+    first = _search(problem, warm, lower, quick if staged else remaining(), options, t0, progress)
+    if not staged or first.final or first.interrupted:
+        return first.result(problem)
+    try:
+        better = _ga_hint(problem, first.schedule or warm, SMALL_GA_SCHEDULES, time_limit, seed)
+    except KeyboardInterrupt:
+        first.interrupted = True
+        return first.result(problem)
+    if first.bound is not None and problem.objective == "makespan":
+        lower = max(lower, int(first.bound))
+    second = _search(problem, better, lower, remaining(), options, t0, progress)
+    return second.after(first).result(problem)
+
+
+@dataclass
+class _Options:
+    """Settings shared by every search of one solve."""
+
+    seed: int
+    workers: int | None
+    log: bool
+    encoding: str
+    makespan_interval: bool
+    parameters: dict[str, object]
+
+
+@dataclass
+class _Search:
+    """What one CP-SAT search returned."""
+
+    status: Status
+    schedule: Schedule | None
+    bound: float | None
+    interrupted: bool
+    stats: dict[str, object]
+
+    @property
+    def final(self) -> bool:
+        """Whether the search proved its answer (optimal or infeasible)."""
+        return self.status in (Status.OPTIMAL, Status.INFEASIBLE)
+
+    def after(self, earlier: _Search) -> _Search:
+        """This search, continuing ``earlier``: effort adds up, the best bound is kept."""
+        for key in ("branches", "conflicts", "wall_time"):
+            self.stats[key] += earlier.stats[key]
+        self.stats["stages"] = 2
+        if earlier.bound is not None and (self.bound is None or earlier.bound > self.bound):
+            self.bound = earlier.bound
+        return self
+
+    def result(self, problem: Problem) -> Result:
+        """The search as the solver's :class:`Result`."""
+        self.stats["interrupted"] = self.interrupted
+        objective = None if self.schedule is None else self.schedule.objective(problem)
+        return Result("cpsat", self.status, self.schedule, objective, self.bound, stats=self.stats)
+
+
+def _search(
+    problem: Problem,
+    warm: Schedule | None,
+    lower: int,
+    limit: float | None,
+    options: _Options,
+    t0: float,
+    progress: Callable[[Progress], None] | None,
+) -> _Search:
+    """Build the model around ``warm`` (horizon and hint) and search for at most ``limit`` s."""
+    t1 = time.perf_counter()
     if warm is None:
         horizon = trivial_horizon(problem)
     elif problem.objective == "makespan":
@@ -161,7 +264,11 @@ def solve_cpsat(
     else:
         horizon = max(trivial_horizon(problem), warm.makespan(problem))
     built = build_model(
-        problem, horizon, encoding=encoding, makespan_interval=makespan_interval, lower=lower
+        problem,
+        horizon,
+        encoding=options.encoding,
+        makespan_interval=options.makespan_interval,
+        lower=lower,
     )
     if warm is not None:
         hint(built, problem, warm)
@@ -170,23 +277,24 @@ def solve_cpsat(
         horizon,
         "none" if warm is None else f"{warm.objective(problem):g}",
         lower,
-        time.perf_counter() - t0,
+        time.perf_counter() - t1,
     )
     setup = time.perf_counter() - t0
-    limit = None if time_limit is None else time_limit - setup
-    base = PROOF_PARAMETERS if len(problem.tasks) <= SMALL else {}
-    solver = _solver(limit, seed, workers, log, {**base, **(parameters or {})})
+    if limit is not None:
+        limit -= time.perf_counter() - t1
+    solver = _solver(limit, options)
     scale = built.objective_scale
     callback = _Progress(progress, scale, setup) if progress else None
-    code = solver.solve(built.model, callback)
-    stats = {
+    code, interrupted = _run(solver, built.model, callback)
+    stats: dict[str, object] = {
         "branches": solver.num_branches,
         "conflicts": solver.num_conflicts,
         "wall_time": solver.wall_time,
         "setup_time": setup,
         "horizon": horizon,
         "hint_makespan": None if warm is None else warm.makespan(problem),
-        "encoding": encoding,
+        "encoding": options.encoding,
+        "stages": 1,
     }
     status = _STATUS.get(code, Status.UNKNOWN)
     schedule, bound = None, None
@@ -198,31 +306,65 @@ def solve_cpsat(
     elif status is Status.UNKNOWN and warm is not None:
         # Stopped before CP-SAT's first solution: the hint is still a valid schedule.
         schedule, status = warm, Status.FEASIBLE
+        bound = lower if problem.objective == "makespan" else None
         stats["reason"] = "no CP-SAT solution in time; the heuristic schedule is returned"
-    objective = None if schedule is None else schedule.objective(problem)
-    return Result("cpsat", status, schedule, objective, bound, stats=stats)
+    return _Search(status, schedule, bound, interrupted, stats)
 
 
-def _solver(
-    time_limit: float | None,
-    seed: int,
-    workers: int | None,
-    log: bool,
-    parameters: dict[str, object] | None,
-) -> cp_model.CpSolver:
+def _interrupted(problem: Problem, warm: Schedule | None, lower: int, setup: float) -> Result:
+    """The result of a solve stopped by Ctrl-C before its first search."""
+    stats: dict[str, object] = {"setup_time": setup, "interrupted": True, "stages": 0}
+    if warm is None:
+        return Result("cpsat", Status.UNKNOWN, stats=stats)
+    bound = lower if problem.objective == "makespan" else None
+    return Result("cpsat", Status.FEASIBLE, warm, warm.objective(problem), bound, stats=stats)
+
+
+def _run(
+    solver: cp_model.CpSolver, model: cp_model.CpModel, callback: _Progress | None
+) -> tuple[int, bool]:
+    """Solve in a helper thread; Ctrl-C here stops the search. Returns (status, interrupted).
+
+    CP-SAT's own SIGINT handler would leave SIGINT at its default (ending the process)
+    after the search, and could not say whether the search was interrupted.
+    """
+    done = threading.Event()
+    out: list[int] = []
+
+    def work() -> None:
+        try:
+            out.append(solver.solve(model, callback))
+        finally:
+            done.set()
+
+    threading.Thread(target=work, name="cpsat", daemon=True).start()
+    interrupted = False
+    while True:
+        try:
+            # Event.wait, not Thread.join: an interrupted join can leave the thread
+            # looking finished while it still runs.
+            if done.wait(0.1):
+                break
+        except KeyboardInterrupt:
+            interrupted = True
+            solver.stop_search()
+    return (out[0] if out else cp_model.UNKNOWN), interrupted
+
+
+def _solver(time_limit: float | None, options: _Options) -> cp_model.CpSolver:
     solver = cp_model.CpSolver()
     params = solver.parameters
-    for name, value in (parameters or {}).items():
+    for name, value in options.parameters.items():
         if isinstance(value, list):
             getattr(params, name).extend(value)
         else:
             setattr(params, name, value)
-    params.num_workers = workers or 2
-    params.random_seed = seed
-    params.catch_sigint_signal = True
+    params.num_workers = options.workers or 2
+    params.random_seed = options.seed
+    params.catch_sigint_signal = False
     if time_limit is not None:
         params.max_time_in_seconds = max(0.01, time_limit)
-    if log:
+    if options.log:
         params.log_search_progress = True
         params.log_to_stdout = False
         solver.log_callback = _to_stderr

@@ -13,6 +13,7 @@ import pytest
 
 from models.cpsat import solve_cpsat
 from planner import Problem, Progress, Status, load_instance, validate
+from planner.bounds import lower_bound
 from planner.result import Result
 from solvers import solve
 
@@ -279,6 +280,25 @@ def test_time_limit_keeps_a_valid_schedule() -> None:
     assert result.status is Status.FEASIBLE
     assert result.objective >= 104  # best published lower bound
     assert result.stats["hint_makespan"] >= result.objective
+
+
+def test_small_problem_searches_again_from_a_ga_hint() -> None:
+    # j3013_5 (optimum 67) is not proven within the first search of half of 3 s: the
+    # GA's schedule hints a second search, which keeps the first search's bound.
+    p = load_instance(INSTANCES / "psplib/j3013_5.sm")
+    result = solved(p, time_limit=3)
+    assert result.stats["stages"] == 2
+    assert result.status is Status.FEASIBLE
+    assert lower_bound(p) <= result.lower_bound <= 67 <= result.objective
+    assert result.objective <= result.stats["hint_makespan"]
+    assert not result.stats["interrupted"]
+
+
+def test_short_limit_searches_once() -> None:
+    p = load_instance(INSTANCES / "psplib/j3013_5.sm")
+    result = solved(p, time_limit=0.9)
+    assert result.stats["stages"] == 1
+    assert result.objective >= 67
 
 
 def test_ctrl_c_keeps_the_best_schedule(tmp_path: Path) -> None:
