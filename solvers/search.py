@@ -74,6 +74,18 @@ class Search:
         self.best_mode = np.zeros(n, dtype=np.int64)
         self.bound = critical_path_bound(problem) if problem.objective == "makespan" else -math.inf
         self.history: list[dict[str, Any]] = []
+        self.rate = math.inf
+        if self.deadline != math.inf:
+            # Under a time limit, time a pass first (both passes count): kernel calls
+            # then get what fits in the time left from the start, so the first
+            # population is evaluated whole without a large instance overrunning.
+            order = self.decoder.order(np.arange(n, dtype=np.float64))
+            self.decoder.run(order)  # loads the compiled pass
+            t = time.perf_counter()
+            self.decoder.run(order)
+            self.used = 2
+            self.calibrated = time.perf_counter()
+            self.rate = 1.0 / max(self.calibrated - t, 1e-9)
 
     @property
     def left(self) -> int:
@@ -85,16 +97,16 @@ class Search:
     def allowance(self) -> int:
         """Schedules the next kernel call may generate.
 
-        Under a time limit the first call gets one evaluation's worth, later
-        calls what the measured rate allows in the time left, so that a large
+        Under a time limit, what the rate allows in the time left: the rate of
+        the timed first pass until later passes are measured, so that a large
         instance does not overrun the limit by a whole generation.
         """
         if self.deadline == math.inf:
             return self.left
         now = time.perf_counter()
-        if self.used == 0:
-            return min(self.left, 3)
-        rate = self.used / max(now - self.t0, 1e-9)
+        rate = self.rate
+        if self.used > 2 and now > self.calibrated:
+            rate = (self.used - 2) / (now - self.calibrated)
         return max(1, min(self.left, int(rate * (self.deadline - now))))
 
     def done(self) -> bool:
