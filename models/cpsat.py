@@ -1,18 +1,20 @@
-"""The ``cpsat`` solver: the exact CP-SAT model, warm-started by a heuristic schedule.
+"""The ``cpsat`` solver: the exact CP-SAT model, warm-started by heuristic schedules.
 
 Before the search, a few SGS passes give a schedule (on problems above
 :data:`SMALL` tasks a short GA run improves it). Its makespan is the horizon (for
 the makespan objective) and the schedule is a complete hint (every start, mode
 literal and auxiliary variable). The core lower bound bounds the makespan from
-below. Small problems search twice: a short first search proves most of them
+below. A first search of at most :data:`QUICK_SECONDS` proves most small problems
 optimal; when it does not, a GA run improves the incumbent, which hints a second
-search that keeps the first one's bound. Ctrl-C stops the search and keeps the
-best schedule found so far; so does the time limit.
+search that keeps the first one's bound. Every better schedule of every stage is
+reported as progress. Ctrl-C stops the solve and keeps the best schedule found so
+far; so does the time limit.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import sys
 import threading
 import time
@@ -47,16 +49,22 @@ lower bound, instead of one complete search beside large-neighbourhood search. O
 J30 instances it proves bounds several ticks higher in the same time (see BENCHMARKS.md)."""
 
 GA_HINT_SCHEDULES = 5000
-"""Schedule budget of the GA run whose schedule hints problems above :data:`SMALL` tasks."""
+"""Schedule budget of the GA run that hints the first search of a problem above
+:data:`SMALL` tasks."""
+GA_HINT_SHARE = 0.1
+"""Share of the time limit that bounds that run and the GA run between the searches of a
+small problem."""
+GA_HINT_SECONDS = 10.0
+"""The bound of every GA run without a time limit."""
 QUICK_SECONDS = 5.0
-"""The first search of a problem of at most :data:`SMALL` tasks (at most half the time
-limit); most end proven optimal."""
+"""The first search (at most half the time left); most small problems end proven optimal."""
 MIN_QUICK_SECONDS = 0.5
-"""Below this first search (half the time limit), small problems search once."""
+"""Below this first search, there is one search only."""
 SMALL_GA_SCHEDULES = 20_000
 """Schedule budget of the GA run between the two searches of a small problem (J30: 0.1 s)."""
-GA_HINT_SHARE = 0.1
-GA_HINT_SECONDS = 10.0
+GA_STAGE_SHARE = 0.5
+"""Share of the time left that the GA run between the two searches of a larger problem gets:
+on J120 a GA run of 30 s ends closer to the best known than the search does in 60 s."""
 
 _STATUS = {
     cp_model.OPTIMAL: Status.OPTIMAL,
@@ -85,17 +93,15 @@ def heuristic_schedule(problem: Problem, rules: tuple[str, ...] = HINT_RULES) ->
 def _ga_hint(
     problem: Problem,
     warm: Schedule | None,
-    schedules: int,
-    time_limit: float | None,
+    schedules: int | None,
+    seconds: float,
     seed: int,
+    report: Callable[[Progress], None],
 ) -> Schedule | None:
-    """The GA's schedule when it beats ``warm``: a short run, a much better hint.
-
-    It gets ``schedules`` schedules and at most :data:`GA_HINT_SHARE` of ``time_limit``
-    (:data:`GA_HINT_SECONDS` without one).
-    """
-    seconds = GA_HINT_SECONDS if time_limit is None else GA_HINT_SHARE * max(time_limit, 0.0)
-    result = solve_ga(problem, schedules=schedules, time_limit=seconds, seed=seed)
+    """The GA's schedule when it beats ``warm``, after at most ``schedules`` and ``seconds``."""
+    result = solve_ga(
+        problem, schedules=schedules, time_limit=max(seconds, 0.01), seed=seed, progress=report
+    )
     if result.schedule is None:
         return warm
     if warm is None or result.schedule.objective(problem) < warm.objective(problem):
@@ -103,19 +109,39 @@ def _ga_hint(
     return warm
 
 
-class _Progress(cp_model.CpSolverSolutionCallback):
-    """Reports every improving solution as a :class:`Progress` event."""
+class _Reporter:
+    """Passes on every better schedule or bound of the solve's stages, timed from its start."""
 
-    def __init__(self, report: Callable[[Progress], None], scale: int, offset: float) -> None:
+    def __init__(self, progress: Callable[[Progress], None] | None, t0: float, lower: int) -> None:
+        self.progress = progress
+        self.t0 = t0
+        self.bound = float(lower) if lower else None
+        self.best = math.inf
+
+    def __call__(self, event: Progress) -> None:
+        if self.progress is None or event.objective is None:
+            return
+        bound = self.bound if event.bound is None else max(event.bound, self.bound or -math.inf)
+        if event.objective < self.best or (bound is not None and bound > (self.bound or -math.inf)):
+            self.best = min(self.best, event.objective)
+            self.bound = bound
+            self.progress(
+                Progress(time.perf_counter() - self.t0, self.best, self.bound, event.message)
+            )
+
+
+class _Progress(cp_model.CpSolverSolutionCallback):
+    """Passes every CP-SAT solution on to a :class:`_Reporter`."""
+
+    def __init__(self, report: _Reporter, scale: int) -> None:
         super().__init__()
         self.report = report
         self.scale = scale
-        self.offset = offset
 
     def on_solution_callback(self) -> None:
         self.report(
             Progress(
-                elapsed=self.offset + self.wall_time,
+                elapsed=self.wall_time,
                 objective=self.objective_value / self.scale,
                 bound=scaled_bound(self.best_objective_bound, self.scale),
             )
@@ -137,10 +163,11 @@ def solve_cpsat(
 ) -> Result:
     """Solve ``problem`` exactly with CP-SAT.
 
-    Problems of at most :data:`SMALL` tasks first get a short search of
-    :data:`QUICK_SECONDS`; most end there, proven optimal. Otherwise a GA run
-    improves the hint and a second search, which starts from the first one's bound,
-    takes the remaining time. Larger problems get the GA hint before one search.
+    A first search of at most :data:`QUICK_SECONDS` (half the time left) ends most
+    small problems, proven optimal. Otherwise a GA run improves the hint (up to
+    :data:`SMALL` tasks: :data:`SMALL_GA_SCHEDULES` schedules; larger problems:
+    :data:`GA_STAGE_SHARE` of the time left) and a second search, which starts from the
+    first one's bound, takes the remaining time.
 
     Parameters
     ----------
@@ -177,29 +204,44 @@ def solve_cpsat(
         seed, workers, log, encoding, makespan_interval, {**base, **(parameters or {})}
     )
     lower = lower_bound(problem) if problem.objective == "makespan" else 0
+    report = _Reporter(progress, t0, lower)
+
+    def remaining() -> float:
+        return math.inf if time_limit is None else time_limit - (time.perf_counter() - t0)
+
     warm = heuristic_schedule(problem)
+    if warm is not None:
+        report(Progress(0.0, warm.objective(problem), message="SGS"))
     try:
         if not small:
-            warm = _ga_hint(problem, warm, GA_HINT_SCHEDULES, time_limit, seed)
+            cap = GA_HINT_SECONDS if time_limit is None else GA_HINT_SHARE * time_limit
+            warm = _ga_hint(problem, warm, GA_HINT_SCHEDULES, cap, seed, report)
     except KeyboardInterrupt:
         return _interrupted(problem, warm, lower, time.perf_counter() - t0)
 
-    def remaining() -> float | None:
-        return None if time_limit is None else time_limit - (time.perf_counter() - t0)
-
-    quick = QUICK_SECONDS if time_limit is None else min(QUICK_SECONDS, time_limit / 2)
-    staged = small and quick >= MIN_QUICK_SECONDS
-    first = _search(problem, warm, lower, quick if staged else remaining(), options, t0, progress)
+    quick = QUICK_SECONDS if time_limit is None else min(QUICK_SECONDS, remaining() / 2)
+    staged = quick >= MIN_QUICK_SECONDS
+    limit = quick if staged else (None if time_limit is None else remaining())
+    first = _search(problem, warm, lower, limit, options, t0, report)
     if not staged or first.final or first.interrupted:
         return first.result(problem)
     try:
-        better = _ga_hint(problem, first.schedule or warm, SMALL_GA_SCHEDULES, time_limit, seed)
+        if small:
+            cap = GA_HINT_SECONDS if time_limit is None else GA_HINT_SHARE * time_limit
+            better = _ga_hint(
+                problem, first.schedule or warm, SMALL_GA_SCHEDULES, cap, seed, report
+            )
+        else:
+            cap = GA_HINT_SECONDS if time_limit is None else GA_STAGE_SHARE * remaining()
+            better = _ga_hint(problem, first.schedule or warm, None, cap, seed, report)
     except KeyboardInterrupt:
         first.interrupted = True
         return first.result(problem)
     if first.bound is not None and problem.objective == "makespan":
         lower = max(lower, int(first.bound))
-    second = _search(problem, better, lower, remaining(), options, t0, progress)
+    second = _search(
+        problem, better, lower, None if time_limit is None else remaining(), options, t0, report
+    )
     return second.after(first).result(problem)
 
 
@@ -253,7 +295,7 @@ def _search(
     limit: float | None,
     options: _Options,
     t0: float,
-    progress: Callable[[Progress], None] | None,
+    report: _Reporter,
 ) -> _Search:
     """Build the model around ``warm`` (horizon and hint) and search for at most ``limit`` s."""
     t1 = time.perf_counter()
@@ -284,7 +326,7 @@ def _search(
         limit -= time.perf_counter() - t1
     solver = _solver(limit, options)
     scale = built.objective_scale
-    callback = _Progress(progress, scale, setup) if progress else None
+    callback = _Progress(report, scale) if report.progress else None
     code, interrupted = _run(solver, built.model, callback)
     stats: dict[str, object] = {
         "branches": solver.num_branches,

@@ -286,8 +286,14 @@ def test_small_problem_searches_again_from_a_ga_hint() -> None:
     # j3013_5 (optimum 67) is not proven within the first search of half of 3 s: the
     # GA's schedule hints a second search, which keeps the first search's bound.
     p = load_instance(INSTANCES / "psplib/j3013_5.sm")
-    result = solved(p, time_limit=3)
+    events: list[Progress] = []
+    result = solved(p, time_limit=3, progress=events.append)
     assert result.stats["stages"] == 2
+    # Progress across the stages: the SGS, CP-SAT and GA schedules, never worse.
+    assert events[0].message == "SGS"
+    assert [e.objective for e in events] == sorted((e.objective for e in events), reverse=True)
+    assert [e.bound for e in events] == sorted(e.bound for e in events)
+    assert events[-1].objective == result.objective
     assert result.status is Status.FEASIBLE
     assert lower_bound(p) <= result.lower_bound <= 67 <= result.objective
     assert result.objective <= result.stats["hint_makespan"]
