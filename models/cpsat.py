@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ortools.sat.python import cp_model
 
@@ -99,8 +99,12 @@ def _ga_hint(
     report: Callable[[Progress], None],
 ) -> Schedule | None:
     """The GA's schedule when it beats ``warm``, after at most ``schedules`` and ``seconds``."""
+
+    def tell(event: Progress) -> None:
+        report(replace(event, message=f"GA, {event.message}"))
+
     result = solve_ga(
-        problem, schedules=schedules, time_limit=max(seconds, 0.01), seed=seed, progress=report
+        problem, schedules=schedules, time_limit=max(seconds, 0.01), seed=seed, progress=tell
     )
     if result.schedule is None:
         return warm
@@ -144,6 +148,7 @@ class _Progress(cp_model.CpSolverSolutionCallback):
                 elapsed=self.wall_time,
                 objective=self.objective_value / self.scale,
                 bound=scaled_bound(self.best_objective_bound, self.scale),
+                message="CP-SAT",
             )
         )
 
@@ -350,6 +355,14 @@ def _search(
         schedule, status = warm, Status.FEASIBLE
         bound = lower if problem.objective == "makespan" else None
         stats["reason"] = "no CP-SAT solution in time; the heuristic schedule is returned"
+    if (
+        status is Status.FEASIBLE
+        and warm is not None
+        and warm.objective(problem) < schedule.objective(problem)
+    ):
+        # A hint is a hint: a search stopped early may not have found its way back to it.
+        schedule = warm
+        stats["reason"] = "the hint beats CP-SAT's best solution; the hint is returned"
     return _Search(status, schedule, bound, interrupted, stats)
 
 
