@@ -1,15 +1,20 @@
 """Genetic algorithm on activity lists and mode lists, decoded by the serial SGS.
 
 Each individual is a precedence-feasible activity list and a mode list.
-Parents are drawn by binary tournament; the two-point crossover keeps the
-mother's first part, takes the father's order for the middle and the mother's
-order for the rest, so children stay precedence-feasible; modes cross over at
-the same points. Mutation swaps neighbours not linked by a precedence and
-redraws modes. Every child is decoded, justified (forward-backward
-improvement) and re-encoded from its justified schedule. Survival is elitist:
-the best of parents and children, without duplicates. A population that has
-converged or stalled is drawn anew except for its best individual. One
-generation runs as one numba kernel.
+Parents are drawn by binary tournament. The peak crossover (after Valls et
+al. 2008) finds in the mother's schedule the time window of highest resource
+use, its length drawn between :data:`PEAK_MIN` and :data:`PEAK_MAX` of the
+makespan; the child takes the father's order for the tasks the mother starts
+before the window, the mother's order for the tasks in it and the father's
+order for the rest. Every list is kept in start order, so the child stays
+precedence-feasible; the window's tasks keep the mother's modes, the others the
+father's. Mutation swaps neighbours not linked by a precedence and redraws
+modes. Every child is decoded, justified (forward-backward improvement) and
+re-encoded from its justified schedule. Survival is elitist: the best of
+parents and children, without two identical schedules. A population that has
+converged or stalled is drawn anew around its best individual: orders from the
+best schedule's start times plus noise :data:`NEAR` times as wide as their
+span, with the best modes. One generation runs as one numba kernel.
 """
 
 from __future__ import annotations
@@ -30,6 +35,12 @@ from solvers.sgs_numba import evaluate
 STALL = 25
 """Generations without improvement after which the population is drawn anew."""
 
+PEAK_MIN, PEAK_MAX = 0.1, 0.5
+"""Range of the peak crossover's window length, as shares of the mother's makespan."""
+
+NEAR = 0.3
+"""Noise on the best start times when a population is drawn anew, as a share of their span."""
+
 
 @njit(cache=True)
 def _linked(pred_ptr, pred_idx, a: int, b: int) -> bool:
@@ -40,30 +51,66 @@ def _linked(pred_ptr, pred_idx, a: int, b: int) -> bool:
 
 
 @njit(cache=True)
-def _cross(mo, mm, fo, fm, child_o, child_m, q1, q2, taken) -> None:
+def peak_window(
+    d: Data, start: np.ndarray, mode: np.ndarray, lo: float, hi: float, rng: np.random.Generator
+) -> tuple[int, int]:
+    """The window ``[t1, t2)`` of highest resource use of a schedule.
+
+    Use at a tick is the sum over resources of demand over base capacity; the
+    window's length is drawn uniformly between ``lo`` and ``hi`` times the
+    makespan (at least one tick).
+    """
+    n = start.shape[0]
+    T = 0
+    for i in range(n):
+        T = max(T, start[i] + d.mode_dur[mode[i]])
+    use = np.zeros(T + 1)
+    for i in range(n):
+        m = mode[i]
+        for s in range(d.seg_start[m], d.seg_start[m + 1]):
+            w = 0.0
+            for r in range(d.n_res):
+                if d.cap[r] > 0:
+                    w += d.seg_dem[s, r] / d.cap[r]
+            if w > 0:
+                t0 = start[i] + d.seg_off[s]
+                for t in range(t0, t0 + d.seg_dur[s]):
+                    use[t] += w
+    length = max(1, min(T, int(T * (lo + (hi - lo) * rng.random()))))
+    acc = 0.0
+    for t in range(length):
+        acc += use[t]
+    best, best_t = acc, 0
+    for t in range(length, T):
+        acc += use[t] - use[t - length]
+        if acc > best:
+            best, best_t = acc, t - length + 1
+    return best_t, best_t + length
+
+
+@njit(cache=True)
+def peak_cross(mo, mm, ms, fo, fm, child_o, child_m, t1: int, t2: int, part) -> None:
+    """Child of mother ``(mo, mm)`` with starts ``ms`` and father ``(fo, fm)``.
+
+    Tasks the mother starts before ``t1`` come first in the father's order,
+    then those she starts in ``[t1, t2)`` in her order (with her modes), then
+    the rest in the father's order. Starts never decrease along a precedence,
+    so each part holds every predecessor of its tasks but those of earlier
+    parts: the child is precedence-feasible. ``part`` is scratch space.
+    """
     n = mo.shape[0]
-    taken[:] = 0
-    k = 0
-    for p in range(q1):
-        child_o[k] = mo[p]
-        taken[mo[p]] = 1
-        k += 1
-    for p in range(n):
-        if k >= q2:
-            break
-        t = fo[p]
-        if taken[t] == 0:
-            child_o[k] = t
-            taken[t] = 1
-            k += 1
-    for p in range(n):
-        t = mo[p]
-        if taken[t] == 0:
-            child_o[k] = t
-            taken[t] = 1
-            k += 1
     for t in range(n):
-        child_m[t] = fm[t] if q1 <= t < q2 else mm[t]
+        part[t] = 0 if ms[t] < t1 else (1 if ms[t] < t2 else 2)
+    k = 0
+    for which in range(3):
+        src = mo if which == 1 else fo
+        for p in range(n):
+            t = src[p]
+            if part[t] == which:
+                child_o[k] = t
+                k += 1
+    for t in range(n):
+        child_m[t] = mm[t] if part[t] == 1 else fm[t]
 
 
 @njit(cache=True)
@@ -88,11 +135,15 @@ def _same(a, b) -> bool:
 
 
 @njit(cache=True)
-def _survive(pop_o, pop_m, fit, kid_o, kid_m, kid_fit, n_kids) -> None:
-    """Keep the best distinct individuals of children and parents (children first on ties)."""
+def _survive(pop_o, pop_m, pop_s, fit, kid_o, kid_m, kid_s, kid_fit, n_kids) -> None:
+    """Keep the best individuals of distinct schedules of children and parents.
+
+    Children come first on ties.
+    """
     size = fit.shape[0]
     all_o = np.concatenate((kid_o[:n_kids], pop_o))
     all_m = np.concatenate((kid_m[:n_kids], pop_m))
+    all_s = np.concatenate((kid_s[:n_kids], pop_s))
     all_f = np.concatenate((kid_fit[:n_kids], fit))
     rank = np.argsort(all_f, kind="mergesort")
     chosen = np.empty(size, dtype=np.int64)
@@ -102,7 +153,7 @@ def _survive(pop_o, pop_m, fit, kid_o, kid_m, kid_fit, n_kids) -> None:
         for c in range(n_chosen - 1, -1, -1):
             if all_f[chosen[c]] != all_f[r]:
                 break
-            if _same(all_o[chosen[c]], all_o[r]) and _same(all_m[chosen[c]], all_m[r]):
+            if _same(all_s[chosen[c]], all_s[r]) and _same(all_m[chosen[c]], all_m[r]):
                 dup = True
                 break
         if not dup:
@@ -118,23 +169,26 @@ def _survive(pop_o, pop_m, fit, kid_o, kid_m, kid_fit, n_kids) -> None:
     for p in range(size):
         pop_o[p] = all_o[chosen[p]]
         pop_m[p] = all_m[chosen[p]]
+        pop_s[p] = all_s[chosen[p]]
         fit[p] = all_f[chosen[p]]
 
 
 @njit(cache=True)
-def generation(
-    d: Data, pop_o, pop_m, fit, kid_o, kid_m, kid_fit, rate, rng, work, best, allowance
-) -> int:
+def generation(d: Data, pop, kids, rate, peak, rng, work, best, allowance) -> int:
     """Breed, evaluate and select one generation; returns the schedules generated.
 
-    ``work`` holds the decoder's ``(start, mode, avail, used)``; ``best`` holds
-    ``(value[1], start, mode)`` of the incumbent, updated in place.
+    ``pop`` and ``kids`` hold ``(orders, modes, starts, values)``; ``peak`` is
+    the window length range ``(lo, hi)`` of the crossover; ``work`` holds the
+    decoder's ``(start, mode, avail, used)``; ``best`` holds ``(value[1],
+    start, mode)`` of the incumbent, updated in place.
     """
+    pop_o, pop_m, pop_s, fit = pop
+    kid_o, kid_m, kid_s, kid_fit = kids
     start, mode, avail, used = work
     best_value, best_start, best_mode = best
     size, n = pop_o.shape
     pred_ptr, pred_idx, mode_start = d.pred_ptr, d.pred_idx, d.mode_start
-    taken = np.empty(n, dtype=np.int64)
+    part = np.empty(n, dtype=np.int64)
     spent = 0
     n_kids = 0
     while n_kids < size and spent < allowance:
@@ -142,15 +196,26 @@ def generation(
         mother = a if fit[a] <= fit[b] else b
         a, b = rng.integers(0, size), rng.integers(0, size)
         father = a if fit[a] <= fit[b] else b
-        q1, q2 = rng.integers(0, n + 1), rng.integers(0, n + 1)
-        if q1 > q2:
-            q1, q2 = q2, q1
         for side in range(2):
             if n_kids >= size or spent >= allowance:
                 break
             x, y = (mother, father) if side == 0 else (father, mother)
-            _cross(
-                pop_o[x], pop_m[x], pop_o[y], pop_m[y], kid_o[n_kids], kid_m[n_kids], q1, q2, taken
+            # A mother without a schedule (budgets or deadlines unmet) has no window:
+            # the child copies the father.
+            t1, t2 = 0, 0
+            if fit[x] < np.inf:
+                t1, t2 = peak_window(d, pop_s[x], pop_m[x], peak[0], peak[1], rng)
+            peak_cross(
+                pop_o[x],
+                pop_m[x],
+                pop_s[x],
+                pop_o[y],
+                pop_m[y],
+                kid_o[n_kids],
+                kid_m[n_kids],
+                t1,
+                t2,
+                part,
             )
             _mutate(pred_ptr, pred_idx, mode_start, kid_o[n_kids], kid_m[n_kids], rate, rng)
             value, passes = evaluate(
@@ -158,18 +223,19 @@ def generation(
             )
             spent += passes
             kid_fit[n_kids] = value
+            kid_s[n_kids] = start
             if value < best_value[0]:
                 best_value[0] = value
                 best_start[:] = start
                 best_mode[:] = mode
             n_kids += 1
-    _survive(pop_o, pop_m, fit, kid_o, kid_m, kid_fit, n_kids)
+    _survive(pop_o, pop_m, pop_s, fit, kid_o, kid_m, kid_s, kid_fit, n_kids)
     return spent
 
 
 @njit(cache=True)
-def initial(d: Data, pop_o, pop_m, fit, work, best, allowance) -> int:
-    """Evaluate the first population in place (its orders and modes are set by the caller)."""
+def initial(d: Data, pop_o, pop_m, pop_s, fit, work, best, allowance) -> int:
+    """Evaluate a population in place (its orders and modes are set by the caller)."""
     start, mode, avail, used = work
     best_value, best_start, best_mode = best
     spent = 0
@@ -179,6 +245,7 @@ def initial(d: Data, pop_o, pop_m, fit, work, best, allowance) -> int:
         )
         spent += passes
         fit[p] = value
+        pop_s[p] = start
         if value < best_value[0]:
             best_value[0] = value
             best_start[:] = start
@@ -187,11 +254,11 @@ def initial(d: Data, pop_o, pop_m, fit, work, best, allowance) -> int:
 
 
 def first_population(
-    search: Search, size: int, rng: np.random.Generator, lft: np.ndarray, rule_first: bool = True
+    search: Search, size: int, rng: np.random.Generator, lft: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Activity lists from the LFT rule and noisy LFT keys, and mode lists.
 
-    The first list follows the LFT rule (when ``rule_first``); the others take
+    The first list follows the LFT rule; the others take
     the LFT value plus uniform noise as wide as the LFT range, a biased random
     sampling that starts better than uniform random orders. Every second
     individual lets the decoder pick the mode that finishes first; the others
@@ -205,13 +272,30 @@ def first_population(
     modes = np.empty((size, n), dtype=np.int64)
     counts = np.diff(d.mode_start)
     for p in range(size):
-        keys = lft if p == 0 and rule_first else lft + rng.random(n) * spread
+        keys = lft if p == 0 else lft + rng.random(n) * spread
         orders[p] = dec.order(keys)
         if p % 2 == 0:
             modes[p] = -1
         else:
             modes[p] = d.mode_start[:-1] + (rng.random(n) * counts).astype(np.int64)
     return orders, modes
+
+
+def around_best(
+    search: Search, size: int, rng: np.random.Generator, start: np.ndarray, mode: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Activity lists from the best start times plus noise, all with the best modes.
+
+    The noise on each start is uniform, :data:`NEAR` times as wide as the span of
+    the starts: the new population lies near the best schedule.
+    """
+    dec = search.decoder
+    keys = start.astype(np.float64)
+    spread = NEAR * max(float(np.ptp(keys)), 1.0)
+    orders = np.empty((size, dec.data.n), dtype=np.int64)
+    for p in range(size):
+        orders[p] = dec.order(keys + rng.random(dec.data.n) * spread)
+    return orders, np.repeat(mode[None, :], size, axis=0)
 
 
 def solve_ga(
@@ -244,7 +328,8 @@ def solve_ga(
     mutation
         Probability per position of a neighbour swap and per task of a new mode.
     stall
-        Generations without improvement after which the population is drawn anew.
+        Generations without improvement after which the population is drawn
+        anew around the best schedule.
     progress
         Called on each improvement.
 
@@ -263,12 +348,13 @@ def solve_ga(
     d = dec.data
     lft = priorities(problem, "lft")
     pop_o, pop_m = first_population(search, size, rng, lft)
+    pop_s = np.zeros_like(pop_o)
     fit = np.full(size, np.inf)
-    kid_o, kid_m = np.empty_like(pop_o), np.empty_like(pop_m)
-    kid_fit = np.full(size, np.inf)
+    pop = (pop_o, pop_m, pop_s, fit)
+    kids = (np.empty_like(pop_o), np.empty_like(pop_m), np.empty_like(pop_o), np.full(size, np.inf))
     work = (dec.start, dec.mode, dec.avail, dec.used)
     best = (np.full(1, np.inf), np.zeros(d.n, dtype=np.int64), np.zeros(d.n, dtype=np.int64))
-    search.used += initial(d, pop_o, pop_m, fit, work, best, search.allowance())
+    search.used += initial(d, pop_o, pop_m, pop_s, fit, work, best, search.allowance())
     search.offer(best[0][0], best[1], best[2])
     search.record(0, fit)
     gen = restarts = idle = 0
@@ -277,13 +363,10 @@ def solve_ga(
         before = best[0][0]
         search.used += generation(
             d,
-            pop_o,
-            pop_m,
-            fit,
-            kid_o,
-            kid_m,
-            kid_fit,
+            pop,
+            kids,
             float(mutation),
+            (PEAK_MIN, PEAK_MAX),
             rng,
             work,
             best,
@@ -291,11 +374,17 @@ def solve_ga(
         )
         idle = idle + 1 if best[0][0] >= before else 0
         if (idle >= max_stall or fit[0] == fit[-1]) and not search.done():
-            # Converged: keep the best individual, draw the others anew.
+            # Converged: keep the best individual, draw the others around its schedule
+            # (anew while there is none: budgets or deadlines unmet so far).
             restarts += 1
             idle = 0
-            pop_o[1:], pop_m[1:] = first_population(search, size - 1, rng, lft, rule_first=False)
-            search.used += initial(d, pop_o[1:], pop_m[1:], fit[1:], work, best, search.allowance())
+            if np.isfinite(best[0][0]):
+                pop_o[1:], pop_m[1:] = around_best(search, size - 1, rng, best[1], best[2])
+            else:
+                pop_o[1:], pop_m[1:] = first_population(search, size - 1, rng, lft)
+            search.used += initial(
+                d, pop_o[1:], pop_m[1:], pop_s[1:], fit[1:], work, best, search.allowance()
+            )
         search.offer(best[0][0], best[1], best[2])
         search.record(gen, fit)
     return search.result(population=size, generations=gen, restarts=restarts, seed=seed)

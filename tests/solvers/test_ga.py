@@ -93,3 +93,67 @@ def test_unmeetable_deadline_gives_no_schedule() -> None:
     res = solve(problem, "ga", schedules=100)
     assert res.schedule is None and res.status == Status.UNKNOWN
     assert res.stats["schedules"] == 100 and "deadlines" in res.stats["reason"]
+
+
+def test_peak_crossover_child_is_precedence_feasible() -> None:
+    import numpy as np
+
+    from solvers.ga import peak_cross, peak_window
+    from solvers.sgs import Decoder, priorities
+
+    problem = load_instance(INSTANCES / "psplib/j1201_1.sm")
+    dec = Decoder(problem)
+    d = dec.data
+    rng = np.random.default_rng(3)
+    lft = priorities(problem, "lft")
+    parents = []
+    for _ in range(2):
+        order = dec.order(lft + rng.random(d.n) * np.ptp(lft))
+        dec.run(order)
+        # In start order, as the GA keeps its lists.
+        parents.append((np.argsort(dec.start, kind="stable"), dec.mode.copy(), dec.start.copy()))
+    (mo, mm, ms), (fo, fm, _) = parents
+    makespan = int((ms + d.mode_dur[mm]).max())
+    t1, t2 = peak_window(d, ms, mm, 0.1, 0.5, rng)
+    assert 0 <= t1 < t2 <= makespan and t2 - t1 >= int(0.1 * makespan)
+    # No other window of that length uses the resources more.
+    use = np.zeros(makespan)
+    for i in range(d.n):
+        for s in range(d.seg_start[mm[i]], d.seg_start[mm[i] + 1]):
+            lo = ms[i] + d.seg_off[s]
+            use[lo : lo + d.seg_dur[s]] += (d.seg_dem[s] / d.cap).sum()
+    sums = np.convolve(use, np.ones(t2 - t1), mode="valid")
+    assert sums[t1] >= sums.max() - 1e-9
+    child_o, child_m = np.empty_like(mo), np.empty_like(mm)
+    peak_cross(mo, mm, ms, fo, fm, child_o, child_m, t1, t2, np.empty_like(mo))
+    assert sorted(child_o.tolist()) == list(range(d.n))
+    pos = np.empty(d.n, dtype=np.int64)
+    pos[child_o] = np.arange(d.n)
+    for i in range(d.n):
+        for e in range(d.pred_ptr[i], d.pred_ptr[i + 1]):
+            assert pos[d.pred_idx[e]] < pos[i]
+    # The window's tasks sit together, in the mother's order, after those she starts before it.
+    inside = [t for t in mo if t1 <= ms[t] < t2]
+    before = sum(ms < t1)
+    assert child_o[before : before + len(inside)].tolist() == inside
+    assert child_o[:before].tolist() == [t for t in fo if ms[t] < t1]
+
+
+def test_restart_without_any_schedule_keeps_real_modes() -> None:
+    from planner.model import Mode, Problem, Resource, Segment, Task
+
+    # No schedule exists: y takes 10 ticks in either mode and must end by tick 5. The
+    # population stalls with no schedule and restarts; it must draw y's own modes.
+    def mode(duration: int) -> Mode:
+        return Mode(segments=[Segment(duration=duration, demand={"r": 1})])
+
+    problem = Problem(
+        resources=[Resource(name="r", capacity=1)],
+        tasks=[
+            Task(name="x", modes=[mode(1), mode(2)]),
+            Task(name="y", modes=[mode(10), mode(11)], deadline=5),
+        ],
+    )
+    res = solve(problem, "ga", schedules=3000)
+    assert res.stats["restarts"] > 0
+    assert res.schedule is None and res.status == Status.UNKNOWN
