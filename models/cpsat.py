@@ -128,8 +128,8 @@ class _Reporter:
     def __call__(self, event: Progress) -> None:
         if self.progress is None or event.objective is None:
             return
-        bound = self.bound if event.bound is None else max(event.bound, self.bound or -math.inf)
-        if event.objective < self.best or (bound is not None and bound > (self.bound or -math.inf)):
+        bound = max((b for b in (self.bound, event.bound) if b is not None), default=None)
+        if event.objective < self.best or bound != self.bound:
             self.best = min(self.best, event.objective)
             self.bound = bound
             self.progress(
@@ -217,12 +217,15 @@ def solve_cpsat(
     def remaining() -> float:
         return math.inf if time_limit is None else time_limit - (time.perf_counter() - t0)
 
+    def ga_seconds(share: float, of: float | None) -> float:
+        return GA_HINT_SECONDS if of is None else share * of
+
     warm = heuristic_schedule(problem)
     if warm is not None:
         report(Progress(0.0, warm.objective(problem), message="SGS"))
     try:
         if not small:
-            cap = GA_HINT_SECONDS if time_limit is None else GA_HINT_SHARE * time_limit
+            cap = ga_seconds(GA_HINT_SHARE, time_limit)
             warm = _ga_hint(problem, warm, GA_HINT_SCHEDULES, cap, seed, report)
     except KeyboardInterrupt:
         return _interrupted(problem, warm, lower, time.perf_counter() - t0)
@@ -233,15 +236,12 @@ def solve_cpsat(
     first = _search(problem, warm, lower, limit, options, t0, report)
     if not staged or first.final or first.interrupted:
         return first.result(problem)
+    if small:
+        schedules, cap = SMALL_GA_SCHEDULES, ga_seconds(GA_HINT_SHARE, time_limit)
+    else:
+        schedules, cap = None, ga_seconds(GA_STAGE_SHARE, time_limit and remaining())
     try:
-        if small:
-            cap = GA_HINT_SECONDS if time_limit is None else GA_HINT_SHARE * time_limit
-            better = _ga_hint(
-                problem, first.schedule or warm, SMALL_GA_SCHEDULES, cap, seed, report
-            )
-        else:
-            cap = GA_HINT_SECONDS if time_limit is None else GA_STAGE_SHARE * remaining()
-            better = _ga_hint(problem, first.schedule or warm, None, cap, seed, report)
+        better = _ga_hint(problem, first.schedule or warm, schedules, cap, seed, report)
     except KeyboardInterrupt:
         first.interrupted = True
         return first.result(problem)

@@ -51,14 +51,31 @@ def _linked(pred_ptr, pred_idx, a: int, b: int) -> bool:
 
 
 @njit(cache=True)
+def segment_use(d: Data) -> np.ndarray:
+    """Per segment, the sum over resources of its demand over the base capacity."""
+    out = np.zeros(d.seg_dem.shape[0])
+    for s in range(out.shape[0]):
+        for r in range(d.n_res):
+            if d.cap[r] > 0:
+                out[s] += d.seg_dem[s, r] / d.cap[r]
+    return out
+
+
+@njit(cache=True)
 def peak_window(
-    d: Data, start: np.ndarray, mode: np.ndarray, lo: float, hi: float, rng: np.random.Generator
+    d: Data,
+    weight: np.ndarray,
+    start: np.ndarray,
+    mode: np.ndarray,
+    lo: float,
+    hi: float,
+    rng: np.random.Generator,
 ) -> tuple[int, int]:
     """The window ``[t1, t2)`` of highest resource use of a schedule.
 
-    Use at a tick is the sum over resources of demand over base capacity; the
-    window's length is drawn uniformly between ``lo`` and ``hi`` times the
-    makespan (at least one tick).
+    Use at a tick is the sum of the running segments' ``weight`` (see
+    :func:`segment_use`); the window's length is drawn uniformly between ``lo``
+    and ``hi`` times the makespan (at least one tick).
     """
     n = start.shape[0]
     T = 0
@@ -68,10 +85,7 @@ def peak_window(
     for i in range(n):
         m = mode[i]
         for s in range(d.seg_start[m], d.seg_start[m + 1]):
-            w = 0.0
-            for r in range(d.n_res):
-                if d.cap[r] > 0:
-                    w += d.seg_dem[s, r] / d.cap[r]
+            w = weight[s]
             if w > 0:
                 t0 = start[i] + d.seg_off[s]
                 for t in range(t0, t0 + d.seg_dur[s]):
@@ -174,11 +188,12 @@ def _survive(pop_o, pop_m, pop_s, fit, kid_o, kid_m, kid_s, kid_fit, n_kids) -> 
 
 
 @njit(cache=True)
-def generation(d: Data, pop, kids, rate, peak, rng, work, best, allowance) -> int:
+def generation(d: Data, pop, kids, rate, peak, weight, rng, work, best, allowance) -> int:
     """Breed, evaluate and select one generation; returns the schedules generated.
 
     ``pop`` and ``kids`` hold ``(orders, modes, starts, values)``; ``peak`` is
-    the window length range ``(lo, hi)`` of the crossover; ``work`` holds the
+    the window length range ``(lo, hi)`` of the crossover and ``weight`` the
+    segments' resource use (:func:`segment_use`); ``work`` holds the
     decoder's ``(start, mode, avail, used)``; ``best`` holds ``(value[1],
     start, mode)`` of the incumbent, updated in place.
     """
@@ -204,7 +219,7 @@ def generation(d: Data, pop, kids, rate, peak, rng, work, best, allowance) -> in
             # the child copies the father.
             t1, t2 = 0, 0
             if fit[x] < np.inf:
-                t1, t2 = peak_window(d, pop_s[x], pop_m[x], peak[0], peak[1], rng)
+                t1, t2 = peak_window(d, weight, pop_s[x], pop_m[x], peak[0], peak[1], rng)
             peak_cross(
                 pop_o[x],
                 pop_m[x],
@@ -349,6 +364,7 @@ def solve_ga(
     lft = priorities(problem, "lft")
     pop_o, pop_m = first_population(search, size, rng, lft)
     pop_s = np.zeros_like(pop_o)
+    weight = segment_use(d)
     fit = np.full(size, np.inf)
     pop = (pop_o, pop_m, pop_s, fit)
     kids = (np.empty_like(pop_o), np.empty_like(pop_m), np.empty_like(pop_o), np.full(size, np.inf))
@@ -367,6 +383,7 @@ def solve_ga(
             kids,
             float(mutation),
             (PEAK_MIN, PEAK_MAX),
+            weight,
             rng,
             work,
             best,

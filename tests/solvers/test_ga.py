@@ -98,7 +98,7 @@ def test_unmeetable_deadline_gives_no_schedule() -> None:
 def test_peak_crossover_child_is_precedence_feasible() -> None:
     import numpy as np
 
-    from solvers.ga import peak_cross, peak_window
+    from solvers.ga import peak_cross, peak_window, segment_use
     from solvers.sgs import Decoder, priorities
 
     problem = load_instance(INSTANCES / "psplib/j1201_1.sm")
@@ -114,7 +114,7 @@ def test_peak_crossover_child_is_precedence_feasible() -> None:
         parents.append((np.argsort(dec.start, kind="stable"), dec.mode.copy(), dec.start.copy()))
     (mo, mm, ms), (fo, fm, _) = parents
     makespan = int((ms + d.mode_dur[mm]).max())
-    t1, t2 = peak_window(d, ms, mm, 0.1, 0.5, rng)
+    t1, t2 = peak_window(d, segment_use(d), ms, mm, 0.1, 0.5, rng)
     assert 0 <= t1 < t2 <= makespan and t2 - t1 >= int(0.1 * makespan)
     # No other window of that length uses the resources more.
     use = np.zeros(makespan)
