@@ -163,7 +163,8 @@ class _Builder:
     ) -> object:
         durs = [int(self.a.mode_duration[m]) for m in modes]
         end = self.m.new_int_var(lo + min(durs), self.h, f"e{i}")
-        self.m.add(end == start + sum(d * lit for d, lit in zip(durs, lits, strict=True)))
+        for d, lit in zip(durs, lits, strict=True):
+            self.m.add(end == start + d).only_enforce_if(lit)
         self.out.hinted.append((end, ("end", i)))
         return end
 
@@ -180,10 +181,7 @@ class _Builder:
             if len(set(durs)) == 1:
                 size: object = durs[0]
             else:
-                size = self.m.new_int_var_from_domain(
-                    cp_model.Domain.from_values(sorted(set(durs))), f"d{i}_{k}"
-                )
-                self.m.add(size == sum(d * lit for d, lit in zip(durs, lits, strict=True)))
+                size = self._encoded(durs, lits, f"d{i}_{k}")
                 self.out.hinted.append((size, ("size", i, k)))
             end = self.m.new_int_var(0, self.h, f"e{i}_{k}")
             self.out.hinted.append((end, ("seg_end", i, k)))
@@ -199,12 +197,21 @@ class _Builder:
     def _demand(self, i: int, k: int, r: int, qs: list[int], lits: list) -> object:
         if len(set(qs)) == 1:
             return qs[0]
-        q = self.m.new_int_var_from_domain(
-            cp_model.Domain.from_values(sorted(set(qs))), f"q{i}_{k}_{r}"
-        )
-        self.m.add(q == sum(v * lit for v, lit in zip(qs, lits, strict=True)))
+        q = self._encoded(qs, lits, f"q{i}_{k}_{r}")
         self.out.hinted.append((q, ("demand", i, k, r)))
         return q
+
+    def _encoded(self, values: list[int], lits: list, name: str) -> cp_model.IntVar:
+        """A variable equal to ``values[k]`` when ``lits[k]`` is true (one literal is).
+
+        One enforced equality per literal rather than one linear sum over the literals:
+        CP-SAT then sees the variable's domain fully encoded by the mode literals, which
+        proves J5092_2 and J5094_3 of MMLIB50 optimal where the linear sum does not.
+        """
+        var = self.m.new_int_var_from_domain(cp_model.Domain.from_values(sorted(set(values))), name)
+        for v, lit in zip(values, lits, strict=True):
+            self.m.add(var == v).only_enforce_if(lit)
+        return var
 
     def _precedences(self) -> None:
         a = self.a
@@ -217,17 +224,16 @@ class _Builder:
     def _budgets(self) -> None:
         a = self.a
         for n, budget in enumerate(a.budget):
-            terms, least = [], 0
+            terms, fixed = [], 0
             for i, lits in enumerate(self.out.mode_lits):
-                use = a.mode_consumption[a.mode_start[i] : a.mode_start[i + 1], n]
-                least += int(use.min())
-                terms += [
-                    int(u - use.min()) * lit
-                    for u, lit in zip(use, lits, strict=False)
-                    if u > use.min()
-                ]
+                use = [int(u) for u in a.mode_consumption[a.mode_start[i] : a.mode_start[i + 1], n]]
+                if len(set(use)) == 1:
+                    fixed += use[0]
+                else:
+                    terms.append(self._encoded(use, lits, f"u{i}_{n}"))
+                    self.out.hinted.append((terms[-1], ("consumption", i, n)))
             if terms:
-                self.m.add(sum(terms) <= int(budget) - least)
+                self.m.add(sum(terms) <= int(budget) - fixed)
 
     def _colocation(self) -> None:
         a = self.a
@@ -385,6 +391,8 @@ def _hint_value(what: tuple, problem: Problem, schedule: Schedule, chosen: list,
         return int(
             any(a.task_job[i] == job and a.mode_placement[m] == key for i, m in enumerate(chosen))
         )
+    if kind == "consumption":
+        return int(a.mode_consumption[chosen[what[1]], what[2]])
     i, k = what[1], what[2]
     seg = int(a.seg_start[chosen[i]]) + k
     if kind == "size":
