@@ -3,7 +3,9 @@
 A particle's position holds one priority key per task (smaller goes first
 among eligible tasks) and one mode key per task in ``[0, 1)`` (the mode is
 ``floor(key * number of modes)``). The velocity update is
-``w * v + c1 * r1 * (pbest - x) + c2 * r2 * (gbest - x)``, clamped. Each
+``w * v + c1 * r1 * (pbest - x) + c2 * r2 * (lbest - x)``, clamped, where
+``lbest`` is the best personal best among the particle's neighbours on a ring
+(``ring`` places each side; the global best when ``ring`` is 0). Each
 particle is decoded by the serial SGS and justified; its keys are then
 re-encoded from the justified schedule (each task's rank in start order), so
 the swarm learns from the justification. A swarm that stalls is scattered
@@ -25,8 +27,13 @@ from solvers.search import Search
 from solvers.sgs import priorities
 from solvers.sgs_numba import evaluate, keys_to_order
 
-STALL = 10
-"""Iterations without improvement after which the particles are scattered anew."""
+STALL = 25
+"""Iterations without improvement after which the particles are scattered anew (on J120
+at 5,000 schedules, scattering after 10 idle iterations cost 0.12 points of deviation)."""
+
+RING = 5
+"""Neighbours each side on the ring whose best position attracts a particle: on J120 at
+5,000 schedules the ring ends 0.4-0.5 points closer to the bound than the global best."""
 
 MODE_VMAX = 0.25
 """Velocity clamp of the mode keys: modes need larger steps than the order keys."""
@@ -53,7 +60,7 @@ def _encode(d: Data, order, modes, x, mk) -> None:
 
 
 @njit(cache=True)
-def iteration(d: Data, swarm, pbest, pfit, gbest, params, rng, work, best, allowance) -> int:
+def iteration(d: Data, swarm, pbest, pfit, gbest, params, ring, rng, work, best, allowance) -> int:
     """Move, decode, justify and re-encode every particle once; returns schedules generated.
 
     ``swarm`` is ``(x, mk, v, vm)``, ``pbest`` is ``(x, mk)`` per particle,
@@ -72,14 +79,24 @@ def iteration(d: Data, swarm, pbest, pfit, gbest, params, rng, work, best, allow
     for p in range(size):
         if spent >= allowance:
             break
+        # The social attractor: the best personal best within ``ring`` places of p on a
+        # ring of particles (the global best when ring is 0 or no neighbour has one).
+        nb = (p - ring) % size
+        for o in range(1 - ring, ring + 1):
+            q = (p + o) % size
+            if pfit[q] < pfit[nb]:
+                nb = q
+        sx, smk = gx, gmk
+        if ring > 0 and pfit[nb] < np.inf:
+            sx, smk = px[nb], pmk[nb]
         for t in range(n):
             r1, r2 = rng.random(), rng.random()
-            v[p, t] = w * v[p, t] + c1 * r1 * (px[p, t] - x[p, t]) + c2 * r2 * (gx[t] - x[p, t])
+            v[p, t] = w * v[p, t] + c1 * r1 * (px[p, t] - x[p, t]) + c2 * r2 * (sx[t] - x[p, t])
             v[p, t] = min(vmax, max(-vmax, v[p, t]))
             x[p, t] += v[p, t]
             r1, r2 = rng.random(), rng.random()
             vm[p, t] = (
-                w * vm[p, t] + c1 * r1 * (pmk[p, t] - mk[p, t]) + c2 * r2 * (gmk[t] - mk[p, t])
+                w * vm[p, t] + c1 * r1 * (pmk[p, t] - mk[p, t]) + c2 * r2 * (smk[t] - mk[p, t])
             )
             vm[p, t] = min(vmax_modes, max(-vmax_modes, vm[p, t]))
             mk[p, t] = min(0.999999, max(0.0, mk[p, t] + vm[p, t]))
@@ -115,6 +132,7 @@ def solve_pso(
     c2: float = 1.5,
     vmax: float = 0.05,
     stall: int = STALL,
+    ring: int = RING,
     progress: Callable[[Progress], None] | None = None,
     **_: object,
 ) -> Result:
@@ -137,6 +155,9 @@ def solve_pso(
         Velocity update weights and clamp of the order keys.
     stall
         Iterations without improvement after which the particles are scattered anew.
+    ring
+        Neighbours each side whose best personal best attracts a particle; 0 for the
+        swarm's global best.
     progress
         Called on each improvement.
 
@@ -147,7 +168,10 @@ def solve_pso(
     """
     if int(particles) < 1:
         raise PlannerError(f"particles must be at least 1, got {particles}")
+    if int(ring) < 0:
+        raise PlannerError(f"ring must be at least 0, got {ring}")
     max_stall = int(stall)
+    ring = int(ring)
     search = Search(problem, "pso", schedules, time_limit, progress)
     size = int(particles)
     rng = np.random.default_rng(seed)
@@ -172,7 +196,7 @@ def solve_pso(
         it += 1
         before = best[0][0]
         search.used += iteration(
-            d, swarm, pbest, pfit, gbest, params, rng, work, best, search.allowance()
+            d, swarm, pbest, pfit, gbest, params, ring, rng, work, best, search.allowance()
         )
         idle = idle + 1 if best[0][0] >= before else 0
         if idle >= max_stall:

@@ -70,3 +70,17 @@ def test_bad_options() -> None:
         solve(problem, "pso", particles=0)
     with pytest.raises(PlannerError, match="schedules"):
         solve(problem, "pso", schedules=0)
+
+
+def test_ring_and_global_best_both_reach_the_optimum() -> None:
+    problem = load_instance(INSTANCES / "psplib/j301_1.sm")
+    for ring in (0, 5):
+        res = solve(problem, "pso", schedules=5000, seed=1, ring=ring)
+        assert res.stats["valid"] and res.objective == 43
+    # The neighbourhood changes the search: the two swarms do not move alike.
+    big = load_instance(INSTANCES / "psplib/j1201_1.sm")
+    ring = solve(big, "pso", schedules=1200, seed=0)
+    best = solve(big, "pso", schedules=1200, seed=0, ring=0)
+    assert [h["mean"] for h in ring.stats["history"]] != [h["mean"] for h in best.stats["history"]]
+    with pytest.raises(PlannerError, match="ring must be at least 0, got -1"):
+        solve(problem, "pso", ring=-1)
