@@ -214,8 +214,9 @@ def solve_cpsat(
     lower = lower_bound(problem) if problem.objective == "makespan" else 0
     report = _Reporter(progress, t0, lower)
 
-    def remaining() -> float:
-        return math.inf if time_limit is None else time_limit - (time.perf_counter() - t0)
+    def remaining() -> float | None:
+        """Seconds left of the time limit; ``None`` without one."""
+        return None if time_limit is None else time_limit - (time.perf_counter() - t0)
 
     def ga_seconds(share: float, of: float | None) -> float:
         return GA_HINT_SECONDS if of is None else share * of
@@ -230,16 +231,17 @@ def solve_cpsat(
     except KeyboardInterrupt:
         return _interrupted(problem, warm, lower, time.perf_counter() - t0)
 
-    quick = QUICK_SECONDS if time_limit is None else min(QUICK_SECONDS, remaining() / 2)
+    left = remaining()
+    quick = QUICK_SECONDS if left is None else min(QUICK_SECONDS, left / 2)
     staged = quick >= MIN_QUICK_SECONDS and len(problem.tasks) <= STAGED_TASKS
-    limit = quick if staged else (None if time_limit is None else remaining())
+    limit = quick if staged else left
     first = _search(problem, warm, lower, limit, options, t0, report)
     if not staged or first.final or first.interrupted:
         return first.result(problem)
     if small:
         schedules, cap = SMALL_GA_SCHEDULES, ga_seconds(GA_HINT_SHARE, time_limit)
     else:
-        schedules, cap = None, ga_seconds(GA_STAGE_SHARE, time_limit and remaining())
+        schedules, cap = None, ga_seconds(GA_STAGE_SHARE, remaining())
     try:
         better = _ga_hint(problem, first.schedule or warm, schedules, cap, seed, report)
     except KeyboardInterrupt:
@@ -247,9 +249,7 @@ def solve_cpsat(
         return first.result(problem)
     if first.bound is not None and problem.objective == "makespan":
         lower = max(lower, int(first.bound))
-    second = _search(
-        problem, better, lower, None if time_limit is None else remaining(), options, t0, report
-    )
+    second = _search(problem, better, lower, remaining(), options, t0, report)
     return second.after(first).result(problem)
 
 

@@ -168,10 +168,10 @@ def solve_pso(
     """
     if int(particles) < 1:
         raise PlannerError(f"particles must be at least 1, got {particles}")
-    if int(ring) < 0:
+    ring = int(ring)
+    if ring < 0:
         raise PlannerError(f"ring must be at least 0, got {ring}")
     max_stall = int(stall)
-    ring = int(ring)
     search = Search(problem, "pso", schedules, time_limit, progress)
     size = int(particles)
     rng = np.random.default_rng(seed)
