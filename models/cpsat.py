@@ -69,6 +69,9 @@ GA_STAGE_SHARE = 0.5
 """Share of the time left that the GA run between the two searches of a larger problem gets:
 on J120 a GA run of 30 s ends closer to the best known than the search does in 60 s."""
 
+DEFAULT_WORKERS = 2
+"""Search workers (and parallel GA runs) without a ``workers`` option."""
+
 _STATUS = {
     cp_model.OPTIMAL: Status.OPTIMAL,
     cp_model.FEASIBLE: Status.FEASIBLE,
@@ -99,15 +102,24 @@ def _ga_hint(
     schedules: int | None,
     seconds: float,
     seed: int,
+    workers: int,
     report: Callable[[Progress], None],
 ) -> Schedule | None:
-    """The GA's schedule when it beats ``warm``, after at most ``schedules`` and ``seconds``."""
+    """The GA's schedule when it beats ``warm``, after at most ``schedules`` and ``seconds``.
+
+    The GA makes one run per worker, in parallel threads (see :func:`solve_ga`).
+    """
 
     def tell(event: Progress) -> None:
         report(replace(event, message=f"GA, {event.message}"))
 
     result = solve_ga(
-        problem, schedules=schedules, time_limit=max(seconds, 0.01), seed=seed, progress=tell
+        problem,
+        schedules=schedules,
+        time_limit=max(seconds, 0.01),
+        seed=seed,
+        workers=workers,
+        progress=tell,
     )
     if result.schedule is None:
         return warm
@@ -186,7 +198,8 @@ def solve_cpsat(
     seed
         CP-SAT's random seed.
     workers
-        Search workers (threads); 2 by default.
+        Threads: CP-SAT's search workers, and as many parallel GA runs in the GA
+        stages; :data:`DEFAULT_WORKERS` by default.
     progress
         Called with every improving solution.
     log
@@ -227,7 +240,7 @@ def solve_cpsat(
     try:
         if not small:
             cap = ga_seconds(GA_HINT_SHARE, time_limit)
-            warm = _ga_hint(problem, warm, GA_HINT_SCHEDULES, cap, seed, report)
+            warm = _ga_hint(problem, warm, GA_HINT_SCHEDULES, cap, seed, options.threads, report)
     except KeyboardInterrupt:
         return _interrupted(problem, warm, lower, time.perf_counter() - t0)
 
@@ -243,7 +256,9 @@ def solve_cpsat(
     else:
         schedules, cap = None, ga_seconds(GA_STAGE_SHARE, remaining())
     try:
-        better = _ga_hint(problem, first.schedule or warm, schedules, cap, seed, report)
+        better = _ga_hint(
+            problem, first.schedule or warm, schedules, cap, seed, options.threads, report
+        )
     except KeyboardInterrupt:
         first.interrupted = True
         return first.result(problem)
@@ -263,6 +278,11 @@ class _Options:
     encoding: str
     makespan_interval: bool
     parameters: dict[str, object]
+
+    @property
+    def threads(self) -> int:
+        """Threads of every stage: the search workers, and as many GA runs."""
+        return self.workers or DEFAULT_WORKERS
 
 
 @dataclass
@@ -417,7 +437,7 @@ def _solver(time_limit: float | None, options: _Options) -> cp_model.CpSolver:
             getattr(params, name).extend(value)
         else:
             setattr(params, name, value)
-    params.num_workers = options.workers or 2
+    params.num_workers = options.threads
     params.random_seed = options.seed
     params.catch_sigint_signal = False
     if time_limit is not None:

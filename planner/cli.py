@@ -141,7 +141,8 @@ def solve(
     ] = 60.0,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
     workers: Annotated[
-        int | None, typer.Option(min=1, help="Search workers (threads) for exact solvers.")
+        int | None,
+        typer.Option(min=1, help="Threads: cpsat/milp search workers, ga parallel runs."),
     ] = None,
     rule: Annotated[str | None, typer.Option(help="Priority rule for sgs (e.g. lft).")] = None,
     scheme: Annotated[
@@ -332,7 +333,8 @@ def compare(
         typer.Option(help="Run on Dask: tcp://HOST:PORT of a scheduler, or local:N workers."),
     ] = None,
     workers: Annotated[
-        int | None, typer.Option(min=1, help="Search workers (threads) per run for exact solvers.")
+        int | None,
+        typer.Option(min=1, help="Threads per run: cpsat/milp search workers, ga parallel runs."),
     ] = None,
 ) -> None:
     """Run solvers on instances; write the results table, a summary (.md) and a performance profile.

@@ -19,7 +19,11 @@ span, with the best modes. One generation runs as one numba kernel.
 
 from __future__ import annotations
 
+import math
+import threading
+import time
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 from numba import njit
@@ -28,7 +32,7 @@ from planner.errors import PlannerError
 from planner.model import Problem
 from planner.result import Progress, Result
 from solvers.encoding import Data
-from solvers.search import Search
+from solvers.search import DEFAULT_SCHEDULES, Search
 from solvers.sgs import priorities
 from solvers.sgs_numba import evaluate
 
@@ -187,7 +191,7 @@ def _survive(pop_o, pop_m, pop_s, fit, kid_o, kid_m, kid_s, kid_fit, n_kids) -> 
         fit[p] = all_f[chosen[p]]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def generation(d: Data, pop, kids, rate, peak, weight, rng, work, best, allowance) -> int:
     """Breed, evaluate and select one generation; returns the schedules generated.
 
@@ -248,7 +252,7 @@ def generation(d: Data, pop, kids, rate, peak, weight, rng, work, best, allowanc
     return spent
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def initial(d: Data, pop_o, pop_m, pop_s, fit, work, best, allowance) -> int:
     """Evaluate a population in place (its orders and modes are set by the caller)."""
     start, mode, avail, used = work
@@ -322,6 +326,7 @@ def solve_ga(
     population: int = 40,
     mutation: float = 0.2,
     stall: int = STALL,
+    workers: int = 1,
     progress: Callable[[Progress], None] | None = None,
     **_: object,
 ) -> Result:
@@ -345,19 +350,109 @@ def solve_ga(
     stall
         Generations without improvement after which the population is drawn
         anew around the best schedule.
+    workers
+        Independent runs in parallel threads, with seeds ``seed``, ``seed + 1``, ...
+        They share the schedule budget and each has the whole time limit; the best
+        schedule of all runs is returned. One run by default.
     progress
         Called on each improvement.
 
     Returns
     -------
     Result
-        The best schedule, with ``stats["history"]`` (one row per generation).
+        The best schedule, with ``stats["history"]`` (one row per generation of the
+        run that found it) and, for several runs, ``stats["runs"]``.
     """
     if int(population) < 2:
         raise PlannerError(f"population must be at least 2, got {population}")
-    max_stall = int(stall)
-    search = Search(problem, "ga", schedules, time_limit, progress)
-    size = int(population)
+    if int(workers) < 1:
+        raise PlannerError(f"workers must be at least 1, got {workers}")
+    settings = {"population": int(population), "mutation": float(mutation), "stall": int(stall)}
+    if int(workers) == 1:
+        return _evolve(problem, schedules, time_limit, seed, settings, progress, None)
+    if schedules is None and time_limit is None:
+        schedules = DEFAULT_SCHEDULES
+    runs = int(workers) if schedules is None else max(1, min(int(workers), int(schedules)))
+    budgets: list[int | None] = [None] * runs
+    if schedules is not None:
+        budgets = [int(schedules) // runs + (k < int(schedules) % runs) for k in range(runs)]
+    return _parallel(problem, budgets, time_limit, seed, settings, progress)
+
+
+def _parallel(
+    problem: Problem,
+    budgets: list[int | None],
+    time_limit: float | None,
+    seed: int,
+    settings: dict[str, float],
+    progress: Callable[[Progress], None] | None,
+) -> Result:
+    """One run per budget in its own thread (the kernels release the GIL); the best result.
+
+    Ctrl-C, or an error in one run, stops every run and is raised again once they have
+    ended.
+    """
+    t0 = time.perf_counter()
+    lock = threading.Lock()
+    best = [math.inf]
+
+    def tell(event: Progress) -> None:
+        with lock:
+            if progress is not None and event.objective is not None and event.objective < best[0]:
+                best[0] = event.objective
+                progress(event)
+
+    stop = threading.Event()
+    ended = [threading.Event() for _ in budgets]
+    out: list[Result | BaseException | None] = [None] * len(budgets)
+
+    def run(k: int) -> None:
+        try:
+            out[k] = _evolve(problem, budgets[k], time_limit, seed + k, settings, tell, stop)
+        except BaseException as exc:  # raised again in the calling thread
+            out[k] = exc
+            stop.set()
+        finally:
+            ended[k].set()
+
+    for k in range(len(budgets)):
+        threading.Thread(target=run, args=(k,), name=f"ga-{k}", daemon=True).start()
+    try:
+        for event in ended:
+            # Event.wait, not Thread.join: Ctrl-C must reach this thread while runs go on.
+            while not event.wait(0.1):
+                pass
+    except KeyboardInterrupt:
+        stop.set()
+        for event in ended:
+            event.wait()
+        raise
+    for item in out:
+        if isinstance(item, BaseException):
+            raise item
+    results = [r for r in out if isinstance(r, Result)]
+    pick = min(results, key=lambda r: math.inf if r.objective is None else r.objective)
+    runs = [
+        {"seed": seed + k, "objective": r.objective, "schedules": r.stats["schedules"]}
+        for k, r in enumerate(results)
+    ]
+    stats = {**pick.stats, "schedules": sum(r["schedules"] for r in runs), "runs": runs}
+    return replace(pick, runtime=time.perf_counter() - t0, stats=stats)
+
+
+def _evolve(
+    problem: Problem,
+    schedules: int | None,
+    time_limit: float | None,
+    seed: int,
+    settings: dict[str, float],
+    progress: Callable[[Progress], None] | None,
+    stop: threading.Event | None,
+) -> Result:
+    """One GA run (see :func:`solve_ga`); it ends early once ``stop`` is set."""
+    max_stall = int(settings["stall"])
+    search = Search(problem, "ga", schedules, time_limit, progress, stop)
+    size = int(settings["population"])
     rng = np.random.default_rng(seed)
     dec = search.decoder
     d = dec.data
@@ -381,7 +476,7 @@ def solve_ga(
             d,
             pop,
             kids,
-            float(mutation),
+            settings["mutation"],
             (PEAK_MIN, PEAK_MAX),
             weight,
             rng,

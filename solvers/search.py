@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -46,6 +47,8 @@ class Search:
         Seconds, or ``None``. With neither budget, :data:`DEFAULT_SCHEDULES`.
     progress
         Called with a :class:`Progress` on every improvement.
+    stop
+        Ends the run once set (runs in parallel threads stop together on Ctrl-C).
     """
 
     def __init__(
@@ -55,6 +58,7 @@ class Search:
         schedules: int | None,
         time_limit: float | None,
         progress: Callable[[Progress], None] | None,
+        stop: threading.Event | None = None,
     ) -> None:
         self.t0 = time.perf_counter()
         if schedules is not None and int(schedules) < 1:
@@ -66,6 +70,7 @@ class Search:
         self.budget = math.inf if schedules is None else int(schedules)
         self.deadline = math.inf if time_limit is None else self.t0 + float(time_limit)
         self.progress = progress
+        self.stop = stop
         self.decoder = Decoder(problem)
         n = self.decoder.data.n
         self.used = 0
@@ -110,8 +115,14 @@ class Search:
         return max(1, min(self.left, int(rate * (self.deadline - now))))
 
     def done(self) -> bool:
-        """Whether the budget or the time is spent, or the incumbent meets the bound."""
-        return self.left <= 0 or time.perf_counter() >= self.deadline or self.best <= self.bound
+        """Whether the budget or the time is spent, the incumbent meets the bound or the run
+        was stopped."""
+        return (
+            self.left <= 0
+            or time.perf_counter() >= self.deadline
+            or self.best <= self.bound
+            or (self.stop is not None and self.stop.is_set())
+        )
 
     def offer(self, value: float, start: np.ndarray, mode: np.ndarray) -> None:
         """Keep ``start`` / ``mode`` if ``value`` improves the incumbent."""

@@ -66,6 +66,40 @@ def test_bad_options() -> None:
         solve(problem, "ga", population=1)
     with pytest.raises(PlannerError, match="schedules"):
         solve(problem, "ga", schedules=0)
+    with pytest.raises(PlannerError, match=r"^workers must be at least 1, got 0$"):
+        solve(problem, "ga", workers=0)
+
+
+def test_parallel_runs_share_the_budget_and_keep_the_best() -> None:
+    problem = load_instance(INSTANCES / "psplib/j1201_1.sm")
+    res = solve(problem, "ga", schedules=1201, seed=3, workers=2)
+    runs = res.stats["runs"]
+    assert [r["seed"] for r in runs] == [3, 4]
+    assert [r["schedules"] for r in runs] == [601, 600]
+    assert res.stats["schedules"] == 1201
+    assert res.stats["valid"]
+    assert res.objective == min(r["objective"] for r in runs)
+    # Each run is the single run of its seed and budget.
+    for run in runs:
+        alone = solve(problem, "ga", schedules=run["schedules"], seed=run["seed"])
+        assert alone.objective == run["objective"]
+
+
+def test_interrupting_one_parallel_run_stops_them_all() -> None:
+    import time
+
+    problem = load_instance(INSTANCES / "psplib/j1201_1.sm")
+    calls: list[float] = []
+
+    def interrupt(event: Progress) -> None:
+        calls.append(event.elapsed)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+
+    t0 = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        solve(problem, "ga", time_limit=60, workers=2, progress=interrupt)
+    assert time.perf_counter() - t0 < 10
 
 
 def test_cli_forwards_schedules() -> None:
