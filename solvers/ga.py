@@ -28,6 +28,7 @@ from dataclasses import replace
 import numpy as np
 from numba import njit
 
+from planner.bounds import critical_path_bound
 from planner.errors import PlannerError
 from planner.model import Problem
 from planner.result import Progress, Result
@@ -389,20 +390,25 @@ def _parallel(
 ) -> Result:
     """One run per budget in its own thread (the kernels release the GIL); the best result.
 
-    Ctrl-C, or an error in one run, stops every run and is raised again once they have
-    ended.
+    A run that meets the critical-path bound stops the others. Ctrl-C, or an error in
+    one run, stops every run and is raised again once they have ended.
     """
     t0 = time.perf_counter()
     lock = threading.Lock()
     best = [math.inf]
+    stop = threading.Event()
+    bound = critical_path_bound(problem) if problem.objective == "makespan" else -math.inf
 
     def tell(event: Progress) -> None:
         with lock:
-            if progress is not None and event.objective is not None and event.objective < best[0]:
-                best[0] = event.objective
+            if event.objective is None or event.objective >= best[0]:
+                return
+            best[0] = event.objective
+            if best[0] <= bound:
+                stop.set()
+            if progress is not None:
                 progress(event)
 
-    stop = threading.Event()
     ended = [threading.Event() for _ in budgets]
     out: list[Result | BaseException | None] = [None] * len(budgets)
 

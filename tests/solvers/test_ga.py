@@ -191,3 +191,26 @@ def test_restart_without_any_schedule_keeps_real_modes() -> None:
     res = solve(problem, "ga", schedules=3000)
     assert res.stats["restarts"] > 0
     assert res.schedule is None and res.status == Status.UNKNOWN
+
+
+def test_a_run_at_the_critical_path_bound_stops_the_others(monkeypatch) -> None:
+    import threading
+
+    import solvers.ga as ga
+    from planner.bounds import critical_path_bound
+
+    problem = load_instance(INSTANCES / "psplib/j1205_3.sm")
+    bound = critical_path_bound(problem)
+    stopped: list[bool] = []
+
+    def fake(problem, schedules, time_limit, seed, settings, progress, stop: threading.Event):
+        if seed == 0:
+            progress(Progress(0.1, objective=bound))
+        else:
+            stopped.append(stop.wait(5))
+        return ga.Result("ga", Status.FEASIBLE, objective=bound + seed, stats={"schedules": 1})
+
+    monkeypatch.setattr(ga, "_evolve", fake)
+    res = ga.solve_ga(problem, time_limit=60, workers=2)
+    assert stopped == [True]
+    assert res.objective == bound and [r["objective"] for r in res.stats["runs"]] == [72, 73]
