@@ -199,7 +199,7 @@ def solve_cpsat(
         CP-SAT's random seed.
     workers
         Threads: CP-SAT's search workers, and as many parallel GA runs in the GA
-        stages; :data:`DEFAULT_WORKERS` by default.
+        stage between the searches; :data:`DEFAULT_WORKERS` by default.
     progress
         Called with every improving solution.
     log
@@ -283,7 +283,7 @@ class _Options:
 
     @property
     def threads(self) -> int:
-        """Threads of every stage: the search workers, and as many GA runs."""
+        """Threads of the searches, and GA runs of the GA stage between them."""
         return self.workers or DEFAULT_WORKERS
 
 
