@@ -24,11 +24,11 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 from numba import njit
 
-from planner.bounds import critical_path_bound
 from planner.errors import PlannerError
 from planner.model import Problem
 from planner.result import Progress, Result
@@ -385,28 +385,23 @@ def _parallel(
     budgets: list[int | None],
     time_limit: float | None,
     seed: int,
-    settings: dict[str, float],
+    settings: dict[str, Any],
     progress: Callable[[Progress], None] | None,
 ) -> Result:
     """One run per budget in its own thread (the kernels release the GIL); the best result.
 
-    A run that meets the critical-path bound stops the others. Ctrl-C, or an error in
-    one run, stops every run and is raised again once they have ended.
+    A run that meets the lower bound stops the others (:meth:`Search.offer`). Ctrl-C, or
+    an error in one run, stops every run and is raised again once they have ended.
     """
     t0 = time.perf_counter()
     lock = threading.Lock()
     best = [math.inf]
     stop = threading.Event()
-    bound = critical_path_bound(problem) if problem.objective == "makespan" else -math.inf
 
     def tell(event: Progress) -> None:
         with lock:
-            if event.objective is None or event.objective >= best[0]:
-                return
-            best[0] = event.objective
-            if best[0] <= bound:
-                stop.set()
-            if progress is not None:
+            if progress is not None and event.objective is not None and event.objective < best[0]:
+                best[0] = event.objective
                 progress(event)
 
     ended = [threading.Event() for _ in budgets]
@@ -451,14 +446,14 @@ def _evolve(
     schedules: int | None,
     time_limit: float | None,
     seed: int,
-    settings: dict[str, float],
+    settings: dict[str, Any],
     progress: Callable[[Progress], None] | None,
     stop: threading.Event | None,
 ) -> Result:
     """One GA run (see :func:`solve_ga`); it ends early once ``stop`` is set."""
-    max_stall = int(settings["stall"])
+    max_stall = settings["stall"]
     search = Search(problem, "ga", schedules, time_limit, progress, stop)
-    size = int(settings["population"])
+    size = settings["population"]
     rng = np.random.default_rng(seed)
     dec = search.decoder
     d = dec.data

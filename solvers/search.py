@@ -48,7 +48,8 @@ class Search:
     progress
         Called with a :class:`Progress` on every improvement.
     stop
-        Ends the run once set (runs in parallel threads stop together on Ctrl-C).
+        Ends the run once set. The run sets it itself when its incumbent meets the lower
+        bound, so that runs in parallel threads sharing it stop together.
     """
 
     def __init__(
@@ -128,6 +129,8 @@ class Search:
         """Keep ``start`` / ``mode`` if ``value`` improves the incumbent."""
         if value < self.best:
             self.best = float(value)
+            if self.stop is not None and self.best <= self.bound:
+                self.stop.set()
             self.best_start[:] = start
             self.best_mode[:] = mode
             if self.progress is not None:

@@ -198,6 +198,7 @@ def test_a_run_at_the_critical_path_bound_stops_the_others(monkeypatch) -> None:
 
     import solvers.ga as ga
     from planner.bounds import critical_path_bound
+    from solvers.search import Search
 
     problem = load_instance(INSTANCES / "psplib/j1205_3.sm")
     bound = critical_path_bound(problem)
@@ -205,7 +206,8 @@ def test_a_run_at_the_critical_path_bound_stops_the_others(monkeypatch) -> None:
 
     def fake(problem, schedules, time_limit, seed, settings, progress, stop: threading.Event):
         if seed == 0:
-            progress(Progress(0.1, objective=bound))
+            search = Search(problem, "ga", 10, None, progress, stop)
+            search.offer(bound, search.best_start, search.best_mode)
         else:
             stopped.append(stop.wait(5))
         return ga.Result("ga", Status.FEASIBLE, objective=bound + seed, stats={"schedules": 1})
