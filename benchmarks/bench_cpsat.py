@@ -11,6 +11,11 @@ Every schedule (ours and the peer's) is checked with the project's validator.
 ``k * classes / N``, instance number cycling through 1..10). The peer runs in a
 subprocess of the benchmark environment ``.bench-venv`` (see
 ``benchmarks/peer_pyjobshop.py``); it is never a dependency of the project.
+
+``--out`` gets one row per run as soon as the run ends. A long run (the J120 sample of
+120 takes about four hours with the peer) can be stopped and continued later with
+``--resume``: the runs already in ``--out`` are kept and skipped, and they count in the
+summary. An existing ``--out`` is never overwritten without ``--resume``.
 """
 
 from __future__ import annotations
@@ -42,7 +47,18 @@ SETS = {
     "j10mm": ("psplib_mm/j10", ".mm", "psplib_mm/bks_j10.csv", "instance", "makespan"),
     "mmlib50": ("mmlib/MMLIB50", ".mm", "mmlib/bks_MMLIB50.csv", "instance", "best_ub"),
 }
-FIELDS = ["instance", "solver", "status", "objective", "bound", "best_known", "gap_pct", "time_s"]
+FIELDS = [
+    "instance",
+    "solver",
+    "status",
+    "objective",
+    "bound",
+    "best_known",
+    "gap_pct",
+    "time_s",
+    "time_limit",
+    "workers",
+]
 _NAME = re.compile(r"^[A-Za-z]+?(\d+)_(\d+)$")
 
 
@@ -144,30 +160,90 @@ def summarise(rows: list[dict]) -> list[str]:
     return lines
 
 
-def benchmark_set(args: argparse.Namespace) -> list[dict]:
-    """Run ours (and the peer) on the instances of ``args.set``."""
+def _number(text: str) -> float | None:
+    return float(text) if text else None
+
+
+def _show(value: float | None) -> str:
+    return "unknown" if value is None else f"{value:g}"
+
+
+def earlier_rows(args: argparse.Namespace) -> list[dict]:
+    """The runs already in ``args.out`` (with ``--resume``); they must share its settings."""
+    if args.out is None or not args.out.exists():
+        return []
+    if not args.resume:
+        raise ValueError(f"{args.out} exists; pass --resume to continue it, or choose a new --out")
+    rows = []
+    with args.out.open(newline="") as f:
+        for row in csv.DictReader(f):
+            limit, workers = (_number(row.get(k) or "") for k in ("time_limit", "workers"))
+            if (limit, workers) != (args.time_limit, args.workers):
+                raise ValueError(
+                    f"{args.out}: {row['instance']} ran with time limit {_show(limit)} and "
+                    f"workers {_show(workers)}, not {args.time_limit:g} and {args.workers}"
+                )
+            row.update({k: _number(row[k]) for k in ("objective", "bound", "gap_pct", "time_s")})
+            rows.append(row)
+    return rows
+
+
+class RowWriter:
+    """Appends each run's row to ``--out`` (with the header once) as soon as it ends."""
+
+    def __init__(self, path: Path | None, args: argparse.Namespace) -> None:
+        self.path = path
+        self.settings = {"time_limit": args.time_limit, "workers": args.workers}
+        if path is not None and not path.exists():
+            with path.open("w", newline="") as f:
+                csv.DictWriter(f, fieldnames=FIELDS).writeheader()
+
+    def write(self, row: dict) -> None:
+        """Append ``row`` and the run's settings."""
+        if self.path is None:
+            return
+        with self.path.open("a", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=FIELDS, extrasaction="ignore")
+            writer.writerow({**row, **self.settings})
+
+
+def benchmark_set(args: argparse.Namespace, earlier: list[dict]) -> list[dict]:
+    """Run ours (and the peer) on the instances of ``args.set`` not in ``earlier``."""
     folder, ext, ref, key, column = SETS[args.set]
     prefix = {"j30": 2, "j120": 3, "j10mm": 2, "mmlib50": 2}[args.set]
     files = instance_files(args.benchmarks / folder, ext, prefix)
     paths = stratified(files, args.sample) if args.sample else [p for _, _, p in files]
     best = best_known(args.benchmarks / ref, column, key)
+    rows = list(earlier)
+    done = {(r["instance"], r["solver"]) for r in rows}
+    runs = [run_ours] + ([run_peer] if args.peer == "pyjobshop" else [])
+    todo = [
+        (path, run)
+        for path in paths
+        for run in runs
+        if (path.stem, "cpsat" if run is run_ours else args.peer) not in done
+    ]
+    if rows:
+        print(f"resuming: {len(rows)} runs in {args.out}, {len(todo)} to go", flush=True)
+    out = RowWriter(args.out, args)
+    if not todo:
+        return rows
     # Untimed solves first, so that no timed run pays for compiling the SGS and GA kernels
     # (the GA runs between the two searches of a problem the first one does not prove).
     first = load_instance(paths[0])
     solve(first, "cpsat", time_limit=1, workers=args.workers)
     solve(first, "ga", schedules=100)
-    rows = []
-    for path in paths:
-        for run in [run_ours] + ([run_peer] if args.peer == "pyjobshop" else []):
-            row = {"instance": path.stem, **run(path, args)}
-            row["best_known"] = best.get(path.stem)
-            row["gap_pct"] = gap_pct(row["objective"], row["best_known"])
-            rows.append(row)
-            print(
-                f"{row['instance']:>12} {row['solver']:>9} {row['status']:>10} "
-                f"{row['objective']} (best {row['best_known']}) {row['time_s']:.2f} s",
-                flush=True,
-            )
+    for k, (path, run) in enumerate(todo, 1):
+        row = {"instance": path.stem, **run(path, args)}
+        row["best_known"] = best.get(path.stem)
+        row["gap_pct"] = gap_pct(row["objective"], row["best_known"])
+        rows.append(row)
+        out.write(row)
+        print(
+            f"[{k}/{len(todo)}] {row['instance']:>12} {row['solver']:>9} {row['status']:>10} "
+            f"{row['objective']} (best {row['best_known']}) {row['time_s']:.2f} s",
+            flush=True,
+        )
     return rows
 
 
@@ -245,15 +321,22 @@ def main() -> None:
     parser.add_argument("--blocks", type=int, default=8, help="Cluster set: blocks per job.")
     parser.add_argument("--seed", type=int, default=0, help="Cluster set: generator seed.")
     parser.add_argument("--out", type=Path, default=None, help="CSV of one row per run.")
+    parser.add_argument(
+        "--resume", action="store_true", help="Continue the runs in --out; skip those done."
+    )
     args = parser.parse_args()
-    rows = benchmark_cluster(args) if args.set == "cluster" else benchmark_set(args)
-    if args.out is not None:
-        with args.out.open("w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=FIELDS, extrasaction="ignore")
-            writer.writeheader()
-            writer.writerows(rows)
+    try:
+        earlier = earlier_rows(args)
+    except ValueError as e:
+        parser.exit(2, f"error: {e}\n")
     if args.set != "cluster":
-        print("\n".join(summarise(rows)))
+        print("\n".join(summarise(benchmark_set(args, earlier))))
+    elif earlier:
+        print(f"{args.out} already has the cluster run")
+    else:
+        out = RowWriter(args.out, args)
+        for row in benchmark_cluster(args):
+            out.write(row)
 
 
 if __name__ == "__main__":
