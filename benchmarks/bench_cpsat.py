@@ -160,6 +160,10 @@ def summarise(rows: list[dict]) -> list[str]:
     return lines
 
 
+class ResumeError(Exception):
+    """``--out`` cannot be continued by this run (its message is the one-line error)."""
+
+
 def _number(text: str) -> float | None:
     return float(text) if text else None
 
@@ -173,17 +177,24 @@ def earlier_rows(args: argparse.Namespace) -> list[dict]:
     if args.out is None or not args.out.exists():
         return []
     if not args.resume:
-        raise ValueError(f"{args.out} exists; pass --resume to continue it, or choose a new --out")
+        raise ResumeError(f"{args.out} exists; pass --resume to continue it, or choose a new --out")
     rows = []
     with args.out.open(newline="") as f:
-        for row in csv.DictReader(f):
-            limit, workers = (_number(row.get(k) or "") for k in ("time_limit", "workers"))
+        for n, row in enumerate(csv.DictReader(f), 2):
+            try:
+                limit, workers = (_number(row.get(k) or "") for k in ("time_limit", "workers"))
+                numbers = ("objective", "bound", "gap_pct", "time_s")
+                row.update({k: _number(row.get(k) or "") for k in numbers})
+                row["instance"], row["solver"], row["status"] = (
+                    row[k] or "" for k in ("instance", "solver", "status")
+                )
+            except (KeyError, TypeError, ValueError):
+                raise ResumeError(f"{args.out}: line {n}: not a row of this benchmark") from None
             if (limit, workers) != (args.time_limit, args.workers):
-                raise ValueError(
+                raise ResumeError(
                     f"{args.out}: {row['instance']} ran with time limit {_show(limit)} and "
                     f"workers {_show(workers)}, not {args.time_limit:g} and {args.workers}"
                 )
-            row.update({k: _number(row[k]) for k in ("objective", "bound", "gap_pct", "time_s")})
             rows.append(row)
     return rows
 
@@ -214,6 +225,10 @@ def benchmark_set(args: argparse.Namespace, earlier: list[dict]) -> list[dict]:
     files = instance_files(args.benchmarks / folder, ext, prefix)
     paths = stratified(files, args.sample) if args.sample else [p for _, _, p in files]
     best = best_known(args.benchmarks / ref, column, key)
+    stems = {p.stem for p in paths}
+    for r in earlier:
+        if r["instance"] not in stems:
+            raise ResumeError(f"{args.out}: {r['instance']} is not an instance of this run")
     rows = list(earlier)
     done = {(r["instance"], r["solver"]) for r in rows}
     runs = [run_ours] + ([run_peer] if args.peer == "pyjobshop" else [])
@@ -327,16 +342,16 @@ def main() -> None:
     args = parser.parse_args()
     try:
         earlier = earlier_rows(args)
-    except ValueError as e:
+        if args.set != "cluster":
+            print("\n".join(summarise(benchmark_set(args, earlier))))
+        elif earlier:
+            print(f"{args.out} already has the cluster run")
+        else:
+            out = RowWriter(args.out, args)
+            for row in benchmark_cluster(args):
+                out.write(row)
+    except ResumeError as e:
         parser.exit(2, f"error: {e}\n")
-    if args.set != "cluster":
-        print("\n".join(summarise(benchmark_set(args, earlier))))
-    elif earlier:
-        print(f"{args.out} already has the cluster run")
-    else:
-        out = RowWriter(args.out, args)
-        for row in benchmark_cluster(args):
-            out.write(row)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import pytest
 from tests.conftest import INSTANCES, ROOT
 
 BENCH = ROOT / "benchmarks" / "bench_cpsat.py"
+HEADER = "instance,solver,status,objective,bound,best_known,gap_pct,time_s,time_limit,workers\n"
 
 
 @pytest.fixture
@@ -59,12 +60,25 @@ def test_existing_out_kept_without_resume(folder: Path) -> None:
 
 def test_resume_with_other_settings_refused(folder: Path) -> None:
     out = folder / "runs.csv"
-    out.write_text(
-        "instance,solver,status,objective,bound,best_known,gap_pct,time_s,time_limit,workers\n"
-        "j301_1,cpsat,optimal,43,43,43,0.0,0.1,10.0,2\n"
-    )
+    out.write_text(HEADER + "j301_1,cpsat,optimal,43,43,43,0.0,0.1,10.0,2\n")
     done = bench(folder, "--time-limit", "5", "--out", str(out), "--resume")
     assert done.returncode == 2
     assert done.stderr == (
         f"error: {out}: j301_1 ran with time limit 10 and workers 2, not 5 and 2\n"
     )
+
+
+def test_resume_with_another_instance_refused(folder: Path) -> None:
+    out = folder / "runs.csv"
+    out.write_text(HEADER + "j3013_1,cpsat,optimal,58,58,58,0.0,0.1,10.0,2\n")
+    done = bench(folder, "--out", str(out), "--resume")
+    assert done.returncode == 2
+    assert done.stderr == f"error: {out}: j3013_1 is not an instance of this run\n"
+
+
+def test_resume_of_a_malformed_file_refused(folder: Path) -> None:
+    out = folder / "runs.csv"
+    out.write_text(HEADER + "j301_1,cpsat,optimal,forty-three,43,43,0.0,0.1,10.0,2\n")
+    done = bench(folder, "--out", str(out), "--resume")
+    assert done.returncode == 2
+    assert done.stderr == f"error: {out}: line 2: not a row of this benchmark\n"
