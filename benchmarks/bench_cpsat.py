@@ -13,7 +13,7 @@ subprocess of the benchmark environment ``.bench-venv`` (see
 ``benchmarks/peer_pyjobshop.py``); it is never a dependency of the project.
 
 ``--out`` gets one row per run as soon as the run ends. A long run (the J120 sample of
-120 takes about four hours with the peer) can be stopped and continued later with
+120 took 2 h 16 min with the peer) can be stopped and continued later with
 ``--resume``: the runs already in ``--out`` are kept and skipped, and they count in the
 summary. An existing ``--out`` is never overwritten without ``--resume``.
 """
