@@ -164,7 +164,7 @@ class ResumeError(Exception):
     """``--out`` cannot be continued by this run (its message is the one-line error)."""
 
 
-def _number(text: str) -> float | None:
+def _number(text: str | None) -> float | None:
     return float(text) if text else None
 
 
@@ -182,9 +182,9 @@ def earlier_rows(args: argparse.Namespace) -> list[dict]:
     with args.out.open(newline="") as f:
         for n, row in enumerate(csv.DictReader(f), 2):
             try:
-                limit, workers = (_number(row.get(k) or "") for k in ("time_limit", "workers"))
+                limit, workers = (_number(row.get(k)) for k in ("time_limit", "workers"))
                 numbers = ("objective", "bound", "gap_pct", "time_s")
-                row.update({k: _number(row.get(k) or "") for k in numbers})
+                row.update({k: _number(row.get(k)) for k in numbers})
                 row["instance"], row["solver"], row["status"] = (
                     row[k] or "" for k in ("instance", "solver", "status")
                 )
@@ -231,12 +231,12 @@ def benchmark_set(args: argparse.Namespace, earlier: list[dict]) -> list[dict]:
             raise ResumeError(f"{args.out}: {r['instance']} is not an instance of this run")
     rows = list(earlier)
     done = {(r["instance"], r["solver"]) for r in rows}
-    runs = [run_ours] + ([run_peer] if args.peer == "pyjobshop" else [])
+    runs = {"cpsat": run_ours} | ({"pyjobshop": run_peer} if args.peer == "pyjobshop" else {})
     todo = [
         (path, run)
         for path in paths
-        for run in runs
-        if (path.stem, "cpsat" if run is run_ours else args.peer) not in done
+        for solver, run in runs.items()
+        if (path.stem, solver) not in done
     ]
     if rows:
         print(f"resuming: {len(rows)} runs in {args.out}, {len(todo)} to go", flush=True)

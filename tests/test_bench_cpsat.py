@@ -58,27 +58,30 @@ def test_existing_out_kept_without_resume(folder: Path) -> None:
     assert out.read_text() == "keep me\n"
 
 
-def test_resume_with_other_settings_refused(folder: Path) -> None:
+@pytest.mark.parametrize(
+    ("row", "limit", "cause"),
+    [
+        (
+            "j301_1,cpsat,optimal,43,43,43,0.0,0.1,10.0,2",
+            "5",
+            "j301_1 ran with time limit 10 and workers 2, not 5 and 2",
+        ),
+        (
+            "j3013_1,cpsat,optimal,58,58,58,0.0,0.1,10.0,2",
+            "10",
+            "j3013_1 is not an instance of this run",
+        ),
+        (
+            "j301_1,cpsat,optimal,forty-three,43,43,0.0,0.1,10.0,2",
+            "10",
+            "line 2: not a row of this benchmark",
+        ),
+    ],
+)
+def test_resume_refused(folder: Path, row: str, limit: str, cause: str) -> None:
     out = folder / "runs.csv"
-    out.write_text(HEADER + "j301_1,cpsat,optimal,43,43,43,0.0,0.1,10.0,2\n")
-    done = bench(folder, "--time-limit", "5", "--out", str(out), "--resume")
+    out.write_text(HEADER + row + "\n")
+    done = bench(folder, "--time-limit", limit, "--out", str(out), "--resume")
     assert done.returncode == 2
-    assert done.stderr == (
-        f"error: {out}: j301_1 ran with time limit 10 and workers 2, not 5 and 2\n"
-    )
-
-
-def test_resume_with_another_instance_refused(folder: Path) -> None:
-    out = folder / "runs.csv"
-    out.write_text(HEADER + "j3013_1,cpsat,optimal,58,58,58,0.0,0.1,10.0,2\n")
-    done = bench(folder, "--out", str(out), "--resume")
-    assert done.returncode == 2
-    assert done.stderr == f"error: {out}: j3013_1 is not an instance of this run\n"
-
-
-def test_resume_of_a_malformed_file_refused(folder: Path) -> None:
-    out = folder / "runs.csv"
-    out.write_text(HEADER + "j301_1,cpsat,optimal,forty-three,43,43,0.0,0.1,10.0,2\n")
-    done = bench(folder, "--out", str(out), "--resume")
-    assert done.returncode == 2
-    assert done.stderr == f"error: {out}: line 2: not a row of this benchmark\n"
+    assert done.stderr == f"error: {out}: {cause}\n"
+    assert out.read_text() == HEADER + row + "\n"
