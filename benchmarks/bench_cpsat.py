@@ -59,6 +59,8 @@ FIELDS = [
     "time_limit",
     "workers",
 ]
+_NUMBERS = ("objective", "bound", "gap_pct", "time_s")
+"""The fields of a row that are numbers (read back as such by ``--resume``)."""
 _NAME = re.compile(r"^[A-Za-z]+?(\d+)_(\d+)$")
 
 
@@ -149,7 +151,7 @@ def summarise(rows: list[dict]) -> list[str]:
         gaps = [r["gap_pct"] for r in rs if r["gap_pct"] is not None]
         times = [r["time_s"] for r in rs]
         optimal = sum(r["status"].lower() == "optimal" for r in rs)
-        reach = sum(g is not None and g <= 1e-9 for g in (r["gap_pct"] for r in rs))
+        reach = sum(g <= 1e-9 for g in gaps)
         mean_gap = f"{statistics.fmean(gaps):.2f}" if gaps else "-"
         max_gap = f"{max(gaps):.2f}" if gaps else "-"
         lines.append(
@@ -183,8 +185,7 @@ def earlier_rows(args: argparse.Namespace) -> list[dict]:
         for n, row in enumerate(csv.DictReader(f), 2):
             try:
                 limit, workers = (_number(row.get(k)) for k in ("time_limit", "workers"))
-                numbers = ("objective", "bound", "gap_pct", "time_s")
-                row.update({k: _number(row.get(k)) for k in numbers})
+                row.update({k: _number(row.get(k)) for k in _NUMBERS})
                 row["instance"], row["solver"], row["status"] = (
                     row[k] or "" for k in ("instance", "solver", "status")
                 )
