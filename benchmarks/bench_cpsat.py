@@ -1,4 +1,5 @@
-"""Benchmark the ``cpsat`` solver on PSPLIB / MMLIB sets and a large cluster-form instance.
+"""Benchmark the CP-SAT solvers (``portfolio``, ``cpsat``) on PSPLIB / MMLIB sets and a large
+cluster-form instance.
 
 Examples::
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import json
 import re
 import statistics
@@ -99,13 +101,13 @@ def gap_pct(value: float | None, best: int | None) -> float | None:
     return 100.0 * (value - best) / best
 
 
-def run_ours(path: Path, args: argparse.Namespace) -> dict:
-    """Solve with ``cpsat`` (validated by the registry)."""
+def run_ours(path: Path, args: argparse.Namespace, solver: str) -> dict:
+    """Solve with our ``solver`` (validated by the registry)."""
     problem = load_instance(path)
-    result = solve(problem, "cpsat", time_limit=args.time_limit, workers=args.workers)
+    result = solve(problem, solver, time_limit=args.time_limit, workers=args.workers)
     assert result.schedule is None or validate(problem, result.schedule).ok
     return {
-        "solver": "cpsat",
+        "solver": solver,
         "status": result.status.value,
         "objective": result.objective,
         "bound": result.lower_bound,
@@ -232,7 +234,8 @@ def benchmark_set(args: argparse.Namespace, earlier: list[dict]) -> list[dict]:
             raise ResumeError(f"{args.out}: {r['instance']} is not an instance of this run")
     rows = list(earlier)
     done = {(r["instance"], r["solver"]) for r in rows}
-    runs = {"cpsat": run_ours} | ({"pyjobshop": run_peer} if args.peer == "pyjobshop" else {})
+    runs = {s: functools.partial(run_ours, solver=s) for s in args.solver}
+    runs |= {"pyjobshop": run_peer} if args.peer == "pyjobshop" else {}
     todo = [
         (path, run)
         for path in paths
@@ -244,11 +247,6 @@ def benchmark_set(args: argparse.Namespace, earlier: list[dict]) -> list[dict]:
     out = RowWriter(args.out, args)
     if not todo:
         return rows
-    # Untimed solves first, so that no timed run pays for compiling the SGS and GA kernels
-    # (the GA runs between the two searches of a problem the first one does not prove).
-    first = load_instance(paths[0])
-    solve(first, "cpsat", time_limit=1, workers=args.workers)
-    solve(first, "ga", schedules=100)
     for k, (path, run) in enumerate(todo, 1):
         row = {"instance": path.stem, **run(path, args)}
         row["best_known"] = best.get(path.stem)
@@ -296,17 +294,17 @@ def cluster_instance(jobs: int, blocks: int, seed: int) -> ClusterInstance:
 def benchmark_cluster(args: argparse.Namespace) -> list[dict]:
     """Time to the first schedule and the gap after the time limit on a cluster-form batch."""
     problem = cluster_instance(args.jobs, args.blocks, args.seed).compile()
-    solve(cluster_instance(2, 2, args.seed).compile(), "cpsat", time_limit=1)
+    solver = args.solver[0]
     events: list[Progress] = []
     t0 = time.perf_counter()
     result = solve(
-        problem, "cpsat", time_limit=args.time_limit, workers=args.workers, progress=events.append
+        problem, solver, time_limit=args.time_limit, workers=args.workers, progress=events.append
     )
     wall = time.perf_counter() - t0
     first = events[0].elapsed if events else None
     row = {
         "instance": problem.name,
-        "solver": "cpsat",
+        "solver": solver,
         "status": result.status.value,
         "objective": result.objective,
         "bound": result.lower_bound,
@@ -333,6 +331,13 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--sample", type=int, default=0, help="Stratified sample size.")
     parser.add_argument("--peer", choices=["pyjobshop"], default=None)
+    parser.add_argument(
+        "--solver",
+        nargs="+",
+        choices=["portfolio", "cpsat"],
+        default=["portfolio"],
+        help="Our solvers to run (the cluster set runs the first).",
+    )
     parser.add_argument("--jobs", type=int, default=250, help="Cluster set: jobs.")
     parser.add_argument("--blocks", type=int, default=8, help="Cluster set: blocks per job.")
     parser.add_argument("--seed", type=int, default=0, help="Cluster set: generator seed.")

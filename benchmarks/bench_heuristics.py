@@ -137,7 +137,7 @@ def scale(args: argparse.Namespace) -> None:
             f"| {solver} | {args.tasks:,} tasks | built in {built:.1f} s | "
             f"makespan {res.objective:g} (CPM {res.lower_bound:g}) | "
             f"{res.stats['schedules']} schedules | solve {wall:.2f} s | "
-            f"valid {res.stats.get('valid')} | peak RSS {rss:.0f} MiB |"
+            f"valid {res.valid} | peak RSS {rss:.0f} MiB |"
         )
 
 

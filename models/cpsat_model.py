@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Literal, get_args
 
 from ortools.sat.python import cp_model
 
@@ -34,8 +35,9 @@ from planner.bounds import earliest_starts, latest_starts
 from planner.model import Problem
 from planner.schedule import Schedule
 
-ENCODINGS = ("shared", "optional")
+Encoding = Literal["shared", "optional"]
 """Ways to encode the modes of a task with several modes."""
+ENCODINGS: tuple[str, ...] = get_args(Encoding)
 
 
 @dataclass
@@ -84,7 +86,7 @@ class _Builder:
         self,
         problem: Problem,
         horizon: int,
-        encoding: str,
+        encoding: Encoding,
         makespan_interval: bool,
         lower: int,
     ) -> None:
@@ -331,7 +333,7 @@ def build_model(
     problem: Problem,
     horizon: int,
     *,
-    encoding: str = "optional",
+    encoding: Encoding = "optional",
     makespan_interval: bool = False,
     lower: int = 0,
 ) -> CpsatModel:

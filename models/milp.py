@@ -1,10 +1,11 @@
-"""The ``milp`` solver: the time-indexed MILP solved by CBC or HiGHS through PuLP.
+"""The time-indexed MILP solved by CBC or HiGHS through PuLP.
 
-The horizon comes from the best of a few serial SGS passes, whose schedule is
-CBC's warm start (a MIP start) and the fallback when a backend finds nothing
-better. The model is sized before it is built and refused, with a pointer to
-the CP-SAT and GA solvers, when it would not fit. The status is ``optimal`` only
-when the backend's bound proves it.
+The horizon comes from an optional ``initial_solution`` (its makespan), which is
+also CBC's warm start (a MIP start) and the fallback when a backend finds nothing
+better. The model is sized before it is built and refused, with a pointer to the
+CP-SAT and GA solvers, when it would not fit. The status is ``optimal`` only when
+the backend's bound proves it. The registered ``milp`` solver
+(:mod:`solvers.warm_milp`) finds the initial solution with SGS passes.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ import time
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Literal, get_args
 
-import numpy as np
 import pulp
 
 from models.milp_model import (
@@ -33,22 +34,19 @@ from models.milp_model import (
     start_windows,
 )
 from planner import bounds
-from planner.errors import PlannerError
+from planner.errors import InputError, PlannerError
 from planner.model import Problem
 from planner.result import Progress, Result, Status
 from planner.schedule import Schedule
-from solvers.sgs import RULES, priorities, serial_sgs
 
 log = logging.getLogger(__name__)
 
-BACKENDS = ("cbc", "highs")
+Backend = Literal["cbc", "highs"]
+BACKENDS: tuple[str, ...] = get_args(Backend)
 MAX_VARIABLES = 2_000_000
 """Largest number of start variables the solver builds."""
 MAX_MEMORY_GB = 4.0
 """Largest estimated memory the solver builds a model for."""
-SAMPLES_PER_TASK = 10
-MAX_SAMPLES = 300
-"""Randomised SGS passes for the horizon: this many per task, at most ``MAX_SAMPLES``."""
 
 _CBC_BOUND = re.compile(r"^Lower bound:\s*(\S+)", re.MULTILINE)
 _CBC_OPTIMAL = re.compile(r"^Result - Optimal solution found", re.MULTILINE)
@@ -58,15 +56,14 @@ def solve_milp(
     problem: Problem,
     *,
     time_limit: float | None = None,
-    seed: int = 0,
     workers: int | None = None,
-    backend: str = "cbc",
+    backend: Backend = "cbc",
     gap: float = 0.0,
     progress: Callable[[Progress], None] | None = None,
     log: bool = False,
     max_variables: int = MAX_VARIABLES,
     max_memory_gb: float = MAX_MEMORY_GB,
-    **_: object,
+    initial_solution: Schedule | None = None,
 ) -> Result:
     """Solve ``problem`` with the time-indexed MILP.
 
@@ -76,45 +73,42 @@ def solve_milp(
         The instance.
     time_limit
         Seconds for the whole solve (model building included); ``None`` for no limit.
-    seed
-        Seed of the randomised heuristic passes that set the horizon and the warm start.
     workers
         Threads of the backend.
     backend
-        ``"cbc"`` (bundled with PuLP) or ``"highs"`` (highspy).
+        ``cbc`` (bundled with PuLP) or ``highs`` (highspy).
     gap
         Relative gap at which the backend may stop; ``0`` proves optimality.
     progress
-        Called with the heuristic's objective and with the final objective and bound.
+        Called with the initial solution's objective and with the final objective and bound.
     log
         Show the backend's own log.
     max_variables, max_memory_gb
         Refuse to build a model with more start variables, or a larger estimated memory.
+    initial_solution
+        A schedule whose makespan sets the horizon; CBC's warm start.
 
     Returns
     -------
     Result
-        The best schedule (the backend's, or the warm start), the backend's
+        The best schedule (the backend's, or the initial solution), the backend's
         bound and ``optimal`` only when the bound meets the objective.
 
     Raises
     ------
+    InputError
+        For an unknown backend.
     PlannerError
-        For an unknown backend, or a model above the size limits.
+        For a model above the size limits.
     """
     t0 = time.perf_counter()
     if backend not in BACKENDS:
-        raise PlannerError(f"unknown MILP backend {backend!r}; choose one of {', '.join(BACKENDS)}")
-    start, windows = _heuristic_and_windows(problem, seed)
-    size = estimate_size(problem, windows)
-    if size.variables > max_variables or size.memory_gb > max_memory_gb:
-        raise PlannerError(
-            f"the time-indexed MILP is too large for this instance ({size.variables:,} start "
-            f"variables, about {size.memory_gb:.1f} GB over a horizon of {windows.horizon} ticks); "
-            "use --solver cpsat or --solver ga"
-        )
+        raise InputError(f"unknown MILP backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    start = initial_solution
+    windows = milp_windows(problem, start)
+    check_size(problem, windows, max_variables, max_memory_gb)
     if progress is not None and start is not None:
-        progress(Progress(time.perf_counter() - t0, start.objective(problem), None, "heuristic"))
+        progress(Progress(time.perf_counter() - t0, start.objective(problem), None, "initial"))
     model = build_model(problem, windows)
     warm = backend == "cbc" and start is not None and model.warm_start(problem, start)
     stats = {
@@ -122,7 +116,7 @@ def solve_milp(
         "horizon": windows.horizon,
         "variables": len(model.lp.variables()),
         "constraints": model.n_constraints,
-        "estimated_nonzeros": size.nonzeros,
+        "estimated_nonzeros": estimate_size(problem, windows).nonzeros,
         "heuristic": None if start is None else start.objective(problem),
         "warm_start": warm,
         "build_time": time.perf_counter() - t0,
@@ -140,32 +134,31 @@ def solve_milp(
     return result
 
 
-def _heuristic_and_windows(problem: Problem, seed: int) -> tuple[Schedule | None, Windows]:
-    """The best serial SGS schedule and the windows it implies.
+def check_size(
+    problem: Problem, windows: Windows, max_variables: int, max_memory_gb: float
+) -> None:
+    """Raise :class:`PlannerError` if the model over ``windows`` passes the size limits."""
+    size = estimate_size(problem, windows)
+    if size.variables > max_variables or size.memory_gb > max_memory_gb:
+        raise PlannerError(
+            f"the time-indexed MILP is too large for this instance ({size.variables:,} start "
+            f"variables, about {size.memory_gb:.1f} GB over a horizon of {windows.horizon} ticks); "
+            "use --solver cpsat or --solver ga"
+        )
 
-    One pass per priority rule, then passes with randomly perturbed priorities:
-    a tighter horizon gives narrower windows and a smaller model.
+
+def milp_windows(problem: Problem, schedule: Schedule | None) -> Windows:
+    """The start windows that a known ``schedule`` implies (the trivial ones without it).
+
+    A tighter horizon gives narrower windows and a smaller model.
     """
-    rng = np.random.default_rng(seed)
-    base = [priorities(problem, rule) for rule in RULES]
-    passes = [*base]
-    for k in range(min(SAMPLES_PER_TASK * len(problem.tasks), MAX_SAMPLES)):
-        prio = base[k % len(base)]
-        passes.append(prio + rng.normal(0.0, 0.3 * (float(np.std(prio)) or 1.0), prio.shape))
-    best: Schedule | None = None
-    for prio in passes:
-        schedule, _ = serial_sgs(problem, prio)
-        if schedule is not None and (
-            best is None or schedule.objective(problem) < best.objective(problem)
-        ):
-            best = schedule
-    if best is None:
-        return None, start_windows(problem, bounds.horizon(problem))
+    if schedule is None:
+        return start_windows(problem, bounds.horizon(problem))
     if problem.objective == "makespan":
-        return best, start_windows(problem, best.makespan(problem))
-    horizon = max(bounds.horizon(problem), best.makespan(problem))
-    caps = job_completion_caps(problem, best.objective(problem))
-    return best, start_windows(problem, horizon, caps)
+        return start_windows(problem, schedule.makespan(problem))
+    horizon = max(bounds.horizon(problem), schedule.makespan(problem))
+    caps = job_completion_caps(problem, schedule.objective(problem))
+    return start_windows(problem, horizon, caps)
 
 
 def _integral_objective(problem: Problem) -> bool:

@@ -17,6 +17,11 @@ if TYPE_CHECKING:
     from planner.model import Problem
 
 FS, SS = 0, 1
+"""Precedence kinds: finish-to-start and start-to-start."""
+
+OK, FAIL_MODE, FAIL_DEADLINE = 0, 1, 2
+"""Outcome codes of a schedule-generation pass: a schedule, no allowed mode for a task,
+a missed deadline."""
 
 
 @dataclass(frozen=True)

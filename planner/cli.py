@@ -38,6 +38,9 @@ app = typer.Typer(
 
 log = logging.getLogger("planner")
 
+DEFAULT_TIME_LIMIT = 60.0
+"""Seconds of ``planner solve`` for solvers with a time limit, unless ``--time-limit``."""
+
 
 def _version(value: bool) -> None:
     if value:
@@ -100,20 +103,31 @@ def summary(
     rows: list[tuple[str, object]] = [
         ("instance", f"{problem.name} ({len(problem.tasks)} tasks)"),
         ("solver", result.solver),
-        ("status", result.status.value),
+        ("status", result.status.value + (" (interrupted)" if result.interrupted else "")),
         (problem.objective, "-" if result.objective is None else f"{result.objective:g}"),
-        ("lower bound", "-" if result.lower_bound is None else f"{result.lower_bound:g}"),
+        ("lower bound", _bound_text(result)),
         ("gap", "-" if gap is None else f"{100 * gap:.2f}%"),
         ("runtime", f"{result.runtime:.3f} s"),
     ]
+    if result.reason:
+        rows.append(("reason", result.reason))
     if result.schedule is not None:
         rows.append(("validator", str(validate(problem, result.schedule))))
         rows += metric_rows(problem, result.schedule)
         if gain is not None:
             rows.append(("interleaving gain", f"{gain[1]:.2f}x over {gain[0]}"))
-    elif "reason" in result.stats:
-        rows.append(("reason", result.stats["reason"]))
     return rows
+
+
+def _bound_text(result: Result) -> str:
+    """The best bound, and where it comes from when the core's and the solver's differ."""
+    if result.lower_bound is None:
+        return "-"
+    text = f"{result.lower_bound:g}"
+    core, own = result.core_bound, result.solver_bound
+    if core is not None and own is not None and core != own:
+        text += f" (solver {own:g}, core {core:g})"
+    return text
 
 
 def metric_rows(problem: Problem, schedule: Schedule) -> list[tuple[str, object]]:
@@ -135,14 +149,23 @@ def metric_rows(problem: Problem, schedule: Schedule) -> list[tuple[str, object]
 @app.command()
 def solve(
     instance: Annotated[Path, typer.Argument(help="Instance file (.json, .yaml, .sm, .mm, .rcp).")],
-    solver: Annotated[str, typer.Option("--solver", "-s", help="Solver name.")] = "cpsat",
+    solver: Annotated[
+        str, typer.Option("--solver", "-s", help="Solver name (see 'planner solvers').")
+    ] = "portfolio",
     time_limit: Annotated[
-        float, typer.Option("--time-limit", "-t", min=0, help="Seconds the search may take.")
-    ] = 60.0,
-    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+        float | None,
+        typer.Option(
+            "--time-limit",
+            "-t",
+            min=0,
+            help=f"Seconds the solver may take (default {DEFAULT_TIME_LIMIT:g}, for solvers "
+            "with a time limit).",
+        ),
+    ] = None,
+    seed: Annotated[int | None, typer.Option(help="Random seed (solvers that take one).")] = None,
     workers: Annotated[
         int | None,
-        typer.Option(min=1, help="Threads: cpsat/milp search workers, ga parallel runs."),
+        typer.Option(min=1, help="Threads: CP-SAT/MILP search workers, ga parallel runs."),
     ] = None,
     rule: Annotated[str | None, typer.Option(help="Priority rule for sgs (e.g. lft).")] = None,
     scheme: Annotated[
@@ -165,6 +188,7 @@ def solve(
     """Solve an instance; print objective, bound, gap, status, runtime and the validator verdict."""
     from planner.gantt import FORMATS
     from solvers import solve as run
+    from solvers.registry import options_of
 
     with guard():
         if output is not None and output.suffix.lower() not in (".json", ".csv"):
@@ -175,23 +199,20 @@ def solve(
         options = {
             k: v
             for k, v in {
+                "time_limit": time_limit,
+                "seed": seed,
                 "rule": rule,
                 "scheme": scheme,
                 "backend": backend,
                 "workers": workers,
                 "schedules": schedules,
+                "log": solver_log or None,
             }.items()
             if v is not None
         }
-        result = run(
-            problem,
-            solver,
-            time_limit=time_limit,
-            seed=seed,
-            log=solver_log,
-            progress=_progress_printer(),
-            **options,
-        )
+        if "time_limit" in options_of(solver):
+            options.setdefault("time_limit", DEFAULT_TIME_LIMIT)
+        result = run(problem, solver, progress=_progress_printer(), **options)
         gain = None
         if problem.jobs and result.objective and not solver.startswith("exclusive-"):
             from solvers.exclusive import interleaving_gain
@@ -208,6 +229,19 @@ def solve(
 
             save_gantt(problem, result.schedule, gantt)
             typer.echo(f"chart written to {gantt}")
+
+
+@app.command("solvers")
+def solvers_cmd() -> None:
+    """List every solver with its options, their types and defaults."""
+    from solvers.registry import DEFAULT_SOLVER, SOLVERS, SUMMARIES, options_of
+
+    for name in SOLVERS:
+        default = " (default)" if name == DEFAULT_SOLVER else ""
+        typer.echo(f"{name}{default}: {SUMMARIES[name]}")
+        for option in options_of(name).values():
+            value = "" if option.default is None else f" = {option.default!r}"
+            typer.echo(f"  {option.name}: {option.type_name}{value}  {option.help}".rstrip())
 
 
 @app.command("validate")

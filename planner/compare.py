@@ -81,6 +81,7 @@ def run_one(
     """
     from planner.validate import validate
     from solvers import SolverError, solve
+    from solvers.registry import applicable
 
     row: dict[str, Any] = {c: None for c in COLUMNS}
     row.update(instance=run.instance, solver=run.solver, seed=run.seed, error="")
@@ -89,7 +90,7 @@ def run_one(
         options["workers"] = workers
     try:
         problem = load_instance(run.path)
-        result = solve(problem, run.solver, **options)
+        result = solve(problem, run.solver, **applicable(run.solver, options))
     except SolverError as exc:
         row.update(status="invalid", valid=False, error=str(exc))
         return row

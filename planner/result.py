@@ -20,7 +20,12 @@ class Status(StrEnum):
 
 @dataclass
 class Result:
-    """A solver's answer: schedule (if any), objective, best bound, status, runtime, statistics."""
+    """A solver's answer: schedule (if any), objective, bounds, status and what happened.
+
+    A solver fills ``lower_bound`` with its own bound. :func:`solvers.solve` returns a
+    copy in which ``solver_bound`` keeps that figure, ``core_bound`` holds the core's
+    bound (:func:`planner.bounds.lower_bound`) and ``lower_bound`` the better of the two.
+    """
 
     solver: str
     status: Status
@@ -28,7 +33,23 @@ class Result:
     objective: float | None = None
     lower_bound: float | None = None
     runtime: float = 0.0
+    reason: str | None = None
+    """Why the status is what it is: why there is no schedule, or which schedule of
+    several was returned and why. ``None`` when the status says it all."""
+    interrupted: bool = False
+    """Whether Ctrl-C stopped the solve (the schedule is then the best found so far)."""
+    history: list[dict[str, Any]] = field(default_factory=list)
+    """One row per generation, iteration or stage, for solvers that keep one."""
+    stages: int | None = None
+    """Searches run, for solvers that compose several (``None`` for a single one)."""
+    solver_bound: float | None = None
+    """The solver's own lower bound (set by :func:`solvers.solve`)."""
+    core_bound: float | None = None
+    """The core's lower bound of the problem (set by :func:`solvers.solve`)."""
+    valid: bool | None = None
+    """The validator's verdict on the schedule (set by :func:`solvers.solve`)."""
     stats: dict[str, Any] = field(default_factory=dict)
+    """Solver-specific figures (schedules generated, branches, horizon, ...)."""
 
     @property
     def gap(self) -> float | None:

@@ -14,77 +14,83 @@ from typing import NamedTuple
 
 import numpy as np
 
-from planner.arrays import FS
+from planner.arrays import FAIL_DEADLINE
 from planner.bounds import horizon
 from planner.errors import PlannerError
 from planner.model import Problem
 from planner.schedule import Schedule
 
-OK, FAIL_MODE, FAIL_DEADLINE = 0, 1, 2
-"""Outcome codes of a schedule-generation pass."""
-
 MAKESPAN, WEIGHTED = 0, 1
 """Objective codes."""
 
+EDGE_TASK, EDGE_KIND, EDGE_LAG = 0, 1, 2
+"""Columns of the predecessor and successor tables: the other task, ``FS`` or ``SS``
+(:mod:`planner.arrays`), the lag."""
+TASK_RELEASE, TASK_DEADLINE, TASK_JOB, TASK_COLOCATED = 0, 1, 2, 3
+"""Columns of the task table; the deadline is -1 where a task has none, the job -1 for
+none, ``TASK_COLOCATED`` 1 where the task's job is colocated."""
+MODE_DURATION, MODE_FITS, MODE_PLACEMENT, MODE_EXTRA = 0, 1, 2, 3
+"""Columns of the mode table: duration; 1 where every segment fits the base capacity
+(the capacity after all windows); placement key, -1 for none; from ``MODE_EXTRA`` on,
+the use of each budget above the task's least use."""
+SEG_DURATION, SEG_OFFSET, SEG_ACTIVE, SEG_DEMAND = 0, 1, 2, 3
+"""Columns of the segment table: duration; offset from the mode's start; 1 where the
+segment takes time and demands something; from ``SEG_DEMAND`` on, the demand per
+renewable resource."""
+
 
 class Data(NamedTuple):
-    """The arrays the kernels read (all int64 unless noted)."""
+    """The tables the kernels read (int64 unless noted), in the vocabulary of
+    :class:`~planner.arrays.ProblemArrays`: the modes of task ``i`` are
+    ``mode_start[i]:mode_start[i + 1]``, the segments of mode ``m`` are
+    ``seg_start[m]:seg_start[m + 1]``, the predecessor edges of task ``i`` are
+    ``pred_ptr[i]:pred_ptr[i + 1]``. Columns are named by the constants above."""
 
     n: int
     n_res: int
     objective: int
     horizon: int
     pred_ptr: np.ndarray
-    """Predecessor edges of task ``i``: ``pred_ptr[i]:pred_ptr[i + 1]``."""
-    pred_idx: np.ndarray
-    pred_fs: np.ndarray
-    """1 for a finish-to-start edge, 0 for start-to-start."""
-    pred_lag: np.ndarray
+    pred: np.ndarray
+    """Shape ``(E, 3)``."""
     succ_ptr: np.ndarray
-    succ_idx: np.ndarray
-    succ_fs: np.ndarray
-    succ_lag: np.ndarray
+    succ: np.ndarray
+    """Shape ``(E, 3)``."""
+    task: np.ndarray
+    """Shape ``(n, 4)``."""
     mode_start: np.ndarray
-    mode_dur: np.ndarray
-    mode_extra: np.ndarray
-    """Shape ``(M, N)``: use of each budget above the task's least use."""
-    mode_key: np.ndarray
-    """Placement key per mode, -1 for none."""
-    mode_ok: np.ndarray
-    """1 where every segment fits the base capacity (the capacity after all windows)."""
+    mode: np.ndarray
+    """Shape ``(M, 3 + N)``."""
     seg_start: np.ndarray
-    seg_dur: np.ndarray
-    seg_off: np.ndarray
-    seg_dem: np.ndarray
-    """Shape ``(S, R)``."""
-    seg_any: np.ndarray
-    """1 where the segment takes time and demands something."""
-    cap: np.ndarray
+    seg: np.ndarray
+    """Shape ``(S, 3 + R)``."""
+    capacity: np.ndarray
     """Base capacity per renewable resource."""
     profile: np.ndarray
     """Shape ``(R, W)``: capacity per tick up to the end ``W`` of the last window."""
     slack: np.ndarray
     """Budget left once every task uses its least: the room that mode choices share."""
-    release: np.ndarray
-    deadline: np.ndarray
-    """-1 where a task has no deadline."""
-    task_job: np.ndarray
     job_colocate: np.ndarray
-    task_colo: np.ndarray
-    """1 where the task belongs to a colocated job."""
     job_weight: np.ndarray
     """float64."""
 
+    @property
+    def mode_duration(self) -> np.ndarray:
+        """Duration per mode."""
+        return self.mode[:, MODE_DURATION]
 
-def _csr(n: int, owner: np.ndarray, *cols: np.ndarray) -> tuple[np.ndarray, ...]:
+
+def _csr(n: int, owner: np.ndarray, *cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Edge table grouped by ``owner``: the pointers and the columns, stacked."""
     order = np.argsort(owner, kind="stable")
     ptr = np.zeros(n + 1, dtype=np.int64)
     np.add.at(ptr, owner + 1, 1)
-    return (np.cumsum(ptr), *(np.ascontiguousarray(c[order], dtype=np.int64) for c in cols))
+    table = np.stack([c[order] for c in cols], axis=1) if len(owner) else np.zeros((0, 3))
+    return np.cumsum(ptr), np.ascontiguousarray(table, dtype=np.int64)
 
 
 def compile_problem(problem: Problem) -> Data:
-    """Arrays of ``problem`` for the kernels.
+    """Tables of ``problem`` for the kernels.
 
     Raises
     ------
@@ -94,65 +100,55 @@ def compile_problem(problem: Problem) -> Data:
     a = problem.arrays
     n = a.n_tasks
     i64 = np.int64
-    before = a.prec_before.astype(i64)
-    after = a.prec_after.astype(i64)
-    fs = (a.prec_kind == FS).astype(i64)
-    lag = a.prec_lag.astype(i64)
-    pred_ptr, pred_idx, pred_fs, pred_lag = _csr(n, after, before, fs, lag)
-    succ_ptr, succ_idx, succ_fs, succ_lag = _csr(n, before, after, fs, lag)
+    pred_ptr, pred = _csr(n, a.prec_after, a.prec_before, a.prec_kind, a.prec_lag)
+    succ_ptr, succ = _csr(n, a.prec_before, a.prec_after, a.prec_kind, a.prec_lag)
 
     n_modes = len(a.mode_duration)
-    seg_any = ((a.seg_duration > 0) & (a.seg_demand.sum(axis=1) > 0)).astype(i64)
+    active = (a.seg_duration > 0) & (a.seg_demand.sum(axis=1) > 0)
     too_big = ((a.seg_demand > a.capacity[None, :]).any(axis=1) & (a.seg_duration > 0)).astype(i64)
     seg_mode = np.repeat(np.arange(n_modes), np.diff(a.seg_start))
     bad = np.zeros(n_modes, dtype=i64)
     np.add.at(bad, seg_mode, too_big)
-    mode_ok = (bad == 0).astype(i64)
+    fits = bad == 0
     n_budget = len(a.budget)
     cons = a.mode_consumption.astype(i64).reshape(n_modes, n_budget)
     least = np.zeros((n, n_budget), dtype=i64)
     for i in range(n):
         lo, hi = a.mode_start[i], a.mode_start[i + 1]
-        ok = mode_ok[lo:hi] == 1
+        ok = fits[lo:hi]
         if not ok.any():
             raise PlannerError(
                 f"task {problem.tasks[i].name!r}: no mode fits the capacity left after all windows"
             )
         least[i] = cons[lo:hi][ok].min(axis=0)
     last_window = max((e for ws in a.windows for _, e, _ in ws), default=0)
+    colocated = np.array([j >= 0 and bool(a.job_colocate[j]) for j in a.task_job], dtype=i64)
+    mode = np.column_stack(
+        [a.mode_duration, fits, a.mode_placement, cons - least[a.mode_task]]
+    ).astype(i64)
+    seg = np.column_stack(
+        [a.seg_duration, a.seg_offset, active, a.seg_demand.reshape(len(a.seg_duration), -1)]
+    ).astype(i64)
     return Data(
         n=n,
         n_res=a.n_resources,
         objective=WEIGHTED if problem.objective == "weighted_completion" else MAKESPAN,
         horizon=horizon(problem),
         pred_ptr=pred_ptr,
-        pred_idx=pred_idx,
-        pred_fs=pred_fs,
-        pred_lag=pred_lag,
+        pred=pred,
         succ_ptr=succ_ptr,
-        succ_idx=succ_idx,
-        succ_fs=succ_fs,
-        succ_lag=succ_lag,
-        mode_start=a.mode_start.astype(i64),
-        mode_dur=a.mode_duration.astype(i64),
-        mode_extra=cons - least[a.mode_task],
-        mode_key=a.mode_placement.astype(i64),
-        mode_ok=mode_ok,
-        seg_start=a.seg_start.astype(i64),
-        seg_dur=a.seg_duration.astype(i64),
-        seg_off=a.seg_offset.astype(i64),
-        seg_dem=np.ascontiguousarray(a.seg_demand, dtype=i64).reshape(
-            len(a.seg_duration), a.n_resources
+        succ=succ,
+        task=np.ascontiguousarray(
+            np.column_stack([a.release, a.deadline, a.task_job, colocated]), dtype=i64
         ),
-        seg_any=seg_any,
-        cap=a.capacity.astype(i64),
-        profile=a.capacity_profile(max(last_window, 1)).astype(i64),
+        mode_start=a.mode_start.astype(i64),
+        mode=np.ascontiguousarray(mode),
+        seg_start=a.seg_start.astype(i64),
+        seg=np.ascontiguousarray(seg),
+        capacity=a.capacity.astype(i64),
+        profile=np.ascontiguousarray(a.capacity_profile(max(last_window, 1)), dtype=i64),
         slack=(a.budget - least.sum(axis=0)).astype(i64),
-        release=a.release.astype(i64),
-        deadline=a.deadline.astype(i64),
-        task_job=a.task_job.astype(i64),
         job_colocate=a.job_colocate.astype(i64),
-        task_colo=np.array([j >= 0 and bool(a.job_colocate[j]) for j in a.task_job], dtype=i64),
         job_weight=a.job_weight.astype(np.float64),
     )
 
@@ -182,5 +178,5 @@ def check_activity_list(data: Data, order: np.ndarray) -> None:
     pos = np.empty(n, dtype=np.int64)
     pos[order] = np.arange(n)
     after = np.repeat(np.arange(n), np.diff(data.pred_ptr))
-    if (pos[data.pred_idx] > pos[after]).any():
+    if (pos[data.pred[:, EDGE_TASK]] > pos[after]).any():
         raise PlannerError("the activity list puts a task before one of its predecessors")

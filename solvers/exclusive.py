@@ -18,12 +18,12 @@ validated like any other.
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 
 from planner.model import Problem
-from planner.result import Result, Status
+from planner.result import Progress, Result, Status
 from solvers.sgs import serial_sgs
 
 POLICIES = ("fifo", "srtf", "srsf")
@@ -68,31 +68,53 @@ def job_ranks(problem: Problem, policy: str) -> np.ndarray:
     )
 
 
-def solve_exclusive(problem: Problem, policy: str, **_: Any) -> Result:
+def solve_exclusive(
+    problem: Problem, policy: str, progress: Callable[[Progress], None] | None = None
+) -> Result:
     """List-schedule the jobs exclusively (peak demand held) in ``policy`` order."""
     t0 = time.perf_counter()
     schedule, why = serial_sgs(exclusive_problem(problem), job_ranks(problem, policy))
     runtime = time.perf_counter() - t0
     name = f"exclusive-{policy}"
     if schedule is None:
-        return Result(name, Status.UNKNOWN, runtime=runtime, stats={"reason": why})
+        return Result(name, Status.UNKNOWN, runtime=runtime, reason=why)
     objective = schedule.objective(problem)
+    if progress is not None:
+        progress(Progress(runtime, objective=objective, message=name))
     return Result(name, Status.FEASIBLE, schedule, objective=objective, runtime=runtime)
 
 
-def solve_fifo(problem: Problem, **options: Any) -> Result:
-    """``exclusive-fifo``."""
-    return solve_exclusive(problem, "fifo", **options)
+def solve_fifo(problem: Problem, *, progress: Callable[[Progress], None] | None = None) -> Result:
+    """``exclusive-fifo``: jobs by release, then file order.
+
+    Parameters
+    ----------
+    progress
+        Called once with the schedule's objective.
+    """
+    return solve_exclusive(problem, "fifo", progress)
 
 
-def solve_srtf(problem: Problem, **options: Any) -> Result:
-    """``exclusive-srtf``."""
-    return solve_exclusive(problem, "srtf", **options)
+def solve_srtf(problem: Problem, *, progress: Callable[[Progress], None] | None = None) -> Result:
+    """``exclusive-srtf``: shortest job (total processing time) first.
+
+    Parameters
+    ----------
+    progress
+        Called once with the schedule's objective.
+    """
+    return solve_exclusive(problem, "srtf", progress)
 
 
-def solve_srsf(problem: Problem, **options: Any) -> Result:
-    """``exclusive-srsf``."""
-    return solve_exclusive(problem, "srsf", **options)
+def solve_srsf(problem: Problem, *, progress: Callable[[Progress], None] | None = None) -> Result:
+    """``exclusive-srsf``: smallest service (processing time x cluster share) first.
+
+    Parameters
+    ----------
+    progress
+        Called once with the schedule's objective.
+    """
+    return solve_exclusive(problem, "srsf", progress)
 
 
 def best_exclusive(problem: Problem) -> Result:

@@ -29,10 +29,10 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from planner.errors import PlannerError
+from planner.errors import InputError
 from planner.model import Problem
 from planner.result import Progress, Result
-from solvers.encoding import Data
+from solvers.encoding import EDGE_TASK, MODE_DURATION, SEG_DEMAND, SEG_DURATION, SEG_OFFSET, Data
 from solvers.search import DEFAULT_SCHEDULES, Search
 from solvers.sgs import priorities
 from solvers.sgs_numba import evaluate
@@ -48,9 +48,9 @@ NEAR = 0.3
 
 
 @njit(cache=True)
-def _linked(pred_ptr, pred_idx, a: int, b: int) -> bool:
+def _linked(pred_ptr, pred, a: int, b: int) -> bool:
     for e in range(pred_ptr[b], pred_ptr[b + 1]):  # noqa: SIM110 (numba has no generators)
-        if pred_idx[e] == a:
+        if pred[e, EDGE_TASK] == a:
             return True
     return False
 
@@ -58,11 +58,11 @@ def _linked(pred_ptr, pred_idx, a: int, b: int) -> bool:
 @njit(cache=True)
 def segment_use(d: Data) -> np.ndarray:
     """Per segment, the sum over resources of its demand over the base capacity."""
-    out = np.zeros(d.seg_dem.shape[0])
+    out = np.zeros(d.seg.shape[0])
     for s in range(out.shape[0]):
         for r in range(d.n_res):
-            if d.cap[r] > 0:
-                out[s] += d.seg_dem[s, r] / d.cap[r]
+            if d.capacity[r] > 0:
+                out[s] += d.seg[s, SEG_DEMAND + r] / d.capacity[r]
     return out
 
 
@@ -85,15 +85,15 @@ def peak_window(
     n = start.shape[0]
     T = 0
     for i in range(n):
-        T = max(T, start[i] + d.mode_dur[mode[i]])
+        T = max(T, start[i] + d.mode[mode[i], MODE_DURATION])
     use = np.zeros(T + 1)
     for i in range(n):
         m = mode[i]
         for s in range(d.seg_start[m], d.seg_start[m + 1]):
             w = weight[s]
             if w > 0:
-                t0 = start[i] + d.seg_off[s]
-                for t in range(t0, t0 + d.seg_dur[s]):
+                t0 = start[i] + d.seg[s, SEG_OFFSET]
+                for t in range(t0, t0 + d.seg[s, SEG_DURATION]):
                     use[t] += w
     length = max(1, min(T, int(T * (lo + (hi - lo) * rng.random()))))
     acc = 0.0
@@ -133,11 +133,11 @@ def peak_cross(mo, mm, ms, fo, fm, child_o, child_m, t1: int, t2: int, part) -> 
 
 
 @njit(cache=True)
-def _mutate(pred_ptr, pred_idx, mode_start, order, modes, rate: float, rng) -> None:
+def _mutate(pred_ptr, pred, mode_start, order, modes, rate: float, rng) -> None:
     # Arrays, not the Data tuple: a tuple argument costs reference counting per call.
     n = order.shape[0]
     for p in range(n - 1):
-        if rng.random() < rate and not _linked(pred_ptr, pred_idx, order[p], order[p + 1]):
+        if rng.random() < rate and not _linked(pred_ptr, pred, order[p], order[p + 1]):
             order[p], order[p + 1] = order[p + 1], order[p]
     for t in range(n):
         count = mode_start[t + 1] - mode_start[t]
@@ -207,7 +207,7 @@ def generation(d: Data, pop, kids, rate, peak, weight, rng, work, best, allowanc
     start, mode, avail, used = work
     best_value, best_start, best_mode = best
     size, n = pop_o.shape
-    pred_ptr, pred_idx, mode_start = d.pred_ptr, d.pred_idx, d.mode_start
+    pred_ptr, pred, mode_start = d.pred_ptr, d.pred, d.mode_start
     part = np.empty(n, dtype=np.int64)
     spent = 0
     n_kids = 0
@@ -237,7 +237,7 @@ def generation(d: Data, pop, kids, rate, peak, weight, rng, work, best, allowanc
                 t2,
                 part,
             )
-            _mutate(pred_ptr, pred_idx, mode_start, kid_o[n_kids], kid_m[n_kids], rate, rng)
+            _mutate(pred_ptr, pred, mode_start, kid_o[n_kids], kid_m[n_kids], rate, rng)
             value, passes = evaluate(
                 d, kid_o[n_kids], kid_m[n_kids], start, mode, avail, used, allowance - spent, False
             )
@@ -329,7 +329,6 @@ def solve_ga(
     stall: int = STALL,
     workers: int = 1,
     progress: Callable[[Progress], None] | None = None,
-    **_: object,
 ) -> Result:
     """Genetic algorithm with serial SGS decoding and justification.
 
@@ -361,13 +360,14 @@ def solve_ga(
     Returns
     -------
     Result
-        The best schedule, with ``stats["history"]`` (one row per generation of the
-        run that found it) and, for several runs, ``stats["runs"]``.
+        The best schedule, with ``history`` (one row per generation of the run that
+        found it) and, for several runs, ``stats["runs"]``. Ctrl-C ends every run and
+        keeps the best schedule so far (``interrupted``).
     """
     if int(population) < 2:
-        raise PlannerError(f"population must be at least 2, got {population}")
+        raise InputError(f"population must be at least 2, got {population}")
     if int(workers) < 1:
-        raise PlannerError(f"workers must be at least 1, got {workers}")
+        raise InputError(f"workers must be at least 1, got {workers}")
     settings = {"population": int(population), "mutation": float(mutation), "stall": int(stall)}
     if int(workers) == 1:
         return _evolve(problem, schedules, time_limit, seed, settings, progress, None)
@@ -390,8 +390,9 @@ def _parallel(
 ) -> Result:
     """One run per budget in its own thread (the kernels release the GIL); the best result.
 
-    A run that meets the lower bound stops the others (:meth:`Search.offer`). Ctrl-C, or
-    an error in one run, stops every run and is raised again once they have ended.
+    A run that meets the lower bound stops the others (:meth:`Search.offer`). Ctrl-C stops
+    every run and keeps the best schedule (a second Ctrl-C, while they end, aborts); an
+    error in one run stops every run and is raised again once they have ended.
     """
     t0 = time.perf_counter()
     lock = threading.Lock()
@@ -418,16 +419,17 @@ def _parallel(
 
     for k in range(len(budgets)):
         threading.Thread(target=run, args=(k,), name=f"ga-{k}", daemon=True).start()
+    interrupted = False
     try:
         for event in ended:
             # Event.wait, not Thread.join: Ctrl-C must reach this thread while runs go on.
             while not event.wait(0.1):
                 pass
     except KeyboardInterrupt:
+        interrupted = True
         stop.set()
         for event in ended:
             event.wait()
-        raise
     for item in out:
         if isinstance(item, BaseException):
             raise item
@@ -438,7 +440,15 @@ def _parallel(
         for k, r in enumerate(results)
     ]
     stats = {**pick.stats, "schedules": sum(r["schedules"] for r in runs), "runs": runs}
-    return replace(pick, runtime=time.perf_counter() - t0, stats=stats)
+    interrupted = interrupted or any(r.interrupted for r in results)
+    if interrupted and pick.schedule is not None:
+        pick = replace(pick, reason="stopped by Ctrl-C; the best schedule so far is returned")
+    return replace(
+        pick,
+        runtime=time.perf_counter() - t0,
+        interrupted=interrupted,
+        stats=stats,
+    )
 
 
 def _evolve(
@@ -466,38 +476,40 @@ def _evolve(
     kids = (np.empty_like(pop_o), np.empty_like(pop_m), np.empty_like(pop_o), np.full(size, np.inf))
     work = (dec.start, dec.mode, dec.avail, dec.used)
     best = (np.full(1, np.inf), np.zeros(d.n, dtype=np.int64), np.zeros(d.n, dtype=np.int64))
-    search.used += initial(d, pop_o, pop_m, pop_s, fit, work, best, search.allowance())
-    search.offer(best[0][0], best[1], best[2])
-    search.record(0, fit)
-    gen = restarts = idle = 0
-    while not search.done():
-        gen += 1
-        before = best[0][0]
-        search.used += generation(
-            d,
-            pop,
-            kids,
-            settings["mutation"],
-            (PEAK_MIN, PEAK_MAX),
-            weight,
-            rng,
-            work,
-            best,
-            search.allowance(),
-        )
-        idle = idle + 1 if best[0][0] >= before else 0
-        if (idle >= max_stall or fit[0] == fit[-1]) and not search.done():
-            # Converged: keep the best individual, draw the others around its schedule
-            # (anew while there is none: budgets or deadlines unmet so far).
-            restarts += 1
-            idle = 0
-            if np.isfinite(best[0][0]):
-                pop_o[1:], pop_m[1:] = around_best(search, size - 1, rng, best[1], best[2])
-            else:
-                pop_o[1:], pop_m[1:] = first_population(search, size - 1, rng, lft)
-            search.used += initial(
-                d, pop_o[1:], pop_m[1:], pop_s[1:], fit[1:], work, best, search.allowance()
-            )
+    with search.interruptible():
+        search.used += initial(d, pop_o, pop_m, pop_s, fit, work, best, search.allowance())
         search.offer(best[0][0], best[1], best[2])
-        search.record(gen, fit)
+        search.record(0, fit)
+        gen = restarts = idle = 0
+        while not search.done():
+            gen += 1
+            before = best[0][0]
+            search.used += generation(
+                d,
+                pop,
+                kids,
+                settings["mutation"],
+                (PEAK_MIN, PEAK_MAX),
+                weight,
+                rng,
+                work,
+                best,
+                search.allowance(),
+            )
+            idle = idle + 1 if best[0][0] >= before else 0
+            if (idle >= max_stall or fit[0] == fit[-1]) and not search.done():
+                # Converged: keep the best individual, draw the others around its schedule
+                # (anew while there is none: budgets or deadlines unmet so far).
+                restarts += 1
+                idle = 0
+                if np.isfinite(best[0][0]):
+                    pop_o[1:], pop_m[1:] = around_best(search, size - 1, rng, best[1], best[2])
+                else:
+                    pop_o[1:], pop_m[1:] = first_population(search, size - 1, rng, lft)
+                search.used += initial(
+                    d, pop_o[1:], pop_m[1:], pop_s[1:], fit[1:], work, best, search.allowance()
+                )
+            search.offer(best[0][0], best[1], best[2])
+            search.record(gen, fit)
+    search.offer(best[0][0], best[1], best[2])
     return search.result(population=size, generations=gen, restarts=restarts, seed=seed)

@@ -19,7 +19,7 @@ from collections.abc import Callable
 import numpy as np
 from numba import njit
 
-from planner.errors import PlannerError
+from planner.errors import InputError
 from planner.model import Problem
 from planner.result import Progress, Result
 from solvers.encoding import Data
@@ -134,7 +134,6 @@ def solve_pso(
     stall: int = STALL,
     ring: int = RING,
     progress: Callable[[Progress], None] | None = None,
-    **_: object,
 ) -> Result:
     """Particle swarm on random keys with serial SGS decoding and justification.
 
@@ -164,13 +163,13 @@ def solve_pso(
     Returns
     -------
     Result
-        The best schedule, with ``stats["history"]`` (one row per iteration).
+        The best schedule, with ``history`` (one row per iteration).
     """
     if int(particles) < 1:
-        raise PlannerError(f"particles must be at least 1, got {particles}")
+        raise InputError(f"particles must be at least 1, got {particles}")
     ring = int(ring)
     if ring < 0:
-        raise PlannerError(f"ring must be at least 0, got {ring}")
+        raise InputError(f"ring must be at least 0, got {ring}")
     max_stall = int(stall)
     search = Search(problem, "pso", schedules, time_limit, progress)
     size = int(particles)
@@ -192,19 +191,21 @@ def solve_pso(
     best = (np.full(1, np.inf), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64))
     params = (float(inertia), float(c1), float(c2), float(vmax), MODE_VMAX)
     it = restarts = idle = 0
-    while not search.done():
-        it += 1
-        before = best[0][0]
-        search.used += iteration(
-            d, swarm, pbest, pfit, gbest, params, ring, rng, work, best, search.allowance()
-        )
-        idle = idle + 1 if best[0][0] >= before else 0
-        if idle >= max_stall:
-            # Stalled: scatter the particles again; personal and global bests stay.
-            restarts += 1
-            idle = 0
-            x[:] = rng.random((size, n))
-            v[:] = rng.uniform(-vmax, vmax, (size, n))
-        search.offer(best[0][0], best[1], best[2])
-        search.record(it, pfit)
+    with search.interruptible():
+        while not search.done():
+            it += 1
+            before = best[0][0]
+            search.used += iteration(
+                d, swarm, pbest, pfit, gbest, params, ring, rng, work, best, search.allowance()
+            )
+            idle = idle + 1 if best[0][0] >= before else 0
+            if idle >= max_stall:
+                # Stalled: scatter the particles again; personal and global bests stay.
+                restarts += 1
+                idle = 0
+                x[:] = rng.random((size, n))
+                v[:] = rng.uniform(-vmax, vmax, (size, n))
+            search.offer(best[0][0], best[1], best[2])
+            search.record(it, pfit)
+    search.offer(best[0][0], best[1], best[2])
     return search.result(particles=size, iterations=it, restarts=restarts, seed=seed)

@@ -5,25 +5,50 @@ from __future__ import annotations
 import importlib
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from planner.bounds import lower_bound
-from planner.errors import PlannerError
+from planner.checks import check_feasibility
+from planner.errors import InputError, PlannerError
 from planner.model import Problem
 from planner.result import Result, Status
 from planner.validate import validate
+from solvers.options import Option, check_options, solver_options
 
 SOLVERS: dict[str, str] = {
-    "sgs": "solvers.sgs:solve_sgs",
+    "portfolio": "solvers.portfolio:solve_portfolio",
+    "cpsat": "models.cpsat:solve_cpsat",
+    "milp": "solvers.warm_milp:solve_warm_milp",
     "ga": "solvers.ga:solve_ga",
     "pso": "solvers.pso:solve_pso",
+    "sgs": "solvers.sgs:solve_sgs",
     "exclusive-fifo": "solvers.exclusive:solve_fifo",
     "exclusive-srtf": "solvers.exclusive:solve_srtf",
     "exclusive-srsf": "solvers.exclusive:solve_srsf",
-    "cpsat": "models.cpsat:solve_cpsat",
-    "milp": "models.milp:solve_milp",
 }
-"""Solver name -> ``module:function``: a function of a Problem and options returning a Result."""
+"""Solver name -> ``module:function``: a function of a Problem and typed keyword options
+returning a Result."""
+
+DEFAULT_SOLVER = "portfolio"
+"""The solver of ``planner solve`` when none is named."""
+
+SUMMARIES: dict[str, str] = {
+    "portfolio": "heuristics warm-start CP-SAT searches within one time limit",
+    "cpsat": "the exact CP-SAT model alone (optional initial_solution)",
+    "milp": "the time-indexed MILP (PuLP), warm-started by SGS passes",
+    "ga": "genetic algorithm: activity list, serial SGS, justification",
+    "pso": "particle swarm on random keys, same decoder",
+    "sgs": "one schedule generation pass under a priority rule",
+    "exclusive-fifo": "baseline without interleaving, jobs by release",
+    "exclusive-srtf": "baseline without interleaving, shortest run first",
+    "exclusive-srsf": "baseline without interleaving, smallest service first",
+}
+"""One line per solver, for ``planner solvers``."""
+
+
+KERNEL_FREE = frozenset({"cpsat"})
+"""Solvers that never run the compiled decoders, so need not load them."""
 
 
 class SolverError(PlannerError):
@@ -31,41 +56,79 @@ class SolverError(PlannerError):
 
 
 def solver_function(name: str) -> Callable[..., Result]:
-    """The function behind solver ``name``."""
+    """The function behind solver ``name``.
+
+    Raises
+    ------
+    InputError
+        If no solver has that name.
+    """
     if name not in SOLVERS:
-        raise PlannerError(f"unknown solver {name!r}; choose one of {', '.join(SOLVERS)}")
+        raise InputError(f"unknown solver {name!r}; choose one of {', '.join(SOLVERS)}")
     module, func = SOLVERS[name].split(":")
     return getattr(importlib.import_module(module), func)
 
 
-def solve(problem: Problem, solver: str = "sgs", **options: Any) -> Result:
+def options_of(name: str) -> dict[str, Option]:
+    """The options solver ``name`` declares (name -> type, default and help)."""
+    return solver_options(solver_function(name))
+
+
+def applicable(solver: str, options: dict[str, Any]) -> dict[str, Any]:
+    """The ``options`` that solver ``solver`` declares (a study's common settings, such as
+    ``time_limit`` or ``seed``, apply to the solvers that take them)."""
+    declared = options_of(solver)
+    return {k: v for k, v in options.items() if k in declared}
+
+
+def solve(problem: Problem, solver: str = DEFAULT_SOLVER, **options: Any) -> Result:
     """Solve ``problem`` with ``solver`` and return a validated :class:`Result`.
 
-    Options (``time_limit``, ``seed``, ``rule``, ``progress`` ...) go to the
-    solver; each ignores those it has no use for. The returned schedule, if any,
-    has passed the independent validator; the lower bound is the better of the
-    solver's and the core's bounds.
+    Before the solver runs, the options are checked against those it declares
+    (:func:`options_of`), the problem is checked for provable infeasibility, and the
+    compiled kernels are loaded (compiled on a first run), outside the solver's time
+    limit. The returned schedule, if any, has passed the independent validator.
+    The result is a new one: ``solver_bound`` is the solver's own bound, ``core_bound``
+    the core's, ``lower_bound`` the better of the two.
 
     Raises
     ------
+    InputError
+        For an unknown solver, an unknown option or a value of the wrong type, or a
+        provably infeasible problem (:class:`~planner.errors.InfeasibleError`).
     SolverError
         If the solver returns a schedule the validator rejects.
     """
     func = solver_function(solver)
+    check_options(solver, func, options)
+    check_feasibility(problem)
+    if solver not in KERNEL_FREE:
+        from solvers.kernels import load_kernels
+
+        load_kernels(options.get("progress"))
     t0 = time.perf_counter()
     result = func(problem, **options)
-    result.runtime = time.perf_counter() - t0
+    runtime = time.perf_counter() - t0
+    valid = None
     if result.schedule is not None:
         report = validate(problem, result.schedule)
         if not report.ok:
             raise SolverError(
                 f"solver {solver!r} returned an invalid schedule: {report.violations[0]}"
             )
-        result.stats["valid"] = True
+        valid = True
         result.schedule.meta.setdefault("solver", solver)
-    if problem.objective == "makespan":
-        bound = lower_bound(problem)
-        result.lower_bound = max(bound, result.lower_bound or 0)
-        if result.objective is not None and result.objective <= result.lower_bound:
-            result.status = Status.OPTIMAL
-    return result
+    core = float(lower_bound(problem)) if problem.objective == "makespan" else None
+    best = max((b for b in (core, result.lower_bound) if b is not None), default=None)
+    status = result.status
+    if result.objective is not None and best is not None and result.objective <= best:
+        status = Status.OPTIMAL
+    return replace(
+        result,
+        status=status,
+        runtime=runtime,
+        lower_bound=best,
+        solver_bound=result.lower_bound,
+        core_bound=core,
+        valid=valid,
+    )

@@ -3,9 +3,11 @@
 A :class:`Search` counts generated schedules (every SGS pass, justification
 passes included) against the ``schedules`` budget, watches the time limit,
 keeps the best schedule, calls ``progress`` on each improvement and records
-one row of statistics per generation in ``stats["history"]``::
+one row of statistics per generation in ``Result.history``::
 
-    pandas.DataFrame(result.stats["history"]).to_csv("history.csv", index=False)
+    pandas.DataFrame(result.history).to_csv("history.csv", index=False)
+
+Ctrl-C during :meth:`Search.interruptible` ends the run and keeps its incumbent.
 """
 
 from __future__ import annotations
@@ -14,13 +16,14 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
 from planner.bounds import critical_path_bound
-from planner.errors import PlannerError
+from planner.errors import InputError
 from planner.model import Problem
 from planner.result import Progress, Result, Status
 from solvers.encoding import to_schedule
@@ -63,7 +66,7 @@ class Search:
     ) -> None:
         self.t0 = time.perf_counter()
         if schedules is not None and int(schedules) < 1:
-            raise PlannerError(f"schedules must be at least 1, got {schedules}")
+            raise InputError(f"schedules must be at least 1, got {schedules}")
         if schedules is None and time_limit is None:
             schedules = DEFAULT_SCHEDULES
         self.problem = problem
@@ -80,6 +83,7 @@ class Search:
         self.best_mode = np.zeros(n, dtype=np.int64)
         self.bound = critical_path_bound(problem) if problem.objective == "makespan" else -math.inf
         self.history: list[dict[str, Any]] = []
+        self.interrupted = False
         self.rate = math.inf
         if self.deadline != math.inf:
             # Under a time limit, time a pass first (both passes count): kernel calls
@@ -142,6 +146,17 @@ class Search:
                     )
                 )
 
+    @contextmanager
+    def interruptible(self) -> Iterator[None]:
+        """Run the block; Ctrl-C in it ends the block, marks the run interrupted and sets
+        ``stop``, so that runs sharing it end too."""
+        try:
+            yield
+        except KeyboardInterrupt:
+            self.interrupted = True
+            if self.stop is not None:
+                self.stop.set()
+
     def record(self, generation: int, values: np.ndarray) -> None:
         """Append one history row for a generation with population ``values``."""
         finite = values[np.isfinite(values)]
@@ -158,19 +173,25 @@ class Search:
     def result(self, **stats: Any) -> Result:
         """The Result: the incumbent (if any), or no schedule with a reason."""
         runtime = time.perf_counter() - self.t0
-        info = {"schedules": self.used, "history": self.history, **stats}
+        info = {"schedules": self.used, **stats}
         log.info("%s: %d schedules in %.2f s, best %s", self.solver, self.used, runtime, self.best)
+        common = {"runtime": runtime, "interrupted": self.interrupted, "history": self.history}
         if not math.isfinite(self.best):
-            info["reason"] = (
+            reason = (
                 f"none of the {self.used} generated schedules met the deadlines, budgets and "
                 "placements"
             )
-            return Result(self.solver, Status.UNKNOWN, runtime=runtime, stats=info)
+            if self.interrupted:
+                reason = f"stopped by Ctrl-C; {reason}"
+            return Result(self.solver, Status.UNKNOWN, reason=reason, stats=info, **common)
         return Result(
             self.solver,
             Status.FEASIBLE,
             to_schedule(self.problem, self.best_start, self.best_mode),
             objective=self.best,
-            runtime=runtime,
+            reason="stopped by Ctrl-C; the best schedule so far is returned"
+            if self.interrupted
+            else None,
             stats=info,
+            **common,
         )

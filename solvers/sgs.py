@@ -14,18 +14,21 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Literal, get_args
 
 import numpy as np
 
+from planner.arrays import OK
 from planner.bounds import earliest_starts, horizon, latest_starts
-from planner.errors import PlannerError
+from planner.errors import InputError
 from planner.model import Problem
 from planner.result import Progress, Result, Status
 from planner.schedule import Schedule
 from solvers import sgs_numba as k
-from solvers.encoding import OK, Data, compile_problem, failure_reason, to_schedule
+from solvers.encoding import Data, compile_problem, failure_reason, to_schedule
 
-RULES = ("lft", "lst", "mts", "spt", "est", "grpw", "mslk", "grw")
+Rule = Literal["lft", "lst", "mts", "spt", "est", "grpw", "mslk", "grw"]
+RULES: tuple[str, ...] = get_args(Rule)
 """Priority rules: latest finish, latest start, most total successors, shortest
 processing time, earliest start, greatest rank positional weight, minimum slack,
 greatest resource work (ties broken by task order)."""
@@ -36,7 +39,7 @@ def priorities(problem: Problem, rule: str) -> np.ndarray:
 
     Raises
     ------
-    PlannerError
+    InputError
         If ``rule`` is not one of :data:`RULES`.
     """
     a = problem.arrays
@@ -70,7 +73,7 @@ def priorities(problem: Problem, rule: str) -> np.ndarray:
         weight = dmin.copy()
         np.add.at(weight, a.prec_before, dmin[a.prec_after])
         return -weight
-    raise PlannerError(f"unknown priority rule {rule!r}; choose one of {', '.join(RULES)}")
+    raise InputError(f"unknown priority rule {rule!r}; choose one of {', '.join(RULES)}")
 
 
 class Decoder:
@@ -152,11 +155,10 @@ def parallel_sgs(problem: Problem, priority: np.ndarray) -> tuple[Schedule | Non
 def solve_sgs(
     problem: Problem,
     *,
-    rule: str = "lft",
-    scheme: str = "serial",
+    rule: Rule = "lft",
+    scheme: Literal["serial", "parallel"] = "serial",
     justify: bool = False,
     progress: Callable[[Progress], None] | None = None,
-    **_: object,
 ) -> Result:
     """Solve with one SGS pass under priority ``rule``.
 
@@ -174,14 +176,16 @@ def solve_sgs(
         Called once with the schedule's objective.
     """
     if scheme not in ("serial", "parallel"):
-        raise PlannerError(f"unknown scheme {scheme!r}; choose serial or parallel")
+        raise InputError(f"unknown scheme {scheme!r}; choose serial or parallel")
     t0 = time.perf_counter()
     dec = Decoder(problem)
     status, task = dec.run(dec.order(priorities(problem, rule)), parallel=scheme == "parallel")
     stats: dict[str, object] = {"rule": rule, "scheme": scheme, "schedules": 1}
     if status != OK:
-        stats["reason"] = failure_reason(problem, status, task)
-        return Result("sgs", Status.UNKNOWN, runtime=time.perf_counter() - t0, stats=stats)
+        reason = failure_reason(problem, status, task)
+        return Result(
+            "sgs", Status.UNKNOWN, runtime=time.perf_counter() - t0, reason=reason, stats=stats
+        )
     if justify:
         stats["schedules"] = 1 + dec.justify()
     value = dec.objective()

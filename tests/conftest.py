@@ -1,4 +1,4 @@
-"""Shared fixtures: small instances with known optima."""
+"""Shared fixtures: the compiled kernels, small instances with known optima."""
 
 from __future__ import annotations
 
@@ -45,6 +45,17 @@ TWO_JOBS: dict[str, Any] = {
     ],
 }
 """Two tasks with opposite stage orders: 12 ticks back to back, 8 interleaved."""
+
+
+@pytest.fixture(scope="session", autouse=True)
+def kernels() -> None:
+    """Compile (first run) or load the decoders' kernels once, before any test runs.
+
+    No test then pays for compiling inside a solver's time limit, whichever runs first.
+    """
+    from solvers.kernels import load_kernels
+
+    load_kernels()
 
 
 @pytest.fixture

@@ -37,13 +37,13 @@ def test_rows_written_and_resumed(folder: Path) -> None:
     first = bench(folder, "--time-limit", "5", "--out", str(out))
     assert first.returncode == 0, first.stderr
     [row] = list(csv.DictReader(out.open()))
-    assert (row["instance"], row["solver"], row["status"]) == ("j301_1", "cpsat", "optimal")
+    assert (row["instance"], row["solver"], row["status"]) == ("j301_1", "portfolio", "optimal")
     assert (float(row["objective"]), float(row["time_limit"]), row["workers"]) == (43, 5, "2")
 
     again = bench(folder, "--time-limit", "5", "--out", str(out), "--resume")
     assert again.returncode == 0, again.stderr
     assert f"resuming: 1 runs in {out}, 0 to go" in again.stdout
-    assert "| cpsat | 1 | 1 | 1 | 0.00 | 0.00 |" in again.stdout
+    assert "| portfolio | 1 | 1 | 1 | 0.00 | 0.00 |" in again.stdout
     assert len(list(csv.DictReader(out.open()))) == 1
 
 
@@ -62,17 +62,17 @@ def test_existing_out_kept_without_resume(folder: Path) -> None:
     ("row", "limit", "cause"),
     [
         (
-            "j301_1,cpsat,optimal,43,43,43,0.0,0.1,10.0,2",
+            "j301_1,portfolio,optimal,43,43,43,0.0,0.1,10.0,2",
             "5",
             "j301_1 ran with time limit 10 and workers 2, not 5 and 2",
         ),
         (
-            "j3013_1,cpsat,optimal,58,58,58,0.0,0.1,10.0,2",
+            "j3013_1,portfolio,optimal,58,58,58,0.0,0.1,10.0,2",
             "10",
             "j3013_1 is not an instance of this run",
         ),
         (
-            "j301_1,cpsat,optimal,forty-three,43,43,0.0,0.1,10.0,2",
+            "j301_1,portfolio,optimal,forty-three,43,43,0.0,0.1,10.0,2",
             "10",
             "line 2: not a row of this benchmark",
         ),

@@ -103,8 +103,11 @@ def test_convert_refuses_a_bad_output_name(tmp_path: Path) -> None:
 
 def test_unknown_solver_is_a_one_line_error() -> None:
     result = runner.invoke(app, ["solve", J301, "--solver", "magic"])
-    assert result.exit_code == 1
-    assert result.stderr.strip().startswith("error: unknown solver 'magic'; choose one of sgs")
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        "error: unknown solver 'magic'; choose one of portfolio, cpsat, milp, ga, pso, sgs, "
+        "exclusive-fifo, exclusive-srtf, exclusive-srsf"
+    )
 
 
 def test_real_subprocess_end_to_end(tmp_path: Path) -> None:

@@ -1,11 +1,8 @@
-"""The CP-SAT model: known optima, every model feature on a hand-solved case, Ctrl-C."""
+"""The pure CP-SAT model: known optima (with and without an initial solution), every model
+feature on a hand-solved case."""
 
 from __future__ import annotations
 
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +10,9 @@ import pytest
 
 from models.cpsat import solve_cpsat
 from planner import Problem, Progress, Status, load_instance, validate
-from planner.bounds import lower_bound
 from planner.result import Result
 from solvers import solve
+from solvers.sgs import priorities, serial_sgs
 
 ROOT = Path(__file__).resolve().parents[2]
 INSTANCES = ROOT / "instances"
@@ -56,12 +53,16 @@ KNOWN = [
 ]
 
 
+@pytest.mark.parametrize("warm", [False, True], ids=["cold", "initial_solution"])
 @pytest.mark.parametrize(("path", "optimum"), KNOWN)
-def test_psplib_optimum(path: str, optimum: int) -> None:
-    result = solved(load_instance(INSTANCES / path))
+def test_psplib_optimum(path: str, optimum: int, warm: bool) -> None:
+    problem = load_instance(INSTANCES / path)
+    initial = serial_sgs(problem, priorities(problem, "lft"))[0] if warm else None
+    result = solved(problem, initial_solution=initial)
     assert result.status is Status.OPTIMAL
     assert result.objective == optimum
-    assert result.lower_bound == optimum
+    assert result.solver_bound == optimum
+    assert result.stats["hint_makespan"] == (None if initial is None else initial.makespan(problem))
 
 
 @pytest.mark.parametrize("path", ["mm/j1010_1.mm", "mm/j1060_1.mm"])
@@ -274,69 +275,25 @@ def test_progress_reports_improving_solutions() -> None:
     assert all(e.bound <= e.objective for e in events)
 
 
-def test_time_limit_keeps_a_valid_schedule() -> None:
+def test_time_limit_keeps_the_initial_solution_or_better() -> None:
     p = load_instance(INSTANCES / "psplib/j1201_1.sm")
-    result = solved(p, time_limit=1)
-    assert result.status is Status.FEASIBLE
-    assert result.objective >= 104  # best published lower bound
-    assert result.stats["hint_makespan"] >= result.objective
+    initial = serial_sgs(p, priorities(p, "lft"))[0]
+    result = solved(p, time_limit=1, initial_solution=initial)
+    assert result.status in (Status.FEASIBLE, Status.OPTIMAL)
+    assert 104 <= result.objective <= initial.makespan(p)  # 104: best published lower bound
+    assert result.stats["hint_makespan"] == initial.makespan(p)
 
 
-def test_small_problem_searches_again_from_a_ga_hint() -> None:
-    # j3013_5 (optimum 67) is not proven within the first search of half of 3 s: the
-    # GA's schedule hints a second search, which keeps the first search's bound.
-    p = load_instance(INSTANCES / "psplib/j3013_5.sm")
-    events: list[Progress] = []
-    result = solved(p, time_limit=3, progress=events.append)
-    assert result.stats["stages"] == 2
-    # Progress across the stages: the SGS, CP-SAT and GA schedules, never worse.
-    assert events[0].message == "SGS"
-    assert [e.objective for e in events] == sorted((e.objective for e in events), reverse=True)
-    assert [e.bound for e in events] == sorted(e.bound for e in events)
-    assert events[-1].objective == result.objective
-    assert result.status is Status.FEASIBLE
-    assert lower_bound(p) <= result.lower_bound <= 67 <= result.objective
-    assert result.objective <= result.stats["hint_makespan"]
-    assert not result.stats["interrupted"]
-
-
-def test_short_limit_searches_once() -> None:
-    p = load_instance(INSTANCES / "psplib/j3013_5.sm")
-    result = solved(p, time_limit=0.9)
-    assert result.stats["stages"] == 1
-    assert result.objective >= 67
-
-
-def test_ctrl_c_keeps_the_best_schedule(tmp_path: Path) -> None:
-    out = tmp_path / "schedule.json"
-    cmd = [sys.executable, "-m", "planner", "solve", str(INSTANCES / "psplib/j1201_1.sm")]
-    cmd += ["--solver", "cpsat", "--time-limit", "120", "-o", str(out)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    # The first progress line (the hint) says the search runs; interrupt it a second later.
-    first = proc.stderr.readline()
-    assert "incumbent" in first
-    time.sleep(1)
-    t0 = time.perf_counter()
-    proc.send_signal(signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=30)
-    assert time.perf_counter() - t0 < 10
-    assert proc.returncode == 0, stderr
-    lines = dict(line.split(None, 1) for line in stdout.splitlines() if " " in line)
-    assert lines["status"].strip() == "feasible"
-    assert lines["validator"].strip() == "valid"
-    check = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "planner",
-            "validate",
-            str(INSTANCES / "psplib/j1201_1.sm"),
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
+def test_no_solution_in_time_returns_the_initial_one() -> None:
+    # A search stopped before CP-SAT's first solution: the initial solution comes back,
+    # and the reason says so.
+    p = load_instance(INSTANCES / "psplib/j1201_1.sm")
+    initial = serial_sgs(p, priorities(p, "lft"))[0]
+    result = solve_cpsat(p, time_limit=0.0, initial_solution=initial)
+    assert result.schedule is initial and result.status is Status.FEASIBLE
+    assert result.reason == (
+        "no CP-SAT solution within the time limit; the initial solution is returned"
     )
-    assert check.returncode == 0, check.stdout
 
 
 def test_log_goes_to_stderr(capsys: pytest.CaptureFixture[str]) -> None:

@@ -11,9 +11,11 @@ from typer.testing import CliRunner
 from models.milp import solve_milp
 from planner import Problem, Status, load_instance, validate
 from planner.cli import app
-from planner.errors import PlannerError
+from planner.errors import InputError, PlannerError
 from planner.result import Result
 from solvers import solve
+from solvers.sgs import priorities, serial_sgs
+from solvers.warm_milp import solve_warm_milp
 
 ROOT = Path(__file__).resolve().parents[2]
 INSTANCES = ROOT / "instances"
@@ -23,11 +25,11 @@ BACKENDS = ["cbc", "highs"]
 def proven(problem: Problem, optimum: float, **options: Any) -> Result:
     """Solve with the MILP and check that the backend itself proves ``optimum``.
 
-    The solver is called directly so that the bound is the backend's (the
-    registry would raise it to the core lower bound); the schedule is checked
-    by the validator.
+    The registered composition (SGS passes, then the model) is called directly so that
+    the bound is the backend's (the registry would raise it to the core lower bound);
+    the schedule is checked by the validator.
     """
-    result = solve_milp(problem, time_limit=60, workers=1, **options)
+    result = solve_warm_milp(problem, time_limit=60, workers=1, **options)
     assert result.schedule is not None
     assert validate(problem, result.schedule).ok
     assert result.objective == result.schedule.objective(problem) == optimum
@@ -181,7 +183,7 @@ def test_weighted_completion(two_jobs_data: dict[str, Any], backend: str) -> Non
 def test_registry_validates_and_reports() -> None:
     problem = load_instance(INSTANCES / "psplib" / "j301_1.sm")
     result = solve(problem, "milp", backend="highs", time_limit=60, workers=1)
-    assert result.stats["valid"] is True
+    assert result.valid is True
     assert (result.status, result.objective, result.lower_bound) == (Status.OPTIMAL, 43, 43)
     assert result.stats["variables"] > 0 and result.stats["horizon"] >= 43
 
@@ -210,10 +212,29 @@ def test_refuses_a_model_too_large() -> None:
     assert "too large" in message and "--solver cpsat" in message and "--solver ga" in message
 
 
+@pytest.mark.parametrize("warm", [False, True])
+def test_pure_model_with_and_without_initial_solution(warm: bool) -> None:
+    # Without an initial solution the horizon is the sum of the durations: a larger model,
+    # the same optimum.
+    problem = load_instance(INSTANCES / "psplib" / "j301_1.sm")
+    initial = serial_sgs(problem, priorities(problem, "lft"))[0] if warm else None
+    result = solve_milp(
+        problem, time_limit=60, workers=1, backend="highs", initial_solution=initial
+    )
+    assert (result.status, result.objective, result.lower_bound) == (Status.OPTIMAL, 43, 43)
+    assert validate(problem, result.schedule).ok
+    horizon = 43 if initial is None else initial.makespan(problem)
+    assert (result.stats["horizon"] > horizon) == (not warm)
+
+
 def test_unknown_backend() -> None:
     problem = load_instance(INSTANCES / "mm" / "j102_2.mm")
-    with pytest.raises(PlannerError, match="unknown MILP backend 'gurobi'"):
+    with pytest.raises(InputError, match="unknown MILP backend 'gurobi'"):
         solve_milp(problem, backend="gurobi")
+    with pytest.raises(
+        InputError, match=r"^option 'backend' of solver 'milp' must be cbc \| highs"
+    ):
+        solve(problem, "milp", backend="gurobi")
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -26,7 +26,7 @@ INSTANCES = Path(__file__).resolve().parents[2] / "instances"
 def test_reaches_known_optimum(name: str, optimum: int) -> None:
     problem = load_instance(INSTANCES / name)
     res = solve(problem, "ga", schedules=5000, seed=1)
-    assert res.stats["valid"]
+    assert res.valid
     assert validate(problem, res.schedule).ok
     assert res.objective == optimum
 
@@ -37,7 +37,7 @@ def test_budget_history_and_progress() -> None:
     res = solve(problem, "ga", schedules=1200, seed=0, progress=events.append)
     assert res.status == Status.FEASIBLE
     assert res.stats["schedules"] == 1200
-    history = res.stats["history"]
+    history = res.history
     assert [h["generation"] for h in history] == list(range(len(history)))
     assert history[-1]["schedules"] == 1200
     assert history[-1]["best"] == res.objective
@@ -54,10 +54,20 @@ def test_same_seed_same_schedule() -> None:
     assert a.schedule.starts == b.schedule.starts and a.schedule.modes == b.schedule.modes
 
 
-def test_time_limit_alone_stops() -> None:
+def test_time_limit_alone_stops(monkeypatch: pytest.MonkeyPatch) -> None:
+    import itertools
+    import types
+
+    import solvers.search
+
+    # A clock that advances 10 ms per reading: the run must stop by its limit, not its speed.
+    ticks = itertools.count()
+    clock = types.SimpleNamespace(perf_counter=lambda: next(ticks) * 0.01)
+    monkeypatch.setattr(solvers.search, "time", clock)
     problem = load_instance(INSTANCES / "psplib/j1201_1.sm")
     res = solve(problem, "ga", time_limit=0.5, seed=0)
-    assert res.stats["valid"] and res.runtime < 5
+    assert res.valid and res.stats["schedules"] > 0
+    assert next(ticks) * 0.01 >= 0.5  # the limit, on the fake clock, was reached
 
 
 def test_bad_options() -> None:
@@ -77,7 +87,7 @@ def test_parallel_runs_share_the_budget_and_keep_the_best() -> None:
     assert [r["seed"] for r in runs] == [3, 4]
     assert [r["schedules"] for r in runs] == [601, 600]
     assert res.stats["schedules"] == 1201
-    assert res.stats["valid"]
+    assert res.valid
     assert res.objective == min(r["objective"] for r in runs)
     # Each run is the single run of its seed and budget.
     for run in runs:
@@ -86,8 +96,6 @@ def test_parallel_runs_share_the_budget_and_keep_the_best() -> None:
 
 
 def test_interrupting_one_parallel_run_stops_them_all() -> None:
-    import time
-
     problem = load_instance(INSTANCES / "psplib/j1201_1.sm")
     calls: list[float] = []
 
@@ -96,10 +104,12 @@ def test_interrupting_one_parallel_run_stops_them_all() -> None:
         if len(calls) == 3:
             raise KeyboardInterrupt
 
-    t0 = time.perf_counter()
-    with pytest.raises(KeyboardInterrupt):
-        solve(problem, "ga", time_limit=60, workers=2, progress=interrupt)
-    assert time.perf_counter() - t0 < 10
+    budget = 2_000_000
+    res = solve(problem, "ga", schedules=budget, workers=2, progress=interrupt)
+    # Both runs ended long before their budgets, and the best schedule so far is kept.
+    assert res.interrupted and res.valid and res.status is Status.FEASIBLE
+    assert len(res.stats["runs"]) == 2
+    assert all(run["schedules"] < budget // 20 for run in res.stats["runs"])
 
 
 def test_cli_forwards_schedules() -> None:
@@ -126,7 +136,7 @@ def test_unmeetable_deadline_gives_no_schedule() -> None:
     )
     res = solve(problem, "ga", schedules=100)
     assert res.schedule is None and res.status == Status.UNKNOWN
-    assert res.stats["schedules"] == 100 and "deadlines" in res.stats["reason"]
+    assert res.stats["schedules"] == 100 and "deadlines" in res.reason
 
 
 def test_peak_crossover_child_is_precedence_feasible() -> None:
@@ -147,15 +157,16 @@ def test_peak_crossover_child_is_precedence_feasible() -> None:
         # In start order, as the GA keeps its lists.
         parents.append((np.argsort(dec.start, kind="stable"), dec.mode.copy(), dec.start.copy()))
     (mo, mm, ms), (fo, fm, _) = parents
-    makespan = int((ms + d.mode_dur[mm]).max())
+    a = problem.arrays
+    makespan = int((ms + a.mode_duration[mm]).max())
     t1, t2 = peak_window(d, segment_use(d), ms, mm, 0.1, 0.5, rng)
     assert 0 <= t1 < t2 <= makespan and t2 - t1 >= int(0.1 * makespan)
     # No other window of that length uses the resources more.
     use = np.zeros(makespan)
     for i in range(d.n):
-        for s in range(d.seg_start[mm[i]], d.seg_start[mm[i] + 1]):
-            lo = ms[i] + d.seg_off[s]
-            use[lo : lo + d.seg_dur[s]] += (d.seg_dem[s] / d.cap).sum()
+        for s in range(a.seg_start[mm[i]], a.seg_start[mm[i] + 1]):
+            lo = ms[i] + a.seg_offset[s]
+            use[lo : lo + a.seg_duration[s]] += (a.seg_demand[s] / a.capacity).sum()
     sums = np.convolve(use, np.ones(t2 - t1), mode="valid")
     assert sums[t1] >= sums.max() - 1e-9
     child_o, child_m = np.empty_like(mo), np.empty_like(mm)
@@ -163,9 +174,8 @@ def test_peak_crossover_child_is_precedence_feasible() -> None:
     assert sorted(child_o.tolist()) == list(range(d.n))
     pos = np.empty(d.n, dtype=np.int64)
     pos[child_o] = np.arange(d.n)
-    for i in range(d.n):
-        for e in range(d.pred_ptr[i], d.pred_ptr[i + 1]):
-            assert pos[d.pred_idx[e]] < pos[i]
+    for b, f in zip(a.prec_before, a.prec_after, strict=True):
+        assert pos[b] < pos[f]
     # The window's tasks sit together, in the mother's order, after those she starts before it.
     inside = [t for t in mo if t1 <= ms[t] < t2]
     before = sum(ms < t1)
@@ -177,7 +187,8 @@ def test_restart_without_any_schedule_keeps_real_modes() -> None:
     from planner.model import Mode, Problem, Resource, Segment, Task
 
     # No schedule exists: y takes 10 ticks in either mode and must end by tick 5. The
-    # population stalls with no schedule and restarts; it must draw y's own modes.
+    # population stalls with no schedule and restarts; it must draw y's own modes. (The
+    # GA is called directly: solve() refuses the instance at the door, as infeasible.)
     def mode(duration: int) -> Mode:
         return Mode(segments=[Segment(duration=duration, demand={"r": 1})])
 
@@ -188,7 +199,9 @@ def test_restart_without_any_schedule_keeps_real_modes() -> None:
             Task(name="y", modes=[mode(10), mode(11)], deadline=5),
         ],
     )
-    res = solve(problem, "ga", schedules=3000)
+    from solvers.ga import solve_ga
+
+    res = solve_ga(problem, schedules=3000)
     assert res.stats["restarts"] > 0
     assert res.schedule is None and res.status == Status.UNKNOWN
 

@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 
 from planner import load_instance, validate
-from planner.errors import PlannerError
+from planner.arrays import OK
+from planner.errors import InputError
 from planner.model import CapacityWindow, Job, Mode, Precedence, Problem, Resource, Segment, Task
 from planner.result import Status
 from solvers import solve
-from solvers.encoding import OK
 from solvers.sgs import RULES, Decoder, parallel_sgs, priorities, serial_sgs
-from solvers.sgs_reference import parallel_reference, serial_reference
+from tests.solvers.sgs_reference import parallel_reference, serial_reference
 
 INSTANCES = Path(__file__).resolve().parents[2] / "instances"
 FILES = ["psplib/j301_1.sm", "psplib/j1201_1.sm", "mm/j1010_1.mm", "mm/j102_2.mm"]
@@ -131,17 +131,21 @@ def test_solve_sgs_through_registry() -> None:
     problem = load_instance(INSTANCES / "psplib/j301_1.sm")
     plain = solve(problem, "sgs", rule="lft")
     justified = solve(problem, "sgs", rule="lft", justify=True)
-    assert plain.stats["valid"] and justified.stats["valid"]
+    assert plain.valid and justified.valid
     assert plain.stats["schedules"] == 1 and justified.stats["schedules"] == 3
     assert 43 <= justified.objective <= plain.objective  # 43: the optimum of j301_1
 
 
 def test_unknown_rule_and_scheme() -> None:
     problem = load_instance(INSTANCES / "psplib/j301_1.sm")
-    with pytest.raises(PlannerError, match="unknown priority rule"):
+    with pytest.raises(InputError, match=r"^option 'rule' of solver 'sgs' must be lft \| lst"):
         solve(problem, "sgs", rule="nope")
-    with pytest.raises(PlannerError, match="unknown scheme"):
+    with pytest.raises(
+        InputError, match=r"^option 'scheme' of solver 'sgs' must be serial \| parallel"
+    ):
         solve(problem, "sgs", scheme="nope")
+    with pytest.raises(InputError, match=r"^unknown priority rule 'nope'; choose one of lft, lst"):
+        priorities(problem, "nope")
 
 
 def _tight_deadline() -> Problem:
@@ -160,7 +164,7 @@ def test_missed_deadline_gives_no_schedule_and_a_reason() -> None:
     res = solve(_tight_deadline(), "sgs")
     assert res.schedule is None
     assert res.status == Status.UNKNOWN
-    assert "deadline" in res.stats["reason"]
+    assert "deadline" in res.reason
 
 
 def test_colocation_and_budget_hold() -> None:
@@ -186,6 +190,6 @@ def test_colocation_and_budget_hold() -> None:
         jobs=[Job(name="J", colocate=True)],
     )
     res = solve(problem, "sgs")
-    assert res.stats["valid"]
+    assert res.valid
     nodes = {problem.task(t).mode(m).placement for t, m in res.schedule.modes.items()}
     assert len(nodes) == 1

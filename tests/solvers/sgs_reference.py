@@ -1,4 +1,4 @@
-"""Plain-Python serial and parallel SGS: the reference the compiled kernels are tested against.
+"""Plain-Python serial and parallel SGS: the oracle the compiled kernels are tested against.
 
 Written for clarity, not speed: capacity is a dictionary of booked load per
 resource and tick, and the earliest start is found by trying one tick after
@@ -12,10 +12,8 @@ from collections import defaultdict
 
 import numpy as np
 
-from planner.arrays import FS
+from planner.arrays import FAIL_DEADLINE, FAIL_MODE, FS, OK
 from planner.model import Problem
-
-OK, FAIL_MODE, FAIL_DEADLINE = 0, 1, 2
 
 
 class _State:

@@ -1,0 +1,109 @@
+"""The portfolio: heuristic hints around CP-SAT searches, its stages, Ctrl-C."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import solvers.portfolio as portfolio
+from planner import Progress, Status, load_instance, load_schedule, validate
+from planner.bounds import lower_bound
+from planner.result import Result
+from solvers import solve
+
+ROOT = Path(__file__).resolve().parents[2]
+INSTANCES = ROOT / "instances"
+
+
+@pytest.mark.parametrize(("path", "optimum"), [("psplib/j301_1.sm", 43), ("mm/j1010_1.mm", 17)])
+def test_known_optimum(path: str, optimum: int) -> None:
+    problem = load_instance(INSTANCES / path)
+    result = solve(problem, "portfolio", time_limit=30)
+    assert result.valid and result.status is Status.OPTIMAL
+    assert result.objective == result.lower_bound == optimum
+    assert result.stages == 1 and result.solver == "portfolio"
+
+
+def test_same_seed_same_schedule() -> None:
+    # One worker: CP-SAT's single search is deterministic, as are the SGS and GA stages.
+    problem = load_instance(INSTANCES / "psplib/j3025_3.sm")
+    first, second = (solve(problem, "portfolio", seed=3, workers=1) for _ in range(2))
+    assert first.objective == second.objective == 76
+    assert first.schedule.starts == second.schedule.starts
+    assert first.schedule.modes == second.schedule.modes
+
+
+def test_a_first_search_without_proof_leads_to_a_ga_stage_and_a_second_search(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Whatever this machine proves in the first search, it is reported as unproven: the
+    # GA's schedule then warm-starts a second search that keeps the first one's bound.
+    real = portfolio.solve_cpsat
+    calls: list[dict[str, Any]] = []
+
+    def first_unproven(problem: Any, **options: Any) -> Result:
+        calls.append(options)
+        result = real(problem, **options)
+        if len(calls) == 1:
+            return replace(result, status=Status.FEASIBLE, lower_bound=60.0)
+        return result
+
+    monkeypatch.setattr(portfolio, "solve_cpsat", first_unproven)
+    problem = load_instance(INSTANCES / "psplib/j3013_5.sm")
+    events: list[Progress] = []
+    result = solve(problem, "portfolio", time_limit=20, progress=events.append)
+    assert len(calls) == 2 and result.stages == 2
+    assert calls[1]["lower_bound"] == 60  # the first search's bound, above the core's
+    assert calls[1]["initial_solution"] is not None
+    assert lower_bound(problem) < 60
+    # Progress across the stages: the SGS, CP-SAT and GA schedules, never worse.
+    assert events[0].message == "SGS"
+    assert [e.objective for e in events] == sorted((e.objective for e in events), reverse=True)
+    assert [e.bound for e in events] == sorted(e.bound for e in events)
+    assert result.valid and result.objective == 67 and not result.interrupted
+
+
+def test_short_limit_searches_once() -> None:
+    problem = load_instance(INSTANCES / "psplib/j3013_5.sm")
+    result = solve(problem, "portfolio", time_limit=0.9)
+    assert result.stages == 1
+    assert result.valid and result.objective >= 67
+
+
+def test_ctrl_c_keeps_the_best_schedule(tmp_path: Path) -> None:
+    out = tmp_path / "schedule.json"
+    instance = str(INSTANCES / "psplib/j1201_1.sm")
+    cmd = [
+        sys.executable,
+        "-m",
+        "planner",
+        "solve",
+        instance,
+        "--time-limit",
+        "120",
+        "-o",
+        str(out),
+    ]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # A progress line with an incumbent says the solve runs; interrupt it then.
+    while "incumbent" not in proc.stderr.readline():
+        pass
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 0, stderr
+    lines = dict(line.split(None, 1) for line in stdout.splitlines() if " " in line)
+    assert lines["status"].strip() == "feasible (interrupted)"
+    assert lines["validator"].strip() == "valid"
+    check = subprocess.run(
+        [sys.executable, "-m", "planner", "validate", instance, str(out)],
+        capture_output=True,
+        text=True,
+    )
+    assert check.returncode == 0, check.stdout
+    assert validate(load_instance(instance), load_schedule(out)).ok
