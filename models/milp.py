@@ -17,6 +17,7 @@ import os
 import re
 import sys
 import tempfile
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -109,6 +110,27 @@ def solve_milp(
     check_size(problem, windows, max_variables, max_memory_gb)
     if progress is not None and start is not None:
         progress(Progress(time.perf_counter() - t0, start.objective(problem), None, "initial"))
+    try:
+        return _build_and_solve(
+            problem, windows, start, time_limit, t0, workers, backend, gap, progress, log
+        )
+    except KeyboardInterrupt:
+        return _interrupted(problem, start)
+
+
+def _build_and_solve(
+    problem: Problem,
+    windows: Windows,
+    start: Schedule | None,
+    time_limit: float | None,
+    t0: float,
+    workers: int | None,
+    backend: str,
+    gap: float,
+    progress: Callable[[Progress], None] | None,
+    log: bool,
+) -> Result:
+    """Build the model over ``windows`` and solve it (see :func:`solve_milp`)."""
     model = build_model(problem, windows)
     warm = backend == "cbc" and start is not None and model.warm_start(problem, start)
     stats = {
@@ -250,10 +272,54 @@ def _solve_highs(
     solver = _HiGHS(msg=show_log, timeLimit=time_limit, threads=workers, gapRel=gap, gapAbs=gap_abs)
     if not solver.available():
         raise PlannerError("the HiGHS backend needs the highspy package: pip install highspy")
-    model.lp.solve(solver)
+    _in_thread(lambda: model.lp.solve(solver), lambda: model.lp.solverModel.cancelSolve())
     info = model.lp.solverModel.getInfo()
     bound = float(info.mip_dual_bound)
     return model.lp.status, bound if math.isfinite(bound) else None
+
+
+def _in_thread(work: Callable[[], object], cancel: Callable[[], object]) -> None:
+    """Run ``work`` in a helper thread; on Ctrl-C, ``cancel`` it, wait, and raise again.
+
+    An in-process backend does not see Ctrl-C while it runs; this thread does.
+    """
+    done = threading.Event()
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            work()
+        except BaseException as exc:  # raised again in the calling thread
+            failed.append(exc)
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="milp", daemon=True).start()
+    try:
+        while not done.wait(0.1):
+            pass
+    except KeyboardInterrupt:
+        cancel()
+        done.wait()
+        raise
+    if failed:
+        raise failed[0]
+
+
+def _interrupted(problem: Problem, start: Schedule | None) -> Result:
+    """The result of a solve stopped by Ctrl-C (model building or the backend): the initial
+    solution."""
+    reason = "stopped by Ctrl-C before the MILP backend finished"
+    if start is None:
+        return Result("milp", Status.UNKNOWN, reason=reason, interrupted=True)
+    return Result(
+        "milp",
+        Status.FEASIBLE,
+        start,
+        objective=start.objective(problem),
+        reason=f"{reason}; the initial solution is returned",
+        interrupted=True,
+    )
 
 
 def _result(

@@ -199,12 +199,12 @@ def generation(d: Data, pop, kids, rate, peak, weight, rng, work, best, allowanc
     ``pop`` and ``kids`` hold ``(orders, modes, starts, values)``; ``peak`` is
     the window length range ``(lo, hi)`` of the crossover and ``weight`` the
     segments' resource use (:func:`segment_use`); ``work`` holds the
-    decoder's ``(start, mode, avail, used)``; ``best`` holds ``(value[1],
+    decoder's ``(start, mode, nodes, index)``; ``best`` holds ``(value[1],
     start, mode)`` of the incumbent, updated in place.
     """
     pop_o, pop_m, pop_s, fit = pop
     kid_o, kid_m, kid_s, kid_fit = kids
-    start, mode, avail, used = work
+    start, mode, nodes, index = work
     best_value, best_start, best_mode = best
     size, n = pop_o.shape
     pred_ptr, pred, mode_start = d.pred_ptr, d.pred, d.mode_start
@@ -239,7 +239,7 @@ def generation(d: Data, pop, kids, rate, peak, weight, rng, work, best, allowanc
             )
             _mutate(pred_ptr, pred, mode_start, kid_o[n_kids], kid_m[n_kids], rate, rng)
             value, passes = evaluate(
-                d, kid_o[n_kids], kid_m[n_kids], start, mode, avail, used, allowance - spent, False
+                d, kid_o[n_kids], kid_m[n_kids], start, mode, nodes, index, allowance - spent, False
             )
             spent += passes
             kid_fit[n_kids] = value
@@ -256,12 +256,12 @@ def generation(d: Data, pop, kids, rate, peak, weight, rng, work, best, allowanc
 @njit(cache=True, nogil=True)
 def initial(d: Data, pop_o, pop_m, pop_s, fit, work, best, allowance) -> int:
     """Evaluate a population in place (its orders and modes are set by the caller)."""
-    start, mode, avail, used = work
+    start, mode, nodes, index = work
     best_value, best_start, best_mode = best
     spent = 0
     for p in range(pop_o.shape[0]):
         value, passes = evaluate(
-            d, pop_o[p], pop_m[p], start, mode, avail, used, allowance - spent, False
+            d, pop_o[p], pop_m[p], start, mode, nodes, index, allowance - spent, False
         )
         spent += passes
         fit[p] = value
@@ -474,7 +474,7 @@ def _evolve(
     fit = np.full(size, np.inf)
     pop = (pop_o, pop_m, pop_s, fit)
     kids = (np.empty_like(pop_o), np.empty_like(pop_m), np.empty_like(pop_o), np.full(size, np.inf))
-    work = (dec.start, dec.mode, dec.avail, dec.used)
+    work = (dec.start, dec.mode, dec.nodes, dec.index)
     best = (np.full(1, np.inf), np.zeros(d.n, dtype=np.int64), np.zeros(d.n, dtype=np.int64))
     with search.interruptible():
         search.used += initial(d, pop_o, pop_m, pop_s, fit, work, best, search.allowance())

@@ -30,6 +30,9 @@ from solvers.sgs import parallel_sgs, priorities, serial_sgs
 HINT_RULES = ("lft", "lst", "mts")
 """Priority rules of the SGS passes whose best schedule is the first hint."""
 
+SGS_SHARE = 0.1
+"""Share of the time limit after which no further SGS pass of the first hint starts (the
+first pass always runs)."""
 GA_HINT_SCHEDULES = 5000
 """Schedule budget of the GA run that hints the first search of a problem above
 :data:`~models.cpsat.SMALL` tasks."""
@@ -52,20 +55,31 @@ GA_STAGE_SHARE = 0.5
 on J120 a GA run of 30 s ends closer to the best known than the search does in 60 s."""
 
 
-def heuristic_schedule(problem: Problem, rules: tuple[str, ...] = HINT_RULES) -> Schedule | None:
+def heuristic_schedule(
+    problem: Problem,
+    rules: tuple[str, ...] = HINT_RULES,
+    deadline: float | None = None,
+    keep: Callable[[Schedule], None] | None = None,
+) -> Schedule | None:
     """The best schedule of serial SGS passes under ``rules`` and a parallel pass under ``grw``.
 
     The parallel ``grw`` pass packs batches of training jobs far better than the serial
-    rules. ``None`` if every pass fails.
+    rules. Once ``deadline`` (a :func:`time.perf_counter` reading) has passed, no further
+    pass starts, whatever is left of the first. ``keep`` is told every better schedule,
+    so that Ctrl-C during a later pass loses none. ``None`` if every pass fails.
     """
     best: Schedule | None = None
     passes = [(serial_sgs, rule) for rule in rules] + [(parallel_sgs, "grw")]
     for sgs, rule in passes:
+        if best is not None and deadline is not None and time.perf_counter() > deadline:
+            break
         schedule, _ = sgs(problem, priorities(problem, rule))
         if schedule is not None and (
             best is None or schedule.objective(problem) < best.objective(problem)
         ):
             best = schedule
+            if keep is not None:
+                keep(best)
     return best
 
 
@@ -210,18 +224,23 @@ def solve_portfolio(
             lower_bound=bound,
         )
 
+    found: list[Schedule] = []
+
+    def keep(schedule: Schedule) -> None:
+        found.append(schedule)
+        report(Progress(0.0, schedule.objective(problem), message="SGS"))
+
     warm: Schedule | None = None
     try:
-        warm = heuristic_schedule(problem)
-        if warm is not None:
-            report(Progress(0.0, warm.objective(problem), message="SGS"))
+        passes = None if time_limit is None else t0 + SGS_SHARE * time_limit
+        warm = heuristic_schedule(problem, deadline=passes, keep=keep)
         if not small:
             cap = ga_seconds(GA_HINT_SHARE, time_limit)
             # One run: the budget is small, and halved between two runs it gave worse hints
             # (MMLIB50 J5083_1: 50 against a proven 49).
             warm = _ga_hint(problem, warm, GA_HINT_SCHEDULES, cap, seed, 1, report)
     except (KeyboardInterrupt, _Stopped) as exc:
-        warm = exc.schedule if isinstance(exc, _Stopped) else warm
+        warm = exc.schedule if isinstance(exc, _Stopped) else (found[-1] if found else None)
         return _interrupted(problem, warm, lower)
 
     left = remaining()

@@ -70,7 +70,7 @@ def iteration(d: Data, swarm, pbest, pfit, gbest, params, ring, rng, work, best,
     px, pmk = pbest
     gx, gmk = gbest
     w, c1, c2, vmax, vmax_modes = params
-    start, mode, avail, used = work
+    start, mode, nodes, index = work
     best_value, best_start, best_mode = best
     size, n = x.shape
     order = np.empty(n, dtype=np.int64)
@@ -102,7 +102,7 @@ def iteration(d: Data, swarm, pbest, pfit, gbest, params, ring, rng, work, best,
             mk[p, t] = min(0.999999, max(0.0, mk[p, t] + vm[p, t]))
         _decode(d, x[p], mk[p], order, modes)
         value, passes = evaluate(
-            d, order, modes, start, mode, avail, used, allowance - spent, False
+            d, order, modes, start, mode, nodes, index, allowance - spent, False
         )
         spent += passes
         if value < np.inf:
@@ -187,7 +187,7 @@ def solve_pso(
     swarm = (x, mk, v, vm)
     pbest = (x.copy(), mk.copy())
     gbest = (x[0].copy(), mk[0].copy())
-    work = (dec.start, dec.mode, dec.avail, dec.used)
+    work = (dec.start, dec.mode, dec.nodes, dec.index)
     best = (np.full(1, np.inf), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64))
     params = (float(inertia), float(c1), float(c2), float(vmax), MODE_VMAX)
     it = restarts = idle = 0

@@ -77,18 +77,21 @@ def priorities(problem: Problem, rule: str) -> np.ndarray:
 
 
 class Decoder:
-    """Runs the compiled passes of one problem, reusing one availability array.
+    """Runs the compiled passes of one problem, reusing one capacity profile.
 
     Parameters
     ----------
     problem
         The problem; its arrays are compiled once.
+    capacity
+        The form of the capacity profile, ``k.TICKS`` or ``k.SKYLINE``; by default the
+        one that suits the problem (see :func:`solvers.sgs_numba.new_capacity`).
     """
 
-    def __init__(self, problem: Problem) -> None:
+    def __init__(self, problem: Problem, capacity: int | None = None) -> None:
         self.problem = problem
         self.data: Data = compile_problem(problem)
-        self.avail, self.used = k.new_avail(self.data)
+        self.nodes, self.index = k.new_capacity(self.data, capacity)
         self.start = np.zeros(self.data.n, dtype=np.int64)
         self.mode = np.zeros(self.data.n, dtype=np.int64)
 
@@ -112,14 +115,14 @@ class Decoder:
             np.asarray(pref, dtype=np.int64),
             self.start,
             self.mode,
-            self.avail,
-            self.used,
+            self.nodes,
+            self.index,
         )
         return int(status), int(task)
 
     def justify(self) -> int:
         """Forward-backward improvement of :attr:`start` / :attr:`mode`; returns passes used."""
-        return int(k.justify(self.data, self.start, self.mode, self.avail, self.used, 2))
+        return int(k.justify(self.data, self.start, self.mode, self.nodes, self.index, 2))
 
     def objective(self) -> float:
         """Objective of :attr:`start` / :attr:`mode`."""

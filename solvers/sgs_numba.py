@@ -1,10 +1,9 @@
 """Compiled schedule generation: serial and parallel SGS, justification, objective.
 
-Every kernel reads a :class:`~solvers.encoding.Data` tuple of tables. Capacity is
-kept in a per-tick availability array ``avail`` of shape ``(R, H + 1)``, ``H`` the
-serial horizon, that holds the capacity profile (windows included) minus the
-booked demands. ``used`` is a one-element array with the first tick no pass has
-touched yet, so that the next pass resets only ``[0, used)``.
+Every kernel reads a :class:`~solvers.encoding.Data` tuple of tables. The capacity
+left is a per-tick array for short horizons and an event-based profile (a skyline)
+otherwise, so that a pass costs what its segments cost, not what its horizon is (see
+:func:`new_capacity`).
 
 Mode choice (shared by every pass and by the plain-Python oracle of the tests): a
 mode is *allowed* when it fits the base capacity, its extra use of every budget
@@ -45,12 +44,73 @@ from solvers.encoding import (
 )
 
 BIG = np.int64(1) << np.int64(60)
-MAX_CELLS = 1 << 27
-"""Largest per-tick availability array (resources x ticks): 1 GiB of int64."""
+MAX_BUCKETS = 1 << 22
+"""Most buckets of the index over the capacity profile (32 MiB of int64)."""
+
+NODE_TIME, NODE_NEXT, NODE_AVAIL = 0, 1, 2
+"""Columns of the profile's node table: the tick the node starts at, the next node (-1
+after the last), from ``NODE_AVAIL`` on the capacity left per resource until the next
+node."""
+TICKS, SKYLINE = 0, 1
+"""The two forms of the capacity left (slot ``INDEX_KIND`` of the index says which)."""
+INDEX_KIND, INDEX_USED = 0, 1
+"""Slots of a per-tick profile's index: its form; the first tick no pass has touched
+yet, so that the next pass resets only the ticks before it."""
+INDEX_COUNT, INDEX_WIDTH, INDEX_TOUCHED, INDEX_ANCHOR = 1, 2, 3, 4
+"""Slots of a skyline's index after ``INDEX_KIND``: nodes in use, ticks per bucket, the
+last bucket a pass touched; from ``INDEX_ANCHOR`` on, per bucket, a node that starts at
+or before the bucket's first tick (the nearest one seen so far)."""
+MAX_CELLS = 1 << 24
+"""Largest per-tick profile (resources x ticks): 128 MiB of int64."""
+TICKS_PER_SEGMENT = 16
+"""Up to this mean segment duration the per-tick profile is faster than the skyline
+(J120, durations 1-10: twice as fast); above it, or above :data:`MAX_CELLS`, the
+skyline is used."""
+
+
+def new_capacity(d: Data, kind: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The capacity profile every pass of ``d`` reuses: its table and its index.
+
+    Two forms share one interface (:func:`place`, :func:`book`, :func:`_reset`):
+
+    - ``TICKS``: an array of the capacity left per resource and tick, shape
+      ``(R, H + 2)``, ``H`` the serial horizon. Checking a segment costs its ticks.
+    - ``SKYLINE``: a linked list of nodes, each the capacity left per resource from
+      its tick to the next node's. Booking a segment splits at most two nodes, so the
+      table holds two nodes per segment a pass books, plus the capacity windows; the
+      index maps buckets of ticks to nearby nodes, so that finding the node of a tick
+      costs a few steps whatever the horizon. A pass costs what its segments cost.
+
+    ``kind`` chooses the form; by default ``TICKS`` for short segments and horizons
+    (:data:`TICKS_PER_SEGMENT`, :data:`MAX_CELLS`), ``SKYLINE`` otherwise.
+    """
+    active = d.seg[:, SEG_ACTIVE] == 1
+    cells = (max(d.profile.shape[1], d.horizon) + 2) * max(d.n_res, 1)
+    if kind is None:
+        mean = d.seg[active, SEG_DURATION].mean() if active.any() else 0.0
+        kind = TICKS if cells <= MAX_CELLS and mean <= TICKS_PER_SEGMENT else SKYLINE
+    if kind == TICKS:
+        if cells > MAX_CELLS:
+            raise PlannerError(
+                f"the horizon of {d.horizon} ticks is too long for a per-tick capacity array"
+            )
+        avail = np.empty((d.n_res, cells // max(d.n_res, 1)), dtype=np.int64)
+        _fill(d, avail, 0, avail.shape[1], False, 0)
+        return avail, np.array([TICKS, 0], dtype=np.int64)
+    per_mode = np.add.reduceat(d.seg[:, SEG_ACTIVE], d.seg_start[:-1])
+    per_task = np.maximum.reduceat(per_mode, d.mode_start[:-1])
+    size = 4 + 2 * d.profile.shape[1] + 2 * int(per_task.sum())
+    buckets = min(MAX_BUCKETS, max(64, 2 * size))
+    nodes = np.zeros((size, NODE_AVAIL + d.n_res), dtype=np.int64)
+    index = np.zeros(INDEX_ANCHOR + buckets, dtype=np.int64)
+    index[INDEX_KIND] = SKYLINE
+    index[INDEX_WIDTH] = max(1, -(-(d.horizon + d.profile.shape[1] + 1) // buckets))
+    index[INDEX_TOUCHED] = buckets - 1
+    return nodes, index
 
 
 @njit(cache=True)
-def fill(d: Data, avail: np.ndarray, lo: int, hi: int, reverse: bool, T: int) -> None:
+def _fill(d: Data, avail: np.ndarray, lo: int, hi: int, reverse: bool, T: int) -> None:
     """Write the capacity of ticks ``[lo, hi)`` into ``avail`` (mirrored at ``T`` if reverse)."""
     prof = d.profile
     width = prof.shape[1]
@@ -60,39 +120,42 @@ def fill(d: Data, avail: np.ndarray, lo: int, hi: int, reverse: bool, T: int) ->
             avail[r, t] = prof[r, f] if 0 <= f < width else d.capacity[r]
 
 
-def new_avail(d: Data) -> tuple[np.ndarray, np.ndarray]:
-    """A fresh availability array long enough for every pass, and its ``used`` marker.
-
-    Raises
-    ------
-    PlannerError
-        If the per-tick array would pass :data:`MAX_CELLS` cells.
-    """
-    size = max(d.profile.shape[1], d.horizon) + 2
-    if size * max(d.n_res, 1) > MAX_CELLS:
-        raise PlannerError(
-            f"the horizon of {d.horizon} ticks is too long for the per-tick capacity array; "
-            "use a coarser time unit"
-        )
-    avail = np.empty((d.n_res, size), dtype=np.int64)
-    fill(d, avail, 0, size, False, 0)
-    return avail, np.zeros(1, dtype=np.int64)
+@njit(cache=True)
+def _reset(d: Data, table, index, reverse: bool, T: int) -> None:
+    """The capacity profile with nothing booked: windows included, mirrored at ``T`` when
+    ``reverse`` (tick ``t`` then has the capacity of tick ``T - 1 - t``)."""
+    if index[INDEX_KIND] == TICKS:
+        _fill(d, table, 0, min(max(index[INDEX_USED], T), table.shape[1]), reverse, T)
+        index[INDEX_USED] = max(index[INDEX_USED], T)
+    else:
+        _sky_reset(d, table, index, reverse, T)
 
 
 @njit(cache=True)
-def _reset(d: Data, avail, used, reverse: bool, T: int) -> None:
-    fill(d, avail, 0, min(max(used[0], T), avail.shape[1]), reverse, T)
-    used[0] = max(used[0], T)
+def place(table, index, seg_start, seg, m, dur_m, est, limit, reverse):
+    """Earliest start >= ``est`` at which every segment of mode ``m`` fits the capacity left.
+
+    The search gives up, returning a start that finishes after ``limit``, once the mode
+    can no longer finish by ``limit``. Segments are mirrored within the mode when
+    ``reverse``.
+    """
+    if index[INDEX_KIND] == TICKS:
+        return _tick_place(table, seg_start, seg, m, dur_m, est, limit, reverse)
+    return _sky_place(table, index, seg_start, seg, m, dur_m, est, limit, reverse)
 
 
 @njit(cache=True)
-def place(avail, seg_start, seg, m, dur_m, est, limit, reverse):
-    """Earliest start >= ``est`` at which every tick of every segment of mode ``m`` fits.
+def book(table, index, seg_start, seg, m, dur_m, start, reverse) -> None:
+    """Take the demands of mode ``m`` started at ``start`` off the capacity left."""
+    if index[INDEX_KIND] == TICKS:
+        _tick_book(table, index, seg_start, seg, m, dur_m, start, reverse)
+    else:
+        _sky_book(table, index, seg_start, seg, m, dur_m, start, reverse)
 
-    The search gives up, returning a start that finishes after ``limit``, once
-    the mode can no longer finish by ``limit``. Segments are mirrored within
-    the mode when ``reverse``.
-    """
+
+@njit(cache=True, inline="always")
+def _tick_place(avail, seg_start, seg, m, dur_m, est, limit, reverse):
+    """:func:`place` on a per-tick profile: a clash moves the start past the clashing tick."""
     n_res = avail.shape[0]
     t = est
     while t + dur_m <= limit:
@@ -120,9 +183,9 @@ def place(avail, seg_start, seg, m, dur_m, est, limit, reverse):
     return t
 
 
-@njit(cache=True)
-def book(avail, seg_start, seg, m, dur_m, start, reverse) -> None:
-    """Take the demands of mode ``m`` started at ``start`` off ``avail``."""
+@njit(cache=True, inline="always")
+def _tick_book(avail, index, seg_start, seg, m, dur_m, start, reverse) -> None:
+    """:func:`book` on a per-tick profile."""
     n_res = avail.shape[0]
     for s in range(seg_start[m], seg_start[m + 1]):
         if seg[s, SEG_ACTIVE] == 0:
@@ -135,6 +198,146 @@ def book(avail, seg_start, seg, m, dur_m, start, reverse) -> None:
             if q:
                 for tau in range(lo, lo + dur):
                     avail[r, tau] -= q
+    index[INDEX_USED] = max(index[INDEX_USED], start + dur_m)
+
+
+@njit(cache=True)
+def _append(nodes, index, t, prof, col, capacity) -> int:
+    """Append a node at tick ``t`` with the capacity of profile column ``col`` (base
+    capacity when ``col`` is outside the profile); returns its number."""
+    k = index[INDEX_COUNT]
+    index[INDEX_COUNT] = k + 1
+    nodes[k, NODE_TIME] = t
+    nodes[k, NODE_NEXT] = -1
+    for r in range(capacity.shape[0]):
+        nodes[k, NODE_AVAIL + r] = prof[r, col] if 0 <= col < prof.shape[1] else capacity[r]
+    if k > 0:
+        nodes[k - 1, NODE_NEXT] = k
+    return k
+
+
+@njit(cache=True)
+def _same_column(prof, a, b, capacity) -> bool:
+    for r in range(capacity.shape[0]):
+        x = prof[r, a] if 0 <= a < prof.shape[1] else capacity[r]
+        y = prof[r, b] if 0 <= b < prof.shape[1] else capacity[r]
+        if x != y:
+            return False
+    return True
+
+
+@njit(cache=True)
+def _sky_reset(d: Data, nodes, index, reverse: bool, T: int) -> None:
+    """:func:`_reset` of a skyline."""
+    prof, capacity = d.profile, d.capacity
+    width = prof.shape[1]
+    index[INDEX_COUNT] = 0
+    if reverse:
+        # Mirrored, the windows lie in (T - width, T]; before and after, the base capacity.
+        lo = max(0, T - width)
+        _append(nodes, index, 0, prof, T - 1, capacity)
+        for t in range(max(1, lo), T + 1):
+            if not _same_column(prof, T - 1 - t, T - t, capacity):
+                _append(nodes, index, t, prof, T - 1 - t, capacity)
+    else:
+        _append(nodes, index, 0, prof, 0, capacity)
+        for t in range(1, width + 1):
+            if not _same_column(prof, t, t - 1, capacity):
+                _append(nodes, index, t, prof, t, capacity)
+    for b in range(index[INDEX_TOUCHED] + 1):
+        index[INDEX_ANCHOR + b] = 0
+    index[INDEX_TOUCHED] = 0
+
+
+@njit(cache=True, inline="always")
+def _find(nodes, index, x) -> int:
+    """The node whose span holds tick ``x``; the bucket's anchor moves to the nearest node
+    at or before the bucket's first tick that the walk passes."""
+    width = index[INDEX_WIDTH]
+    b = min(x // width, index.shape[0] - INDEX_ANCHOR - 1)
+    first = b * width
+    k = index[INDEX_ANCHOR + b]
+    while True:
+        nxt = nodes[k, NODE_NEXT]
+        if nxt < 0 or nodes[nxt, NODE_TIME] > x:
+            return k
+        k = nxt
+        if nodes[k, NODE_TIME] <= first:
+            index[INDEX_ANCHOR + b] = k
+            # The next reset must clear this anchor: node numbers are reused.
+            index[INDEX_TOUCHED] = max(index[INDEX_TOUCHED], b)
+
+
+@njit(cache=True, inline="always")
+def _sky_place(nodes, index, seg_start, seg, m, dur_m, est, limit, reverse):
+    """:func:`place` on a skyline: a clash moves the start past the node that clashes."""
+    n_res = nodes.shape[1] - NODE_AVAIL
+    t = est
+    while t + dur_m <= limit:
+        moved = False
+        for s in range(seg_start[m], seg_start[m + 1]):
+            if seg[s, SEG_ACTIVE] == 0:
+                continue
+            dur = seg[s, SEG_DURATION]
+            off = dur_m - seg[s, SEG_OFFSET] - dur if reverse else seg[s, SEG_OFFSET]
+            lo = t + off
+            k = _find(nodes, index, lo)
+            while k >= 0 and nodes[k, NODE_TIME] < lo + dur:
+                nxt = nodes[k, NODE_NEXT]
+                clash = False
+                for r in range(n_res):
+                    if seg[s, SEG_DEMAND + r] > nodes[k, NODE_AVAIL + r]:
+                        clash = True
+                        break
+                if clash:
+                    # Past this node: its capacity stays short until the next node.
+                    t = (nodes[nxt, NODE_TIME] if nxt >= 0 else BIG) - off
+                    moved = True
+                    break
+                k = nxt
+            if moved:
+                break
+        if not moved:
+            return t
+    return t
+
+
+@njit(cache=True, inline="always")
+def _split(nodes, index, k, t) -> int:
+    """A new node at tick ``t`` inside node ``k``'s span, with its capacity; returns it."""
+    j = index[INDEX_COUNT]
+    index[INDEX_COUNT] = j + 1
+    nodes[j, NODE_TIME] = t
+    nodes[j, NODE_NEXT] = nodes[k, NODE_NEXT]
+    nodes[j, NODE_AVAIL:] = nodes[k, NODE_AVAIL:]
+    nodes[k, NODE_NEXT] = j
+    return j
+
+
+@njit(cache=True, inline="always")
+def _sky_book(nodes, index, seg_start, seg, m, dur_m, start, reverse) -> None:
+    """:func:`book` on a skyline."""
+    n_res = nodes.shape[1] - NODE_AVAIL
+    for s in range(seg_start[m], seg_start[m + 1]):
+        if seg[s, SEG_ACTIVE] == 0:
+            continue
+        dur = seg[s, SEG_DURATION]
+        off = dur_m - seg[s, SEG_OFFSET] - dur if reverse else seg[s, SEG_OFFSET]
+        lo = start + off
+        hi = lo + dur
+        k = _find(nodes, index, lo)
+        if nodes[k, NODE_TIME] < lo:
+            k = _split(nodes, index, k, lo)
+        while k >= 0 and nodes[k, NODE_TIME] < hi:
+            nxt = nodes[k, NODE_NEXT]
+            if nxt < 0 or nodes[nxt, NODE_TIME] > hi:
+                nxt = _split(nodes, index, k, hi)
+            for r in range(n_res):
+                nodes[k, NODE_AVAIL + r] -= seg[s, SEG_DEMAND + r]
+            k = nxt
+        index[INDEX_TOUCHED] = max(
+            index[INDEX_TOUCHED], min(hi // index[INDEX_WIDTH], index.shape[0] - INDEX_ANCHOR - 1)
+        )
 
 
 @njit(cache=True, inline="always")
@@ -150,7 +353,9 @@ def _allowed(mode, m, left, key) -> bool:
 
 
 @njit(cache=True, inline="always")
-def _candidate(avail, seg_start, seg, mode_start, mode, i, pref, est, limit, left, key, plain):
+def _candidate(
+    nodes, index, seg_start, seg, mode_start, mode, i, pref, est, limit, left, key, plain
+):
     """Mode and start for task ``i`` (see the module docstring); mode -1 if none is allowed.
 
     ``plain`` passes say that no budget is overdrawn and ``key`` < 0 that the task's
@@ -158,10 +363,12 @@ def _candidate(avail, seg_start, seg, mode_start, mode, i, pref, est, limit, lef
     """
     lo, hi = mode_start[i], mode_start[i + 1]
     if plain and hi - lo == 1 and key < 0:
-        return lo, place(avail, seg_start, seg, lo, mode[lo, MODE_DURATION], est, limit, False)
+        return lo, place(
+            nodes, index, seg_start, seg, lo, mode[lo, MODE_DURATION], est, limit, False
+        )
     if pref >= 0 and _allowed(mode, pref, left, key):
         return pref, place(
-            avail, seg_start, seg, pref, mode[pref, MODE_DURATION], est, limit, False
+            nodes, index, seg_start, seg, pref, mode[pref, MODE_DURATION], est, limit, False
         )
     if pref >= 0:
         best, best_use, best_dur = -1, BIG, BIG
@@ -176,13 +383,13 @@ def _candidate(avail, seg_start, seg, mode_start, mode, i, pref, est, limit, lef
                 best, best_use, best_dur = m, use, dur
         if best < 0:
             return -1, 0
-        return best, place(avail, seg_start, seg, best, best_dur, est, limit, False)
+        return best, place(nodes, index, seg_start, seg, best, best_dur, est, limit, False)
     best, best_t, best_end = -1, 0, BIG
     for m in range(lo, hi):
         if not _allowed(mode, m, left, key):
             continue
         dur = mode[m, MODE_DURATION]
-        t = place(avail, seg_start, seg, m, dur, est, limit, False)
+        t = place(nodes, index, seg_start, seg, m, dur, est, limit, False)
         if t + dur < best_end:
             best, best_t, best_end = m, t, t + dur
     return best, best_t
@@ -210,10 +417,10 @@ def _job_key(task, i, job_key) -> int:
 
 
 @njit(cache=True, inline="always")
-def _commit(avail, seg_start, seg, mode, task, i, m, t, left, job_key, start, chosen, used):
+def _commit(nodes, index, seg_start, seg, mode, task, i, m, t, left, job_key, start, chosen):
     """Book mode ``m`` of task ``i`` at ``t``: capacity, budgets, placement, the schedule."""
     dur_m = mode[m, MODE_DURATION]
-    book(avail, seg_start, seg, m, dur_m, t, False)
+    book(nodes, index, seg_start, seg, m, dur_m, t, False)
     for k in range(left.shape[0]):
         left[k] -= mode[m, MODE_EXTRA + k]
     job = task[i, TASK_JOB]
@@ -222,7 +429,6 @@ def _commit(avail, seg_start, seg, mode, task, i, m, t, left, job_key, start, ch
         job_key[job] = key
     start[i] = t
     chosen[i] = m
-    used[0] = max(used[0], t + dur_m)
 
 
 @njit(cache=True)
@@ -235,13 +441,13 @@ def _plain(left) -> bool:
 
 
 @njit(cache=True)
-def serial_pass(d: Data, order, pref, start, chosen, avail, used):
+def serial_pass(d: Data, order, pref, start, chosen, nodes, index):
     """Serial SGS over the activity list ``order`` with preferred modes ``pref``.
 
     Fills ``start`` and ``chosen`` (the global mode per task); returns
     ``(status, task)``, ``task`` being the one at which a failed pass stopped.
     """
-    _reset(d, avail, used, False, 0)
+    _reset(d, nodes, index, False, 0)
     left = d.slack.copy()
     job_key = np.full(d.job_colocate.shape[0], -1, dtype=np.int64)
     pred_ptr, pred, task = d.pred_ptr, d.pred, d.task
@@ -253,26 +459,26 @@ def serial_pass(d: Data, order, pref, start, chosen, avail, used):
         deadline = task[i, TASK_DEADLINE]
         limit = deadline if deadline >= 0 else BIG
         m, t = _candidate(
-            avail, seg_start, seg, mode_start, mode, i, pref[i], est, limit, left,
+            nodes, index, seg_start, seg, mode_start, mode, i, pref[i], est, limit, left,
             _job_key(task, i, job_key), plain,
         )  # fmt: skip
         if m < 0:
             return FAIL_MODE, i
         if deadline >= 0 and t + mode[m, MODE_DURATION] > deadline:
             return FAIL_DEADLINE, i
-        _commit(avail, seg_start, seg, mode, task, i, m, t, left, job_key, start, chosen, used)
+        _commit(nodes, index, seg_start, seg, mode, task, i, m, t, left, job_key, start, chosen)
     return OK, -1
 
 
 @njit(cache=True)
-def parallel_pass(d: Data, order, pref, start, chosen, avail, used):
+def parallel_pass(d: Data, order, pref, start, chosen, nodes, index):
     """Parallel (non-delay) SGS: at each step the eligible task that can start first.
 
     Among eligible tasks (all predecessors scheduled), the one whose earliest
     feasible start (not before the last decision time) is smallest is taken,
     ties going to the task earlier in ``order``. Same returns as :func:`serial_pass`.
     """
-    _reset(d, avail, used, False, 0)
+    _reset(d, nodes, index, False, 0)
     n = d.n
     left = d.slack.copy()
     job_key = np.full(d.job_colocate.shape[0], -1, dtype=np.int64)
@@ -299,7 +505,7 @@ def parallel_pass(d: Data, order, pref, start, chosen, avail, used):
             deadline = task[i, TASK_DEADLINE]
             limit = deadline if deadline >= 0 else BIG
             m, t = _candidate(
-                avail, seg_start, seg, mode_start, mode, i, pref[i], est, limit, left,
+                nodes, index, seg_start, seg, mode_start, mode, i, pref[i], est, limit, left,
                 _job_key(task, i, job_key), plain,
             )  # fmt: skip
             if m < 0:
@@ -310,8 +516,8 @@ def parallel_pass(d: Data, order, pref, start, chosen, avail, used):
         if deadline >= 0 and best_t + mode[best_m, MODE_DURATION] > deadline:
             return FAIL_DEADLINE, best
         _commit(
-            avail, seg_start, seg, mode, task, best, best_m, best_t, left, job_key, start,
-            chosen, used,
+            nodes, index, seg_start, seg, mode, task, best, best_m, best_t, left, job_key,
+            start, chosen,
         )  # fmt: skip
         now = best_t
         n_elig -= 1
@@ -346,7 +552,7 @@ def objective(d: Data, start: np.ndarray, chosen: np.ndarray) -> float:
 
 
 @njit(cache=True)
-def _backward_pass(d: Data, start, chosen, out, avail, used) -> bool:
+def _backward_pass(d: Data, start, chosen, out, nodes, index) -> bool:
     """Right-justify: tasks by decreasing finish, as late as possible before the makespan.
 
     Writes the new starts into ``out``; returns whether every task fitted.
@@ -360,7 +566,7 @@ def _backward_pass(d: Data, start, chosen, out, avail, used) -> bool:
         fin[i] = start[i] + mode[chosen[i], MODE_DURATION]
         T = max(T, fin[i])
     order = keys_to_order(d, -fin, True)
-    _reset(d, avail, used, True, T)
+    _reset(d, nodes, index, True, T)
     rs = np.empty(n, dtype=np.int64)
     for k in range(n):
         i = order[k]
@@ -376,10 +582,10 @@ def _backward_pass(d: Data, start, chosen, out, avail, used) -> bool:
                 v -= di
             est = max(est, v)
         limit = T - task[i, TASK_RELEASE]
-        t = place(avail, seg_start, seg, m, di, est, limit, True)
+        t = place(nodes, index, seg_start, seg, m, di, est, limit, True)
         if t + di > limit:
             return False
-        book(avail, seg_start, seg, m, di, t, True)
+        book(nodes, index, seg_start, seg, m, di, t, True)
         rs[i] = t
     for i in range(n):
         out[i] = T - rs[i] - mode[chosen[i], MODE_DURATION]
@@ -387,7 +593,7 @@ def _backward_pass(d: Data, start, chosen, out, avail, used) -> bool:
 
 
 @njit(cache=True)
-def justify(d: Data, start, chosen, avail, used, allowance: int) -> int:
+def justify(d: Data, start, chosen, nodes, index, allowance: int) -> int:
     """Forward-backward improvement of a schedule, in place when it is no worse.
 
     Runs a backward pass, then a forward pass in the order of the backward
@@ -397,12 +603,12 @@ def justify(d: Data, start, chosen, avail, used, allowance: int) -> int:
     if allowance < 1:
         return 0
     back = np.empty(d.n, dtype=np.int64)
-    if not _backward_pass(d, start, chosen, back, avail, used) or allowance < 2:
+    if not _backward_pass(d, start, chosen, back, nodes, index) or allowance < 2:
         return 1
     order = keys_to_order(d, back, False)
     new_start = np.empty(d.n, dtype=np.int64)
     new_mode = np.empty(d.n, dtype=np.int64)
-    status, _ = serial_pass(d, order, chosen, new_start, new_mode, avail, used)
+    status, _ = serial_pass(d, order, chosen, new_start, new_mode, nodes, index)
     if status == OK and objective(d, new_start, new_mode) <= objective(d, start, chosen):
         start[:] = new_start
         chosen[:] = new_mode
@@ -410,22 +616,22 @@ def justify(d: Data, start, chosen, avail, used, allowance: int) -> int:
 
 
 @njit(cache=True)
-def evaluate(d: Data, order, pref, start, chosen, avail, used, allowance: int, parallel: bool):
+def evaluate(d: Data, order, pref, start, chosen, nodes, index, allowance: int, parallel: bool):
     """Decode an activity list and mode list, then justify; at most ``allowance`` passes.
 
     On success ``order`` is rewritten as the final start order (ties kept in
-    list order) and ``pref`` as the modes used, so that the encoding learns from
+    list order) and ``pref`` as the modes index, so that the encoding learns from
     the justification. Returns ``(objective or inf, passes)``.
     """
     if allowance < 1:
         return np.inf, 0
     if parallel:
-        status, _ = parallel_pass(d, order, pref, start, chosen, avail, used)
+        status, _ = parallel_pass(d, order, pref, start, chosen, nodes, index)
     else:
-        status, _ = serial_pass(d, order, pref, start, chosen, avail, used)
+        status, _ = serial_pass(d, order, pref, start, chosen, nodes, index)
     if status != OK:
         return np.inf, 1
-    passes = 1 + justify(d, start, chosen, avail, used, allowance - 1)
+    passes = 1 + justify(d, start, chosen, nodes, index, allowance - 1)
     rank = np.empty(d.n, dtype=np.int64)
     for k in range(d.n):
         rank[order[k]] = k

@@ -24,7 +24,7 @@ from models.milp import (
     solve_milp,
 )
 from planner.model import Problem
-from planner.result import Progress, Result
+from planner.result import Progress, Result, Status
 from planner.schedule import Schedule
 from solvers.sgs import RULES, priorities, serial_sgs
 
@@ -36,9 +36,14 @@ HEURISTIC_SHARE = 0.1
 
 
 def best_serial_schedule(
-    problem: Problem, seed: int, seconds: float | None, size_check: Callable[[Schedule], None]
-) -> Schedule | None:
-    """The best of serial SGS passes (rules, then perturbed rules) within ``seconds``.
+    problem: Problem,
+    seed: int,
+    seconds: float | None,
+    size_check: Callable[[Schedule], None],
+    found: list[Schedule],
+) -> None:
+    """Append to ``found`` each better schedule of serial SGS passes (rules, then perturbed
+    rules) within ``seconds``; the last one is the best (and stays there after Ctrl-C).
 
     ``size_check`` sees the first schedule found, before any further pass runs.
     """
@@ -60,7 +65,22 @@ def best_serial_schedule(
             size_check(schedule)
         if best is None or schedule.objective(problem) < best.objective(problem):
             best = schedule
-    return best
+            found.append(schedule)
+
+
+def _stopped(problem: Problem, best: Schedule | None) -> Result:
+    """The result of a solve stopped by Ctrl-C during the SGS passes."""
+    reason = "stopped by Ctrl-C during the SGS passes"
+    if best is None:
+        return Result("milp", Status.UNKNOWN, reason=reason, interrupted=True)
+    return Result(
+        "milp",
+        Status.FEASIBLE,
+        best,
+        objective=best.objective(problem),
+        reason=f"{reason}; the best schedule so far is returned",
+        interrupted=True,
+    )
 
 
 def solve_warm_milp(
@@ -110,9 +130,14 @@ def solve_warm_milp(
         check_size(problem, milp_windows(problem, schedule), max_variables, max_memory_gb)
 
     seconds = None if time_limit is None else HEURISTIC_SHARE * time_limit
-    start = best_serial_schedule(problem, seed, seconds, size_check)
+    found: list[Schedule] = []
+    try:
+        best_serial_schedule(problem, seed, seconds, size_check, found)
+    except KeyboardInterrupt:
+        return _stopped(problem, found[-1] if found else None)
+    start = found[-1] if found else None
     left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
-    result = solve_milp(
+    return solve_milp(
         problem,
         time_limit=left,
         workers=workers,
@@ -124,4 +149,3 @@ def solve_warm_milp(
         max_memory_gb=max_memory_gb,
         initial_solution=start,
     )
-    return result
