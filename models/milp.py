@@ -307,17 +307,22 @@ def _in_thread(work: Callable[[], object], cancel: Callable[[], object]) -> None
 
 
 def _interrupted(problem: Problem, start: Schedule | None) -> Result:
-    """The result of a solve stopped by Ctrl-C (model building or the backend): the initial
-    solution."""
-    reason = "stopped by Ctrl-C before the MILP backend finished"
-    if start is None:
+    """The result of a solve stopped by Ctrl-C (model building or the backend)."""
+    return interrupted_result(
+        problem, start, "stopped by Ctrl-C before the MILP backend finished", "the initial solution"
+    )
+
+
+def interrupted_result(problem: Problem, best: Schedule | None, reason: str, what: str) -> Result:
+    """A ``milp`` result stopped by Ctrl-C: ``best`` (``what`` names it), if there is one."""
+    if best is None:
         return Result("milp", Status.UNKNOWN, reason=reason, interrupted=True)
     return Result(
         "milp",
         Status.FEASIBLE,
-        start,
-        objective=start.objective(problem),
-        reason=f"{reason}; the initial solution is returned",
+        best,
+        objective=best.objective(problem),
+        reason=f"{reason}; {what} is returned",
         interrupted=True,
     )
 

@@ -20,11 +20,12 @@ from models.milp import (
     MAX_VARIABLES,
     Backend,
     check_size,
+    interrupted_result,
     milp_windows,
     solve_milp,
 )
 from planner.model import Problem
-from planner.result import Progress, Result, Status
+from planner.result import Progress, Result
 from planner.schedule import Schedule
 from solvers.sgs import RULES, priorities, serial_sgs
 
@@ -66,21 +67,6 @@ def best_serial_schedule(
         if best is None or schedule.objective(problem) < best.objective(problem):
             best = schedule
             found.append(schedule)
-
-
-def _stopped(problem: Problem, best: Schedule | None) -> Result:
-    """The result of a solve stopped by Ctrl-C during the SGS passes."""
-    reason = "stopped by Ctrl-C during the SGS passes"
-    if best is None:
-        return Result("milp", Status.UNKNOWN, reason=reason, interrupted=True)
-    return Result(
-        "milp",
-        Status.FEASIBLE,
-        best,
-        objective=best.objective(problem),
-        reason=f"{reason}; the best schedule so far is returned",
-        interrupted=True,
-    )
 
 
 def solve_warm_milp(
@@ -134,7 +120,9 @@ def solve_warm_milp(
     try:
         best_serial_schedule(problem, seed, seconds, size_check, found)
     except KeyboardInterrupt:
-        return _stopped(problem, found[-1] if found else None)
+        best = found[-1] if found else None
+        reason = "stopped by Ctrl-C during the SGS passes"
+        return interrupted_result(problem, best, reason, "the best schedule so far")
     start = found[-1] if found else None
     left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
     return solve_milp(
