@@ -1,7 +1,7 @@
 """Proofs of infeasibility found before any solver runs.
 
 Each check raises :class:`~planner.errors.InfeasibleError` naming the cause and
-the place: a precedence cycle, a task none of whose modes fits the capacity, a
+the place: a precedence cycle, a task none of whose modes fits the capacity (or enough nodes), a
 task window too short for the task, a budget below the least possible use, a
 colocated job with no common placement.
 """
@@ -29,21 +29,35 @@ def check_feasibility(problem: Problem) -> None:
     _colocation(problem)
 
 
-def _fits(mode: Mode, caps: dict[str, int]) -> str | None:
-    """Name of a resource the mode demands above its largest capacity, or ``None``."""
+def _fits(mode: Mode, caps: dict[str, int], problem: Problem) -> str | None:
+    """What the mode demands above what the problem offers, or ``None``.
+
+    Cluster-wide resources are compared with their largest capacity; a mode on ``k``
+    nodes needs ``k`` nodes (of its type) each of which holds its demand per node.
+    """
+    local: dict[str, int] = {}
     for seg in mode.segments:
         if seg.duration == 0:
             continue
         for res, q in seg.demand.items():
-            if q > caps[res]:
+            if res not in caps:
+                local[res] = max(local.get(res, 0), q)
+            elif q > caps[res]:
                 return f"{res} (demand {q}, capacity {caps[res]})"
+    if mode.nodes:
+        typed = [n for n in problem.nodes if mode.node_type in (None, n.type)]
+        hold = [n for n in typed if all(n.capacity.get(r, 0) >= q for r, q in local.items())]
+        if len(hold) < mode.nodes:
+            need = ", ".join(f"{r}: {q}" for r, q in local.items())
+            kind = "nodes" if mode.node_type is None else f"nodes of type {mode.node_type!r}"
+            return f"{mode.nodes} {kind} with {need} each (only {len(hold)} hold it)"
     return None
 
 
 def _capacity(problem: Problem) -> None:
     caps = {r.name: r.max_capacity for r in problem.renewables}
     for i, task in enumerate(problem.tasks):
-        over = [_fits(m, caps) for m in task.modes]
+        over = [_fits(m, caps, problem) for m in task.modes]
         if all(over):
             which = "its mode demands" if len(over) == 1 else "every mode demands"
             raise InfeasibleError(

@@ -7,9 +7,12 @@ Resources. With ``placement: pooled`` (the default) there is one renewable
 resource per kind (``gpu``, ``cpu``, ``mem``, ``io``, ``net``, ``gpu_mem``),
 capacities summed over the nodes; a cluster with several GPU types gets one GPU
 pool per type (``gpu.v100``, ``gpu.k80``, ...). With ``placement: node`` every
-node has resources of its own (``node3.gpu``, ...), every task has a mode per
-node that can hold it, and each job is colocated: all its tasks on one node.
-Kinds no node declares are not modelled.
+node is a node of the problem with its own capacities (``gpu``, ``cpu``, ...; its
+GPU type as the node's type on a heterogeneous cluster) and the solvers choose
+the nodes of every task: a job of ``g`` GPUs on nodes of ``G`` GPUs runs on one
+node when ``g <= G``, otherwise on ``ceil(g / G)`` whole nodes (a gang) with its
+demands split evenly over them (rounded up). Each job is colocated: all its
+tasks run on the same nodes. Kinds no node declares are not modelled.
 
 Jobs. A training job is ``iterations`` repetitions (or ``duration`` seconds) of
 a per-iteration stage profile: data loading (storage I/O and CPU), GPU
@@ -217,17 +220,8 @@ class _Compiler:
     def gpu_kind(self, gpu_type: str | None) -> str:
         return f"gpu.{gpu_type}" if self.hetero else "gpu"
 
-    def sites(self) -> list[tuple[str | None, dict[str, int], str | None]]:
-        """Where tasks run: (placement key, capacity per resource name, GPU type)."""
-        if self.inst.placement == "node":
-            out = []
-            for name, node in self.inst.cluster.node_names():
-                caps = {"gpu": node.gpu}
-                caps.update(
-                    {k: getattr(node, k) for k in KINDS[1:] if getattr(node, k) is not None}
-                )
-                out.append((name, {f"{name}.{k}": v for k, v in caps.items()}, node.gpu_type))
-            return out
+    def pooled(self) -> dict[str, int]:
+        """Capacity per pooled resource: each kind summed over the nodes (GPUs per type)."""
         caps: dict[str, int] = {}
         for node in self.inst.cluster.nodes:
             for kind in KINDS:
@@ -236,7 +230,31 @@ class _Compiler:
                     continue
                 key = self.gpu_kind(node.gpu_type) if kind == "gpu" else kind
                 caps[key] = caps.get(key, 0) + value * node.count
-        return [(None, caps, None)]
+        return caps
+
+    def nodes(self) -> list[dict[str, Any]]:
+        """The problem's nodes (placed form): capacity per kind, the GPU type as the type."""
+        out = []
+        for name, node in self.inst.cluster.node_names():
+            caps = {k: getattr(node, k) for k in KINDS if getattr(node, k) is not None}
+            entry: dict[str, Any] = {"name": name, "capacity": caps}
+            if self.hetero:
+                entry["type"] = node.gpu_type
+            out.append(entry)
+        return out
+
+    def gang(self, i: int, job: TrainingJob, gpus: int, gpu_type: str | None) -> int | None:
+        """Nodes a run on ``gpus`` GPUs of ``gpu_type`` takes (placed form); None if too few."""
+        sizes = [
+            n.gpu
+            for _, n in self.inst.cluster.node_names()
+            if n.gpu and (gpu_type is None or n.gpu_type == gpu_type)
+        ]
+        per_node = max(sizes, default=0)
+        if not per_node:
+            return None
+        k = 1 if gpus <= per_node else -(-gpus // per_node)
+        return k if k <= len(sizes) else None
 
     def profile(self, i: int, job: TrainingJob, gpus: int) -> tuple[StageTimes, str | None, bool]:
         """Stage times for ``gpus`` GPUs, the Gavel family, and whether they are catalog times."""
@@ -306,16 +324,15 @@ class _Compiler:
         return max(job.blocks, math.ceil(round(job.duration / first.iteration, 9)))  # type: ignore[operator]
 
     def problem(self) -> Problem:
-        sites = self.sites()
-        resources: dict[str, int] = {}
-        for _, caps, _ in sites:
-            resources.update(caps)
+        placed = self.inst.placement == "node"
+        resources = {} if placed else self.pooled()
+        kinds = {k for n in self.nodes() for k in n["capacity"]} if placed else set(resources)
         tasks: list[dict[str, Any]] = []
         precs: list[dict[str, Any]] = []
         for i, job in enumerate(self.inst.jobs):
             configs = self.configs(i, job)
             iters = self.iterations(job, configs[0][3].on(configs[0][4]))
-            chain = self.job_chain(i, job, configs, iters, sites, resources)
+            chain = self.job_chain(i, job, configs, iters, kinds)
             for k, task in enumerate(chain):
                 task["job"] = job.name
                 if k == 0 and job.release:
@@ -329,11 +346,11 @@ class _Compiler:
             "time_unit": self.inst.time_unit,
             "objective": self.inst.objective,
             "resources": [{"name": k, "capacity": v} for k, v in resources.items()],
+            **({"nodes": self.nodes()} if placed else {}),
             "tasks": tasks,
             "precedences": precs,
             "jobs": [
-                {"name": j.name, "weight": j.weight, "colocate": self.inst.placement == "node"}
-                for j in self.inst.jobs
+                {"name": j.name, "weight": j.weight, "colocate": placed} for j in self.inst.jobs
             ],
         }
         from planner.instance import validated
@@ -346,76 +363,79 @@ class _Compiler:
         job: TrainingJob,
         configs: list[tuple[str, int, str | None, StageTimes, float]],
         iters: int,
-        sites: list[tuple[str | None, dict[str, int], str | None]],
-        resources: dict[str, int],
+        kinds: set[str],
     ) -> list[dict[str, Any]]:
+        placed = self.inst.placement == "node"
         chain: list[dict[str, Any]] = []
         base, extra = divmod(iters, job.blocks)
-        if job.stage_in:
-            chain.append(self.io_task(f"{job.name}/stage-in", job.stage_in, job.gpus, sites))
+        modes_of: list[list[dict[str, Any]]] = []
         for b in range(job.blocks):
             n = base + (b < extra)
             modes = []
             for label, g, gpu_type, times, factor in configs:
-                held = g * job.gpu_mem_per_gpu
+                k = self.gang(i, job, g, gpu_type) if placed else 0
+                if k is None:
+                    continue
+                share = -(-g // k) if k else g
+                held = share * job.gpu_mem_per_gpu
                 per_stage = {
-                    "data": ({"io": g, "cpu": g * job.cpu_per_gpu, "gpu_mem": held}, times.data),
-                    "gpu": ({"gpu": g, "gpu_mem": held}, times.gpu * factor),
-                    "sync": ({"net": g, "gpu_mem": held}, times.sync),
+                    "data": (
+                        {"io": share, "cpu": share * job.cpu_per_gpu, "gpu_mem": held},
+                        times.data,
+                    ),
+                    "gpu": ({"gpu": share, "gpu_mem": held}, times.gpu * factor),
+                    "sync": ({"net": share, "gpu_mem": held}, times.sync),
                 }
-                for key, caps, site_type in sites:
-                    if key is not None and gpu_type is not None and site_type != gpu_type:
-                        continue
-                    segments = []
-                    for stage, (demand, seconds) in per_stage.items():
-                        named = {
-                            self.resource(kind, key, gpu_type): q for kind, q in demand.items()
+                segments = []
+                for stage, (demand, seconds) in per_stage.items():
+                    named = {self.resource(kind, placed, gpu_type): q for kind, q in demand.items()}
+                    segments.append(
+                        {
+                            "name": stage,
+                            "duration": self.ticks(n * seconds),
+                            "demand": {r: q for r, q in named.items() if r in kinds and q},
                         }
-                        segments.append(
-                            {
-                                "name": stage,
-                                "duration": self.ticks(n * seconds),
-                                "demand": {r: q for r, q in named.items() if r in resources and q},
-                            }
-                        )
-                    if key is not None and any(
-                        q > caps[r] for s in segments for r, q in s["demand"].items()
-                    ):
-                        continue
-                    mode: dict[str, Any] = {"segments": segments}
-                    mode["name"] = label if key is None else f"{label}@{key}"
-                    if key is not None:
-                        mode["placement"] = key
-                    modes.append(mode)
+                    )
+                mode: dict[str, Any] = {"name": label, "segments": segments}
+                if k:
+                    mode["nodes"] = k
+                    if self.hetero:
+                        mode["node_type"] = gpu_type
+                modes.append(mode)
             if not modes:
+                have = sum(n.gpu * n.count for n in self.inst.cluster.nodes)
                 raise InputError(
-                    f"job {job.name!r} fits on no node (it needs {job.gpus} GPUs on one node)",
-                    place=f"jobs[{i}]",
+                    f"job {job.name!r} needs {job.gpus} GPUs on whole nodes; the cluster has "
+                    f"{have} GPUs",
+                    place=f"jobs[{i}].gpus",
                 )
+            modes_of.append(modes)
+        first = modes_of[0][0]
+        if job.stage_in:
+            chain.append(self.io_task(f"{job.name}/stage-in", job.stage_in, first, kinds))
+        for b, modes in enumerate(modes_of):
             chain.append({"name": f"{job.name}/block{b + 1}", "modes": modes})
         if job.checkpoint:
-            chain.append(self.io_task(f"{job.name}/checkpoint", job.checkpoint, job.gpus, sites))
+            chain.append(self.io_task(f"{job.name}/checkpoint", job.checkpoint, first, kinds))
         return chain
 
-    def resource(self, kind: str, site: str | None, gpu_type: str | None) -> str:
-        if site is not None:
-            return f"{site}.{kind}"
+    def resource(self, kind: str, placed: bool, gpu_type: str | None) -> str:
+        if placed:
+            return kind
         return self.gpu_kind(gpu_type) if kind == "gpu" else kind
 
     def io_task(
-        self, name: str, seconds: float, gpus: int, sites: list[tuple[str | None, dict, str | None]]
+        self, name: str, seconds: float, block: dict[str, Any], kinds: set[str]
     ) -> dict[str, Any]:
-        modes = []
-        for key, caps, _ in sites:
-            io = self.resource("io", key, None)
-            demand = {io: gpus} if io in caps else {}
-            segment = {
-                "name": name.rsplit("/", 1)[1],
-                "duration": self.ticks(seconds),
-                "demand": demand,
-            }
-            mode: dict[str, Any] = {"segments": [segment]}
-            if key is not None:
-                mode.update(name=f"@{key}", placement=key)
-            modes.append(mode)
-        return {"name": name, "modes": modes}
+        """A storage task on the nodes (and at the I/O share) of the job's first block mode."""
+        share = block["segments"][0]["demand"].get("io", 0)
+        segment = {
+            "name": name.rsplit("/", 1)[1],
+            "duration": self.ticks(seconds),
+            "demand": {"io": share} if "io" in kinds and share else {},
+        }
+        mode: dict[str, Any] = {"segments": [segment]}
+        for key in ("nodes", "node_type"):
+            if key in block:
+                mode[key] = block[key]
+        return {"name": name, "modes": [mode]}

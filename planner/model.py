@@ -98,6 +98,18 @@ class Mode(_Entity):
         default_factory=dict, description="Use of non-renewable resources."
     )
     placement: str | None = Field(default=None, description="Placement key, e.g. a node name.")
+    nodes: NonNegInt = Field(
+        default=0,
+        description="Whole nodes the mode runs on (a gang when more than one); 0: none. "
+        "Demands on node resources are per node of the set.",
+    )
+    node_type: str | None = Field(default=None, description="Only nodes of this type.")
+
+    @model_validator(mode="after")
+    def _node_type(self) -> Mode:
+        if self.node_type is not None and not self.nodes:
+            raise ValueError("node_type: a mode that runs on no node (nodes: 0) has no node type")
+        return self
 
     @property
     def duration(self) -> int:
@@ -157,6 +169,14 @@ class Precedence(_Entity):
     lag: NonNegInt = 0
 
 
+class Node(_Entity):
+    """A machine: its own capacity of each node resource (``gpu``, ``cpu``, ...)."""
+
+    name: Name
+    capacity: dict[Name, NonNegInt] = Field(min_length=1)
+    type: str | None = Field(default=None, description="A label modes can ask for (GPU type).")
+
+
 class Job(_Entity):
     """A named group of tasks with a weight and an optional colocation rule."""
 
@@ -164,7 +184,8 @@ class Job(_Entity):
     weight: Annotated[float, Field(gt=0)] = 1.0
     colocate: bool = Field(
         default=False,
-        description="All tasks of the job that pick a mode with a placement key pick the same key.",
+        description="All tasks of the job that pick a mode with a placement key pick the same "
+        "key, and all that run on nodes run on the same nodes.",
     )
 
 
@@ -175,6 +196,10 @@ class Problem(_Entity):
     time_unit: str = Field(default="1", description="What one tick is, e.g. '1s' or '1min'.")
     objective: Literal["makespan", "weighted_completion"] = "makespan"
     resources: list[Resource] = Field(default_factory=list)
+    nodes: list[Node] = Field(
+        default_factory=list,
+        description="Machines whose resources modes with ``nodes`` > 0 use, per node.",
+    )
     tasks: list[Task] = Field(min_length=1)
     precedences: list[Precedence] = Field(default_factory=list)
     jobs: list[Job] = Field(default_factory=list)
@@ -184,18 +209,48 @@ class Problem(_Entity):
         _unique("resources", [r.name for r in self.resources])
         _unique("tasks", [t.name for t in self.tasks])
         _unique("jobs", [j.name for j in self.jobs])
+        _unique("nodes", [n.name for n in self.nodes])
         kinds = {r.name: r.kind for r in self.resources}
+        for i, node in enumerate(self.nodes):
+            for kind in node.capacity:
+                if kind in kinds:
+                    raise ValueError(
+                        f"nodes[{i}].capacity.{kind}: {kind!r} is also a cluster-wide resource"
+                    )
+        local = self.node_kinds
+        types: dict[str | None, int] = {}
+        for node in self.nodes:
+            types[node.type] = types.get(node.type, 0) + 1
         jobs = {j.name for j in self.jobs}
         for i, task in enumerate(self.tasks):
             where = f"tasks[{i}]"
             if task.job is not None and task.job not in jobs:
                 raise ValueError(f"{where}.job: unknown job {task.job!r} (task {task.name!r})")
             for k, mode in enumerate(task.modes):
+                if mode.nodes:
+                    have = len(self.nodes) if mode.node_type is None else types.get(mode.node_type)
+                    if not have:
+                        what = "no nodes" if mode.node_type is None else "no node of type"
+                        raise ValueError(
+                            f"{where}.modes[{k}].nodes: the problem has {what}"
+                            + (f" {mode.node_type!r}" if mode.node_type is not None else "")
+                        )
+                    if mode.nodes > have:
+                        raise ValueError(
+                            f"{where}.modes[{k}].nodes: {mode.nodes} nodes asked, "
+                            f"the problem has {have}"
+                        )
                 for s, seg in enumerate(mode.segments):
                     for res in seg.demand:
-                        _check_ref(
-                            f"{where}.modes[{k}].segments[{s}].demand", res, kinds, "renewable"
-                        )
+                        at = f"{where}.modes[{k}].segments[{s}].demand"
+                        if res in local and res not in kinds:
+                            if not mode.nodes:
+                                raise ValueError(
+                                    f"{at}.{res}: {res!r} is a node resource but the mode runs "
+                                    "on no node (give 'nodes')"
+                                )
+                            continue
+                        _check_ref(at, res, kinds, "renewable")
                 for res in mode.consumes:
                     _check_ref(f"{where}.modes[{k}].consumes", res, kinds, "nonrenewable")
         names = {t.name for t in self.tasks}
@@ -222,6 +277,11 @@ class Problem(_Entity):
     def task_index(self) -> dict[str, int]:
         """Position of each task by name."""
         return {t.name: i for i, t in enumerate(self.tasks)}
+
+    @cached_property
+    def node_kinds(self) -> list[str]:
+        """The node resource kinds, in order of first appearance over the nodes."""
+        return list(dict.fromkeys(k for n in self.nodes for k in n.capacity))
 
     @cached_property
     def renewables(self) -> list[Resource]:
@@ -260,7 +320,7 @@ class Problem(_Entity):
         return task_graph(self)
 
 
-_CACHED = ("task_index", "renewables", "nonrenewables", "arrays")
+_CACHED = ("task_index", "node_kinds", "renewables", "nonrenewables", "arrays")
 
 
 def _unique(field: str, names: list[str]) -> None:

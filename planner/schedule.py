@@ -17,10 +17,12 @@ if TYPE_CHECKING:
 
 @dataclass
 class Schedule:
-    """A mode and a start tick per task name."""
+    """A mode, a start tick and, for a task that runs on nodes, its nodes, per task name."""
 
     modes: dict[str, str]
     starts: dict[str, int]
+    nodes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """The nodes of every task whose mode runs on nodes (``Mode.nodes`` > 0)."""
     meta: dict[str, Any] = field(default_factory=dict)
     """Free-form information carried into files (solver, instance name, ...)."""
 
@@ -47,21 +49,17 @@ class Schedule:
         return self.makespan(problem)
 
     def rows(self, problem: Problem) -> list[dict[str, Any]]:
-        """One row per task, in the problem's task order."""
+        """One row per task, in the problem's task order; ``nodes`` where the problem has nodes."""
         out = []
         for t in problem.tasks:
             if t.name not in self.starts:
                 continue
             start = self.starts[t.name]
-            out.append(
-                {
-                    "task": t.name,
-                    "job": t.job or "",
-                    "mode": self.modes[t.name],
-                    "start": start,
-                    "finish": start + t.mode(self.modes[t.name]).duration,
-                }
-            )
+            row: dict[str, Any] = {"task": t.name, "job": t.job or "", "mode": self.modes[t.name]}
+            if problem.nodes:
+                row["nodes"] = list(self.nodes.get(t.name, ()))
+            row.update(start=start, finish=start + t.mode(self.modes[t.name]).duration)
+            out.append(row)
         return out
 
     def to_dict(self, problem: Problem) -> dict[str, Any]:
@@ -87,9 +85,14 @@ class Schedule:
         path = Path(path)
         if path.suffix.lower() == ".csv":
             buf = io.StringIO()
-            writer = csv.DictWriter(buf, fieldnames=["task", "job", "mode", "start", "finish"])
+            rows = self.rows(problem)
+            for row in rows:
+                if "nodes" in row:
+                    row["nodes"] = NODE_SEP.join(row["nodes"])
+            fields = ["task", "job", "mode", *(["nodes"] if problem.nodes else []), "start"]
+            writer = csv.DictWriter(buf, fieldnames=[*fields, "finish"])
             writer.writeheader()
-            writer.writerows(self.rows(problem))
+            writer.writerows(rows)
             path.write_text(buf.getvalue())
         elif path.suffix.lower() == ".json":
             path.write_text(json.dumps(self.to_dict(problem), indent=1) + "\n")
@@ -97,6 +100,10 @@ class Schedule:
             raise InputError(
                 f"unknown schedule format {path.suffix!r} (use .json or .csv)", str(path)
             )
+
+
+NODE_SEP = "+"
+"""Separator of a task's nodes in a CSV schedule (``node1+node2``)."""
 
 
 def load_schedule(path: str | Path) -> Schedule:
@@ -128,6 +135,7 @@ def load_schedule(path: str | Path) -> Schedule:
 def _from_rows(rows: list[Any], name: str, csv_lines: bool) -> Schedule:
     modes: dict[str, str] = {}
     starts: dict[str, int] = {}
+    nodes: dict[str, tuple[str, ...]] = {}
     for i, row in enumerate(rows):
         place = f"line {i + 2}" if csv_lines else f"tasks[{i}]"
         if not isinstance(row, dict) or not all(
@@ -145,4 +153,18 @@ def _from_rows(rows: list[Any], name: str, csv_lines: bool) -> Schedule:
             raise InputError(f"task {task!r} appears twice", name, place)
         modes[task] = str(row["mode"])
         starts[task] = start
-    return Schedule(modes=modes, starts=starts)
+        on = _nodes(row.get("nodes"), csv_lines, name, place)
+        if on:
+            nodes[task] = on
+    return Schedule(modes=modes, starts=starts, nodes=nodes)
+
+
+def _nodes(value: Any, csv_lines: bool, name: str, place: str) -> tuple[str, ...]:
+    """The nodes of one schedule entry: a list (JSON) or ``a+b`` (CSV); none if absent."""
+    if value in (None, "", []):
+        return ()
+    if csv_lines and isinstance(value, str):
+        return tuple(value.split(NODE_SEP))
+    if isinstance(value, list) and all(isinstance(v, str) and v for v in value):
+        return tuple(value)
+    raise InputError(f"nodes must be a list of node names, got {value!r}", name, place)

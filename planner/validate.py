@@ -22,8 +22,8 @@ class Violation:
     """One broken rule: its kind and a sentence that names the objects involved."""
 
     kind: str
-    """``unknown``, ``missing``, ``precedence``, ``capacity``, ``window``, ``budget`` or
-    ``colocation``."""
+    """``unknown``, ``missing``, ``precedence``, ``capacity``, ``window``, ``budget``,
+    ``node`` (a task's node set: its size, its nodes' type, unknown nodes) or ``colocation``."""
     message: str
 
     def __str__(self) -> str:
@@ -100,22 +100,103 @@ def validate(problem: Problem, schedule: Schedule) -> Report:
         used = sum(m.consumes.get(res.name, 0) for m in chosen.values())
         if used > res.capacity:
             add(Violation("budget", f"{res.name!r}: modes use {used}, budget {res.capacity}"))
-    _colocation(problem, chosen, add)
+    on = _node_sets(problem, schedule, chosen, add)
+    _colocation(problem, chosen, on, add)
     _capacity(problem, chosen, start, add)
+    _node_capacity(problem, chosen, start, on, add)
     return report
 
 
-def _colocation(problem: Problem, chosen: dict[str, Mode], add) -> None:
+def _node_sets(
+    problem: Problem, schedule: Schedule, chosen: dict[str, Mode], add
+) -> dict[str, tuple[str, ...]]:
+    """The node set of every task that runs on nodes, once its size and type are checked."""
+    nodes = {n.name: n for n in problem.nodes}
+    out: dict[str, tuple[str, ...]] = {}
+    for name in schedule.nodes:
+        if name in chosen and not chosen[name].nodes:
+            add(Violation("node", f"task {name!r} runs on no node but the schedule names nodes"))
+    for name, mode in chosen.items():
+        if not mode.nodes:
+            continue
+        got = schedule.nodes.get(name, ())
+        unknown = [n for n in got if n not in nodes]
+        if unknown:
+            add(Violation("node", f"task {name!r}: unknown nodes {unknown}"))
+            continue
+        if len(set(got)) != mode.nodes or len(got) != mode.nodes:
+            add(
+                Violation(
+                    "node",
+                    f"task {name!r} needs {mode.nodes} distinct nodes, the schedule names "
+                    f"{list(got)}",
+                )
+            )
+            continue
+        wrong = [n for n in got if mode.node_type is not None and nodes[n].type != mode.node_type]
+        if wrong:
+            add(Violation("node", f"task {name!r} needs nodes of type {mode.node_type!r}: {wrong}"))
+            continue
+        out[name] = got
+    return out
+
+
+def _colocation(
+    problem: Problem, chosen: dict[str, Mode], on: dict[str, tuple[str, ...]], add
+) -> None:
     keys: dict[str, set[str]] = defaultdict(set)
+    sets: dict[str, set[tuple[str, ...]]] = defaultdict(set)
     for t in problem.tasks:
         if t.name in chosen and t.job is not None and chosen[t.name].placement is not None:
             keys[t.job].add(chosen[t.name].placement)  # type: ignore[arg-type]
+        if t.name in on and t.job is not None:
+            sets[t.job].add(tuple(sorted(on[t.name])))
     for job in problem.jobs:
         if job.colocate and len(keys[job.name]) > 1:
             add(Violation("colocation", f"job {job.name!r} is placed on {sorted(keys[job.name])}"))
+        if job.colocate and len(sets[job.name]) > 1:
+            where = " and ".join("+".join(s) for s in sorted(sets[job.name]))
+            add(Violation("colocation", f"job {job.name!r} runs on nodes {where}"))
+
+
+def _node_capacity(
+    problem: Problem,
+    chosen: dict[str, Mode],
+    start: dict[str, int],
+    on: dict[str, tuple[str, ...]],
+    add,
+) -> None:
+    """Every node's capacity of every node resource, by an event sweep per (node, kind)."""
+    delta: dict[tuple[str, str], dict[int, int]] = defaultdict(lambda: defaultdict(int))
+    for name, nodes in on.items():
+        at = start[name]
+        for seg in chosen[name].segments:
+            if seg.duration:
+                for kind, q in seg.demand.items():
+                    if q:
+                        for node in nodes:
+                            delta[node, kind][at] += q
+                            delta[node, kind][at + seg.duration] -= q
+            at += seg.duration
+    caps = {n.name: n.capacity for n in problem.nodes}
+    for (node, kind), events in sorted(delta.items()):
+        cap = caps[node].get(kind, 0)
+        load, over = 0, False
+        for tick in sorted(events):
+            load += events[tick]
+            if load > cap and not over:
+                add(
+                    Violation(
+                        "capacity",
+                        f"node {node!r} resource {kind!r} at tick {tick}: load {load} > "
+                        f"capacity {cap}",
+                    )
+                )
+            over = load > cap
 
 
 def _capacity(problem: Problem, chosen: dict[str, Mode], start: dict[str, int], add) -> None:
+    """Every cluster-wide renewable resource, by an event sweep."""
     for res in problem.renewables:
         delta: dict[int, int] = defaultdict(int)
         for name, mode in chosen.items():

@@ -79,7 +79,7 @@ def test_heterogeneous_pool_gives_a_mode_per_gpu_type() -> None:
     assert segs(p, "a/block1", 1)[1] == ("gpu", 3, {"gpu.k80": 1})  # 100 * 0.014 * 2.087 = 2.9
 
 
-def test_node_placement_gives_modes_per_node_and_colocates_jobs() -> None:
+def test_node_placement_names_nodes_and_colocates_jobs() -> None:
     p = cluster(
         {
             "name": "j",
@@ -91,27 +91,37 @@ def test_node_placement_gives_modes_per_node_and_colocates_jobs() -> None:
         },
         placement="node",
     )
-    assert [r.name for r in p.resources] == [
-        "n1.gpu",
-        "n1.io",
-        "n1.net",
-        "n2.gpu",
-        "n2.io",
-        "n2.net",
+    assert p.resources == []
+    assert [(n.name, n.capacity) for n in p.nodes] == [
+        ("n1", {"gpu": 8, "io": 8, "net": 8}),
+        ("n2", {"gpu": 8, "io": 8, "net": 8}),
     ]
     block = p.task("j/block1")
-    assert [(m.name, m.placement) for m in block.modes] == [("base@n1", "n1"), ("base@n2", "n2")]
-    assert segs(p, "j/block1", 1)[0] == ("data", 5, {"n2.io": 4})
-    assert [m.placement for m in p.task("j/checkpoint").modes] == ["n1", "n2"]
+    assert [(m.name, m.nodes) for m in block.modes] == [("base", 1)]
+    assert segs(p, "j/block1")[0] == ("data", 5, {"io": 4})
+    assert [(m.nodes, m.segments[0].demand) for m in p.task("j/checkpoint").modes] == [
+        (1, {"io": 4})
+    ]
     assert p.jobs[0].colocate
 
 
-def test_a_job_too_big_for_any_node() -> None:
+def test_a_job_larger_than_a_node_is_a_gang_with_its_demand_split() -> None:
+    p = cluster(
+        {"name": "big", "gpus": 12, "iterations": 5, "stages": {"data": 1, "gpu": 1}},
+        placement="node",
+    )
+    (mode,) = p.task("big/block1").modes
+    assert mode.nodes == 2
+    assert [s.demand for s in mode.segments] == [{"io": 6}, {"gpu": 6}, {"net": 6}]
+
+
+def test_a_job_too_big_for_the_cluster_is_refused_with_its_gpus() -> None:
     with pytest.raises(
-        InputError, match=r"job 'big' fits on no node \(it needs 16 GPUs on one node\)"
+        InputError,
+        match=r"jobs\[0\]\.gpus: job 'big' needs 24 GPUs on whole nodes; the cluster has 16 GPUs",
     ):
         cluster(
-            {"name": "big", "gpus": 16, "iterations": 5, "stages": {"data": 1, "gpu": 1}},
+            {"name": "big", "gpus": 24, "iterations": 5, "stages": {"data": 1, "gpu": 1}},
             placement="node",
         )
 
