@@ -3,7 +3,8 @@
 Modes are numbered globally: the modes of task ``i`` are
 ``mode_start[i] : mode_start[i + 1]``. Segments are numbered globally too: the
 segments of mode ``m`` are ``seg_start[m] : seg_start[m + 1]``, each with a
-duration, an offset from the mode's start and one demand per renewable resource.
+duration, an offset from the mode's start, one demand per renewable resource and
+one demand per node resource kind (per node of the mode's node set).
 """
 
 from __future__ import annotations
@@ -48,6 +49,18 @@ class ProblemArrays:
     seg_offset: np.ndarray
     seg_demand: np.ndarray
     """Shape ``(S, R)``."""
+    seg_local: np.ndarray
+    """Shape ``(S, L)``: demand per node of the set on each node resource kind."""
+    node_names: list[str]
+    node_kinds: list[str]
+    node_capacity: np.ndarray
+    """Shape ``(N, L)``."""
+    node_type: np.ndarray
+    """Type id per node (-1 for none); ids number the types in order of first use."""
+    mode_nodes: np.ndarray
+    """Nodes per mode (0: none)."""
+    mode_node_type: np.ndarray
+    """Type id a mode's nodes must have, -1 for any."""
     release: np.ndarray
     deadline: np.ndarray
     """-1 where a task has no deadline."""
@@ -69,8 +82,15 @@ class ProblemArrays:
         n_index = {r.name: k for k, r in enumerate(problem.nonrenewables)}
         j_index = {j.name: k for k, j in enumerate(problem.jobs)}
         placements: dict[str, int] = {}
+        kinds = problem.node_kinds
+        l_index = {k: i for i, k in enumerate(kinds)}
+        types: dict[str, int] = {}
+        for node in problem.nodes:
+            if node.type is not None:
+                types.setdefault(node.type, len(types))
         mode_start, mode_task, mode_dur, mode_place, cons = [0], [], [], [], []
-        seg_start, seg_dur, seg_off, demand = [0], [], [], []
+        mode_nodes, mode_type = [], []
+        seg_start, seg_dur, seg_off, demand, local = [0], [], [], [], []
         for i, task in enumerate(problem.tasks):
             for mode in task.modes:
                 mode_task.append(i)
@@ -83,15 +103,22 @@ class ProblemArrays:
                 for name, q in mode.consumes.items():
                     row[n_index[name]] = q
                 cons.append(row)
+                mode_nodes.append(mode.nodes)
+                mode_type.append(-1 if mode.node_type is None else types[mode.node_type])
                 offset = 0
                 for seg in mode.segments:
                     seg_dur.append(seg.duration)
                     seg_off.append(offset)
                     offset += seg.duration
                     d = [0] * len(ren)
+                    per_node = [0] * len(kinds)
                     for name, q in seg.demand.items():
-                        d[r_index[name]] = q
+                        if name in r_index:
+                            d[r_index[name]] = q
+                        else:
+                            per_node[l_index[name]] = q
                     demand.append(d)
+                    local.append(per_node)
                 seg_start.append(len(seg_dur))
             mode_start.append(len(mode_task))
         precs = problem.precedences
@@ -112,6 +139,17 @@ class ProblemArrays:
             seg_duration=np.array(seg_dur, dtype=i64),
             seg_offset=np.array(seg_off, dtype=i64),
             seg_demand=np.array(demand, dtype=i64).reshape(len(seg_dur), len(ren)),
+            seg_local=np.array(local, dtype=i64).reshape(len(seg_dur), len(kinds)),
+            node_names=[n.name for n in problem.nodes],
+            node_kinds=list(kinds),
+            node_capacity=np.array(
+                [[n.capacity.get(k, 0) for k in kinds] for n in problem.nodes], dtype=i64
+            ).reshape(len(problem.nodes), len(kinds)),
+            node_type=np.array(
+                [-1 if n.type is None else types[n.type] for n in problem.nodes], dtype=i64
+            ),
+            mode_nodes=np.array(mode_nodes, dtype=i64),
+            mode_node_type=np.array(mode_type, dtype=i64),
             release=np.array([t.release for t in problem.tasks], dtype=i64),
             deadline=np.array(
                 [-1 if t.deadline is None else t.deadline for t in problem.tasks], dtype=i64

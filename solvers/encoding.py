@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from planner.arrays import FAIL_DEADLINE
+from planner.arrays import FAIL_DEADLINE, ProblemArrays
 from planner.bounds import horizon
 from planner.errors import PlannerError
 from planner.model import Problem
@@ -29,14 +29,17 @@ EDGE_TASK, EDGE_KIND, EDGE_LAG = 0, 1, 2
 TASK_RELEASE, TASK_DEADLINE, TASK_JOB, TASK_COLOCATED = 0, 1, 2, 3
 """Columns of the task table; the deadline is -1 where a task has none, the job -1 for
 none, ``TASK_COLOCATED`` 1 where the task's job is colocated."""
-MODE_DURATION, MODE_FITS, MODE_PLACEMENT, MODE_EXTRA = 0, 1, 2, 3
+MODE_DURATION, MODE_FITS, MODE_PLACEMENT, MODE_GANG, MODE_NODE_TYPE, MODE_EXTRA = range(6)
 """Columns of the mode table: duration; 1 where every segment fits the base capacity
-(the capacity after all windows); placement key, -1 for none; from ``MODE_EXTRA`` on,
-the use of each budget above the task's least use."""
+(and, for a mode on nodes, enough nodes of its type hold its demand per node);
+placement key, -1 for none; the number of nodes it runs on (0: none); the type id
+its nodes must have, -1 for any; from ``MODE_EXTRA`` on, the use of each budget
+above the task's least use."""
 SEG_DURATION, SEG_OFFSET, SEG_ACTIVE, SEG_DEMAND = 0, 1, 2, 3
 """Columns of the segment table: duration; offset from the mode's start; 1 where the
 segment takes time and demands something; from ``SEG_DEMAND`` on, the demand per
-renewable resource."""
+cluster-wide renewable resource (``n_glob`` columns), then per node resource kind
+(``n_kind`` columns, the demand on each node of the set)."""
 
 
 class Data(NamedTuple):
@@ -44,10 +47,21 @@ class Data(NamedTuple):
     :class:`~planner.arrays.ProblemArrays`: the modes of task ``i`` are
     ``mode_start[i]:mode_start[i + 1]``, the segments of mode ``m`` are
     ``seg_start[m]:seg_start[m + 1]``, the predecessor edges of task ``i`` are
-    ``pred_ptr[i]:pred_ptr[i + 1]``. Columns are named by the constants above."""
+    ``pred_ptr[i]:pred_ptr[i + 1]``. Columns are named by the constants above.
+
+    The capacity columns are the ``n_glob`` cluster-wide renewables, then, per node
+    ``v``, its ``n_kind`` node resources at columns ``n_glob + v * n_kind + l``."""
 
     n: int
     n_res: int
+    """Capacity columns: ``n_glob + n_node * n_kind``."""
+    n_glob: int
+    n_kind: int
+    n_node: int
+    gang_max: int
+    """The most nodes any mode runs on (at least 1): the width of node-set arrays."""
+    node_type: np.ndarray
+    """Type id per node, -1 for none."""
     objective: int
     horizon: int
     pred_ptr: np.ndarray
@@ -60,14 +74,14 @@ class Data(NamedTuple):
     """Shape ``(n, 4)``."""
     mode_start: np.ndarray
     mode: np.ndarray
-    """Shape ``(M, 3 + N)``."""
+    """Shape ``(M, MODE_EXTRA + budgets)``."""
     seg_start: np.ndarray
     seg: np.ndarray
-    """Shape ``(S, 3 + R)``."""
+    """Shape ``(S, 3 + n_glob + n_kind)``."""
     capacity: np.ndarray
-    """Base capacity per renewable resource."""
+    """Base capacity per capacity column."""
     profile: np.ndarray
-    """Shape ``(R, W)``: capacity per tick up to the end ``W`` of the last window."""
+    """Shape ``(n_res, W)``: capacity per tick up to the end ``W`` of the last window."""
     slack: np.ndarray
     """Budget left once every task uses its least: the room that mode choices share."""
     job_colocate: np.ndarray
@@ -104,12 +118,12 @@ def compile_problem(problem: Problem) -> Data:
     succ_ptr, succ = _csr(n, a.prec_before, a.prec_after, a.prec_kind, a.prec_lag)
 
     n_modes = len(a.mode_duration)
-    active = (a.seg_duration > 0) & (a.seg_demand.sum(axis=1) > 0)
+    active = (a.seg_duration > 0) & (a.seg_demand.sum(axis=1) + a.seg_local.sum(axis=1) > 0)
     too_big = ((a.seg_demand > a.capacity[None, :]).any(axis=1) & (a.seg_duration > 0)).astype(i64)
     seg_mode = np.repeat(np.arange(n_modes), np.diff(a.seg_start))
     bad = np.zeros(n_modes, dtype=i64)
     np.add.at(bad, seg_mode, too_big)
-    fits = bad == 0
+    fits = (bad == 0) & _enough_nodes(a, seg_mode)
     n_budget = len(a.budget)
     cons = a.mode_consumption.astype(i64).reshape(n_modes, n_budget)
     least = np.zeros((n, n_budget), dtype=i64)
@@ -124,14 +138,39 @@ def compile_problem(problem: Problem) -> Data:
     last_window = max((e for ws in a.windows for _, e, _ in ws), default=0)
     colocated = np.array([j >= 0 and bool(a.job_colocate[j]) for j in a.task_job], dtype=i64)
     mode = np.column_stack(
-        [a.mode_duration, fits, a.mode_placement, cons - least[a.mode_task]]
+        [
+            a.mode_duration,
+            fits,
+            a.mode_placement,
+            a.mode_nodes,
+            a.mode_node_type,
+            cons - least[a.mode_task],
+        ]
     ).astype(i64)
+    n_seg = len(a.seg_duration)
     seg = np.column_stack(
-        [a.seg_duration, a.seg_offset, active, a.seg_demand.reshape(len(a.seg_duration), -1)]
+        [
+            a.seg_duration,
+            a.seg_offset,
+            active,
+            a.seg_demand.reshape(n_seg, -1),
+            a.seg_local.reshape(n_seg, -1),
+        ]
     ).astype(i64)
+    width = max(last_window, 1)
+    node_caps = a.node_capacity.reshape(-1)
+    capacity = np.concatenate([a.capacity, node_caps]).astype(i64)
+    profile = np.concatenate(
+        [a.capacity_profile(width), np.repeat(node_caps[:, None], width, axis=1)]
+    )
     return Data(
         n=n,
-        n_res=a.n_resources,
+        n_res=len(capacity),
+        n_glob=a.n_resources,
+        n_kind=len(a.node_kinds),
+        n_node=len(a.node_names),
+        gang_max=max(1, int(a.mode_nodes.max(initial=0))),
+        node_type=a.node_type.astype(i64),
         objective=WEIGHTED if problem.objective == "weighted_completion" else MAKESPAN,
         horizon=horizon(problem),
         pred_ptr=pred_ptr,
@@ -145,20 +184,47 @@ def compile_problem(problem: Problem) -> Data:
         mode=np.ascontiguousarray(mode),
         seg_start=a.seg_start.astype(i64),
         seg=np.ascontiguousarray(seg),
-        capacity=a.capacity.astype(i64),
-        profile=np.ascontiguousarray(a.capacity_profile(max(last_window, 1)), dtype=i64),
+        capacity=capacity,
+        profile=np.ascontiguousarray(profile, dtype=i64),
         slack=(a.budget - least.sum(axis=0)).astype(i64),
         job_colocate=a.job_colocate.astype(i64),
         job_weight=a.job_weight.astype(np.float64),
     )
 
 
-def to_schedule(problem: Problem, start: np.ndarray, mode: np.ndarray) -> Schedule:
-    """The :class:`Schedule` of start ticks and global mode numbers per task."""
-    first = problem.arrays.mode_start
+def _enough_nodes(a: ProblemArrays, seg_mode: np.ndarray) -> np.ndarray:
+    """Per mode: whether enough nodes of its type hold its demand per node (True off nodes)."""
+    out = np.ones(len(a.mode_duration), dtype=bool)
+    if not len(a.node_names):
+        return out
+    peak = np.zeros((len(a.mode_duration), len(a.node_kinds)), dtype=np.int64)
+    timed = a.seg_duration > 0
+    np.maximum.at(peak, seg_mode[timed], a.seg_local[timed])
+    for m in np.flatnonzero(a.mode_nodes):
+        typed = (a.mode_node_type[m] < 0) | (a.node_type == a.mode_node_type[m])
+        hold = typed & (a.node_capacity >= peak[m]).all(axis=1)
+        out[m] = hold.sum() >= a.mode_nodes[m]
+    return out
+
+
+def to_schedule(
+    problem: Problem, start: np.ndarray, mode: np.ndarray, placed: np.ndarray | None = None
+) -> Schedule:
+    """The :class:`Schedule` of start ticks, global mode numbers and node sets per task.
+
+    ``placed`` holds, per task, node numbers padded with -1 (shape ``(n, gang_max)``).
+    """
+    a = problem.arrays
+    first = a.mode_start
+    nodes: dict[str, tuple[str, ...]] = {}
+    if placed is not None and a.node_names:
+        for i, t in enumerate(problem.tasks):
+            if a.mode_nodes[mode[i]]:
+                nodes[t.name] = tuple(a.node_names[v] for v in placed[i] if v >= 0)
     return Schedule(
         modes={t.name: t.modes[int(mode[i] - first[i])].name for i, t in enumerate(problem.tasks)},
         starts={t.name: int(start[i]) for i, t in enumerate(problem.tasks)},
+        nodes=nodes,
     )
 
 

@@ -199,13 +199,13 @@ def generation(d: Data, pop, kids, rate, peak, weight, rng, work, best, allowanc
     ``pop`` and ``kids`` hold ``(orders, modes, starts, values)``; ``peak`` is
     the window length range ``(lo, hi)`` of the crossover and ``weight`` the
     segments' resource use (:func:`segment_use`); ``work`` holds the
-    decoder's ``(start, mode, nodes, index)``; ``best`` holds ``(value[1],
-    start, mode)`` of the incumbent, updated in place.
+    decoder's ``(start, mode, placed, nodes, index)``; ``best`` holds ``(value[1],
+    start, mode, placed)`` of the incumbent, updated in place.
     """
     pop_o, pop_m, pop_s, fit = pop
     kid_o, kid_m, kid_s, kid_fit = kids
-    start, mode, nodes, index = work
-    best_value, best_start, best_mode = best
+    start, mode, placed, nodes, index = work
+    best_value, best_start, best_mode, best_placed = best
     size, n = pop_o.shape
     pred_ptr, pred, mode_start = d.pred_ptr, d.pred, d.mode_start
     part = np.empty(n, dtype=np.int64)
@@ -239,7 +239,16 @@ def generation(d: Data, pop, kids, rate, peak, weight, rng, work, best, allowanc
             )
             _mutate(pred_ptr, pred, mode_start, kid_o[n_kids], kid_m[n_kids], rate, rng)
             value, passes = evaluate(
-                d, kid_o[n_kids], kid_m[n_kids], start, mode, nodes, index, allowance - spent, False
+                d,
+                kid_o[n_kids],
+                kid_m[n_kids],
+                start,
+                mode,
+                placed,
+                nodes,
+                index,
+                allowance - spent,
+                False,
             )
             spent += passes
             kid_fit[n_kids] = value
@@ -248,6 +257,7 @@ def generation(d: Data, pop, kids, rate, peak, weight, rng, work, best, allowanc
                 best_value[0] = value
                 best_start[:] = start
                 best_mode[:] = mode
+                best_placed[:] = placed
             n_kids += 1
     _survive(pop_o, pop_m, pop_s, fit, kid_o, kid_m, kid_s, kid_fit, n_kids)
     return spent
@@ -256,12 +266,12 @@ def generation(d: Data, pop, kids, rate, peak, weight, rng, work, best, allowanc
 @njit(cache=True, nogil=True)
 def initial(d: Data, pop_o, pop_m, pop_s, fit, work, best, allowance) -> int:
     """Evaluate a population in place (its orders and modes are set by the caller)."""
-    start, mode, nodes, index = work
-    best_value, best_start, best_mode = best
+    start, mode, placed, nodes, index = work
+    best_value, best_start, best_mode, best_placed = best
     spent = 0
     for p in range(pop_o.shape[0]):
         value, passes = evaluate(
-            d, pop_o[p], pop_m[p], start, mode, nodes, index, allowance - spent, False
+            d, pop_o[p], pop_m[p], start, mode, placed, nodes, index, allowance - spent, False
         )
         spent += passes
         fit[p] = value
@@ -270,6 +280,7 @@ def initial(d: Data, pop_o, pop_m, pop_s, fit, work, best, allowance) -> int:
             best_value[0] = value
             best_start[:] = start
             best_mode[:] = mode
+            best_placed[:] = placed
     return spent
 
 
@@ -474,11 +485,16 @@ def _evolve(
     fit = np.full(size, np.inf)
     pop = (pop_o, pop_m, pop_s, fit)
     kids = (np.empty_like(pop_o), np.empty_like(pop_m), np.empty_like(pop_o), np.full(size, np.inf))
-    work = (dec.start, dec.mode, dec.nodes, dec.index)
-    best = (np.full(1, np.inf), np.zeros(d.n, dtype=np.int64), np.zeros(d.n, dtype=np.int64))
+    work = (dec.start, dec.mode, dec.placed, dec.nodes, dec.index)
+    best = (
+        np.full(1, np.inf),
+        np.zeros(d.n, dtype=np.int64),
+        np.zeros(d.n, dtype=np.int64),
+        np.full_like(dec.placed, -1),
+    )
     with search.interruptible():
         search.used += initial(d, pop_o, pop_m, pop_s, fit, work, best, search.allowance())
-        search.offer(best[0][0], best[1], best[2])
+        search.offer(best[0][0], best[1], best[2], best[3])
         search.record(0, fit)
         gen = restarts = idle = 0
         while not search.done():
@@ -509,7 +525,7 @@ def _evolve(
                 search.used += initial(
                     d, pop_o[1:], pop_m[1:], pop_s[1:], fit[1:], work, best, search.allowance()
                 )
-            search.offer(best[0][0], best[1], best[2])
+            search.offer(best[0][0], best[1], best[2], best[3])
             search.record(gen, fit)
-    search.offer(best[0][0], best[1], best[2])
+    search.offer(best[0][0], best[1], best[2], best[3])
     return search.result(population=size, generations=gen, restarts=restarts, seed=seed)

@@ -70,8 +70,8 @@ def iteration(d: Data, swarm, pbest, pfit, gbest, params, ring, rng, work, best,
     px, pmk = pbest
     gx, gmk = gbest
     w, c1, c2, vmax, vmax_modes = params
-    start, mode, nodes, index = work
-    best_value, best_start, best_mode = best
+    start, mode, placed, nodes, index = work
+    best_value, best_start, best_mode, best_placed = best
     size, n = x.shape
     order = np.empty(n, dtype=np.int64)
     modes = np.empty(n, dtype=np.int64)
@@ -102,7 +102,7 @@ def iteration(d: Data, swarm, pbest, pfit, gbest, params, ring, rng, work, best,
             mk[p, t] = min(0.999999, max(0.0, mk[p, t] + vm[p, t]))
         _decode(d, x[p], mk[p], order, modes)
         value, passes = evaluate(
-            d, order, modes, start, mode, nodes, index, allowance - spent, False
+            d, order, modes, start, mode, placed, nodes, index, allowance - spent, False
         )
         spent += passes
         if value < np.inf:
@@ -115,6 +115,7 @@ def iteration(d: Data, swarm, pbest, pfit, gbest, params, ring, rng, work, best,
             best_value[0] = value
             best_start[:] = start
             best_mode[:] = mode
+            best_placed[:] = placed
             gx[:] = x[p]
             gmk[:] = mk[p]
     return spent
@@ -187,8 +188,13 @@ def solve_pso(
     swarm = (x, mk, v, vm)
     pbest = (x.copy(), mk.copy())
     gbest = (x[0].copy(), mk[0].copy())
-    work = (dec.start, dec.mode, dec.nodes, dec.index)
-    best = (np.full(1, np.inf), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64))
+    work = (dec.start, dec.mode, dec.placed, dec.nodes, dec.index)
+    best = (
+        np.full(1, np.inf),
+        np.zeros(n, dtype=np.int64),
+        np.zeros(n, dtype=np.int64),
+        np.full_like(dec.placed, -1),
+    )
     params = (float(inertia), float(c1), float(c2), float(vmax), MODE_VMAX)
     it = restarts = idle = 0
     with search.interruptible():
@@ -205,7 +211,7 @@ def solve_pso(
                 idle = 0
                 x[:] = rng.random((size, n))
                 v[:] = rng.uniform(-vmax, vmax, (size, n))
-            search.offer(best[0][0], best[1], best[2])
+            search.offer(best[0][0], best[1], best[2], best[3])
             search.record(it, pfit)
-    search.offer(best[0][0], best[1], best[2])
+    search.offer(best[0][0], best[1], best[2], best[3])
     return search.result(particles=size, iterations=it, restarts=restarts, seed=seed)

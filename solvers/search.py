@@ -81,6 +81,7 @@ class Search:
         self.best = math.inf
         self.best_start = np.zeros(n, dtype=np.int64)
         self.best_mode = np.zeros(n, dtype=np.int64)
+        self.best_placed = np.full_like(self.decoder.placed, -1)
         self.bound = critical_path_bound(problem) if problem.objective == "makespan" else -math.inf
         self.history: list[dict[str, Any]] = []
         self.interrupted = False
@@ -129,14 +130,15 @@ class Search:
             or (self.stop is not None and self.stop.is_set())
         )
 
-    def offer(self, value: float, start: np.ndarray, mode: np.ndarray) -> None:
-        """Keep ``start`` / ``mode`` if ``value`` improves the incumbent."""
+    def offer(self, value: float, start: np.ndarray, mode: np.ndarray, placed: np.ndarray) -> None:
+        """Keep ``start`` / ``mode`` / ``placed`` if ``value`` improves the incumbent."""
         if value < self.best:
             self.best = float(value)
             if self.stop is not None and self.best <= self.bound:
                 self.stop.set()
             self.best_start[:] = start
             self.best_mode[:] = mode
+            self.best_placed[:] = placed
             if self.progress is not None:
                 self.progress(
                     Progress(
@@ -187,7 +189,7 @@ class Search:
         return Result(
             self.solver,
             Status.FEASIBLE,
-            to_schedule(self.problem, self.best_start, self.best_mode),
+            to_schedule(self.problem, self.best_start, self.best_mode, self.best_placed),
             objective=self.best,
             reason="stopped by Ctrl-C; the best schedule so far is returned"
             if self.interrupted

@@ -94,6 +94,8 @@ class Decoder:
         self.nodes, self.index = k.new_capacity(self.data, capacity)
         self.start = np.zeros(self.data.n, dtype=np.int64)
         self.mode = np.zeros(self.data.n, dtype=np.int64)
+        self.placed = np.full((self.data.n, self.data.gang_max), -1, dtype=np.int64)
+        """Node numbers per task (padded with -1)."""
 
     def order(self, priority: np.ndarray) -> np.ndarray:
         """The activity list that takes the eligible task of least ``priority`` first."""
@@ -104,7 +106,7 @@ class Decoder:
     ) -> tuple[int, int]:
         """One pass over ``order`` (preferred global modes ``pref``, -1 or None: finish first).
 
-        Fills :attr:`start` and :attr:`mode`; returns ``(status, failed task)``.
+        Fills :attr:`start`, :attr:`mode` and :attr:`placed`; returns ``(status, failed task)``.
         """
         if pref is None:
             pref = np.full(self.data.n, -1, dtype=np.int64)
@@ -115,6 +117,7 @@ class Decoder:
             np.asarray(pref, dtype=np.int64),
             self.start,
             self.mode,
+            self.placed,
             self.nodes,
             self.index,
         )
@@ -122,7 +125,9 @@ class Decoder:
 
     def justify(self) -> int:
         """Forward-backward improvement of :attr:`start` / :attr:`mode`; returns passes used."""
-        return int(k.justify(self.data, self.start, self.mode, self.nodes, self.index, 2))
+        return int(
+            k.justify(self.data, self.start, self.mode, self.placed, self.nodes, self.index, 2)
+        )
 
     def objective(self) -> float:
         """Objective of :attr:`start` / :attr:`mode`."""
@@ -130,7 +135,7 @@ class Decoder:
 
     def schedule(self) -> Schedule:
         """:attr:`start` / :attr:`mode` as a :class:`Schedule`."""
-        return to_schedule(self.problem, self.start, self.mode)
+        return to_schedule(self.problem, self.start, self.mode, self.placed)
 
 
 def _pass(problem: Problem, priority: np.ndarray, parallel: bool) -> tuple[Schedule | None, str]:

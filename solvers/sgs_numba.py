@@ -30,6 +30,8 @@ from solvers.encoding import (
     MODE_DURATION,
     MODE_EXTRA,
     MODE_FITS,
+    MODE_GANG,
+    MODE_NODE_TYPE,
     MODE_PLACEMENT,
     SEG_ACTIVE,
     SEG_DEMAND,
@@ -97,7 +99,9 @@ def new_capacity(d: Data, kind: int | None = None) -> tuple[np.ndarray, np.ndarr
         avail = np.empty((d.n_res, cells // max(d.n_res, 1)), dtype=np.int64)
         _fill(d, avail, 0, avail.shape[1], False, 0)
         return avail, np.array([TICKS, 0], dtype=np.int64)
-    per_mode = np.add.reduceat(d.seg[:, SEG_ACTIVE], d.seg_start[:-1])
+    # A mode on k nodes books each segment once for the cluster-wide demands and once
+    # per node: up to two new nodes each time.
+    per_mode = np.add.reduceat(d.seg[:, SEG_ACTIVE], d.seg_start[:-1]) * (1 + d.mode[:, MODE_GANG])
     per_task = np.maximum.reduceat(per_mode, d.mode_start[:-1])
     size = 4 + 2 * d.profile.shape[1] + 2 * int(per_task.sum())
     buckets = min(MAX_BUCKETS, max(64, 2 * size))
@@ -131,32 +135,64 @@ def _reset(d: Data, table, index, reverse: bool, T: int) -> None:
         _sky_reset(d, table, index, reverse, T)
 
 
-@njit(cache=True)
-def place(table, index, seg_start, seg, m, dur_m, est, limit, reverse):
-    """Earliest start >= ``est`` at which every segment of mode ``m`` fits the capacity left.
-
-    The search gives up, returning a start that finishes after ``limit``, once the mode
-    can no longer finish by ``limit``. Segments are mirrored within the mode when
-    ``reverse``.
-    """
-    if index[INDEX_KIND] == TICKS:
-        return _tick_place(table, seg_start, seg, m, dur_m, est, limit, reverse)
-    return _sky_place(table, index, seg_start, seg, m, dur_m, est, limit, reverse)
-
-
-@njit(cache=True)
-def book(table, index, seg_start, seg, m, dur_m, start, reverse) -> None:
-    """Take the demands of mode ``m`` started at ``start`` off the capacity left."""
-    if index[INDEX_KIND] == TICKS:
-        _tick_book(table, index, seg_start, seg, m, dur_m, start, reverse)
-    else:
-        _sky_book(table, index, seg_start, seg, m, dur_m, start, reverse)
+@njit(cache=True, inline="always")
+def _span(n_glob, n_kind, node, glob):
+    """Demand columns a placement covers: the cluster-wide ones when ``glob``, the node
+    kinds when ``node`` >= 0. Demand column ``r`` is capacity column ``_col(r, ...)``."""
+    return (0 if glob else n_glob), (n_glob + n_kind if node >= 0 else n_glob)
 
 
 @njit(cache=True, inline="always")
-def _tick_place(avail, seg_start, seg, m, dur_m, est, limit, reverse):
+def _col(r, n_glob, n_kind, node):
+    """The capacity column of demand column ``r`` (node kinds: on node ``node``)."""
+    return r if r < n_glob else r + node * n_kind
+
+
+@njit(cache=True, inline="always")
+def _demands(seg, s, lo, hi) -> bool:
+    """Whether segment ``s`` demands something in demand columns ``[lo, hi)``."""
+    for r in range(lo, hi):  # noqa: SIM110 (numba has no generators)
+        if seg[s, SEG_DEMAND + r] > 0:
+            return True
+    return False
+
+
+@njit(cache=True)
+def place(table, index, seg_start, seg, m, dur_m, est, limit, reverse, n_glob, n_kind, node, glob):
+    """Earliest start >= ``est`` at which every segment of mode ``m`` fits the capacity left.
+
+    The demands checked are the cluster-wide ones when ``glob`` and the per-node ones
+    on node ``node`` when ``node`` >= 0. The search gives up, returning a start that
+    finishes after ``limit``, once the mode can no longer finish by ``limit``.
+    Segments are mirrored within the mode when ``reverse``.
+    """
+    if index[INDEX_KIND] == TICKS:
+        return _tick_place(
+            table, seg_start, seg, m, dur_m, est, limit, reverse, n_glob, n_kind, node, glob
+        )
+    return _sky_place(
+        table, index, seg_start, seg, m, dur_m, est, limit, reverse, n_glob, n_kind, node, glob
+    )
+
+
+@njit(cache=True)
+def book(table, index, seg_start, seg, m, dur_m, start, reverse, n_glob, n_kind, node, glob):
+    """Take the demands of mode ``m`` started at ``start`` off the capacity left (the
+    same demands as :func:`place` checks)."""
+    if index[INDEX_KIND] == TICKS:
+        _tick_book(
+            table, index, seg_start, seg, m, dur_m, start, reverse, n_glob, n_kind, node, glob
+        )
+    else:
+        _sky_book(
+            table, index, seg_start, seg, m, dur_m, start, reverse, n_glob, n_kind, node, glob
+        )
+
+
+@njit(cache=True, inline="always")
+def _tick_place(avail, seg_start, seg, m, dur_m, est, limit, reverse, n_glob, n_kind, node, glob):
     """:func:`place` on a per-tick profile: a clash moves the start past the clashing tick."""
-    n_res = avail.shape[0]
+    r_lo, r_hi = _span(n_glob, n_kind, node, glob)
     t = est
     while t + dur_m <= limit:
         moved = False
@@ -168,8 +204,8 @@ def _tick_place(avail, seg_start, seg, m, dur_m, est, limit, reverse):
             lo = t + off
             for tau in range(lo + dur - 1, lo - 1, -1):
                 clash = False
-                for r in range(n_res):
-                    if seg[s, SEG_DEMAND + r] > avail[r, tau]:
+                for r in range(r_lo, r_hi):
+                    if seg[s, SEG_DEMAND + r] > avail[_col(r, n_glob, n_kind, node), tau]:
                         clash = True
                         break
                 if clash:
@@ -184,20 +220,23 @@ def _tick_place(avail, seg_start, seg, m, dur_m, est, limit, reverse):
 
 
 @njit(cache=True, inline="always")
-def _tick_book(avail, index, seg_start, seg, m, dur_m, start, reverse) -> None:
+def _tick_book(
+    avail, index, seg_start, seg, m, dur_m, start, reverse, n_glob, n_kind, node, glob
+) -> None:
     """:func:`book` on a per-tick profile."""
-    n_res = avail.shape[0]
+    r_lo, r_hi = _span(n_glob, n_kind, node, glob)
     for s in range(seg_start[m], seg_start[m + 1]):
         if seg[s, SEG_ACTIVE] == 0:
             continue
         dur = seg[s, SEG_DURATION]
         off = dur_m - seg[s, SEG_OFFSET] - dur if reverse else seg[s, SEG_OFFSET]
         lo = start + off
-        for r in range(n_res):
+        for r in range(r_lo, r_hi):
             q = seg[s, SEG_DEMAND + r]
             if q:
+                c = _col(r, n_glob, n_kind, node)
                 for tau in range(lo, lo + dur):
-                    avail[r, tau] -= q
+                    avail[c, tau] -= q
     index[INDEX_USED] = max(index[INDEX_USED], start + dur_m)
 
 
@@ -269,14 +308,16 @@ def _find(nodes, index, x) -> int:
 
 
 @njit(cache=True, inline="always")
-def _sky_place(nodes, index, seg_start, seg, m, dur_m, est, limit, reverse):
+def _sky_place(
+    nodes, index, seg_start, seg, m, dur_m, est, limit, reverse, n_glob, n_kind, node, glob
+):
     """:func:`place` on a skyline: a clash moves the start past the node that clashes."""
-    n_res = nodes.shape[1] - NODE_AVAIL
+    r_lo, r_hi = _span(n_glob, n_kind, node, glob)
     t = est
     while t + dur_m <= limit:
         moved = False
         for s in range(seg_start[m], seg_start[m + 1]):
-            if seg[s, SEG_ACTIVE] == 0:
+            if seg[s, SEG_ACTIVE] == 0 or not _demands(seg, s, r_lo, r_hi):
                 continue
             dur = seg[s, SEG_DURATION]
             off = dur_m - seg[s, SEG_OFFSET] - dur if reverse else seg[s, SEG_OFFSET]
@@ -285,8 +326,9 @@ def _sky_place(nodes, index, seg_start, seg, m, dur_m, est, limit, reverse):
             while k >= 0 and nodes[k, NODE_TIME] < lo + dur:
                 nxt = nodes[k, NODE_NEXT]
                 clash = False
-                for r in range(n_res):
-                    if seg[s, SEG_DEMAND + r] > nodes[k, NODE_AVAIL + r]:
+                for r in range(r_lo, r_hi):
+                    c = _col(r, n_glob, n_kind, node)
+                    if seg[s, SEG_DEMAND + r] > nodes[k, NODE_AVAIL + c]:
                         clash = True
                         break
                 if clash:
@@ -315,11 +357,13 @@ def _split(nodes, index, k, t) -> int:
 
 
 @njit(cache=True, inline="always")
-def _sky_book(nodes, index, seg_start, seg, m, dur_m, start, reverse) -> None:
-    """:func:`book` on a skyline."""
-    n_res = nodes.shape[1] - NODE_AVAIL
+def _sky_book(
+    nodes, index, seg_start, seg, m, dur_m, start, reverse, n_glob, n_kind, node, glob
+) -> None:
+    """:func:`book` on a skyline (a segment with nothing to take splits no node)."""
+    r_lo, r_hi = _span(n_glob, n_kind, node, glob)
     for s in range(seg_start[m], seg_start[m + 1]):
-        if seg[s, SEG_ACTIVE] == 0:
+        if seg[s, SEG_ACTIVE] == 0 or not _demands(seg, s, r_lo, r_hi):
             continue
         dur = seg[s, SEG_DURATION]
         off = dur_m - seg[s, SEG_OFFSET] - dur if reverse else seg[s, SEG_OFFSET]
@@ -332,8 +376,8 @@ def _sky_book(nodes, index, seg_start, seg, m, dur_m, start, reverse) -> None:
             nxt = nodes[k, NODE_NEXT]
             if nxt < 0 or nodes[nxt, NODE_TIME] > hi:
                 nxt = _split(nodes, index, k, hi)
-            for r in range(n_res):
-                nodes[k, NODE_AVAIL + r] -= seg[s, SEG_DEMAND + r]
+            for r in range(r_lo, r_hi):
+                nodes[k, NODE_AVAIL + _col(r, n_glob, n_kind, node)] -= seg[s, SEG_DEMAND + r]
             k = nxt
         index[INDEX_TOUCHED] = max(
             index[INDEX_TOUCHED], min(hi // index[INDEX_WIDTH], index.shape[0] - INDEX_ANCHOR - 1)
@@ -341,39 +385,142 @@ def _sky_book(nodes, index, seg_start, seg, m, dur_m, start, reverse) -> None:
 
 
 @njit(cache=True, inline="always")
-def _allowed(mode, m, left, key) -> bool:
+def _allowed(mode, m, left, key, have) -> bool:
     """Whether mode ``m`` is allowed, ``key`` being its job's placement key (-1: none yet,
-    or a job that is not colocated)."""
+    or a job that is not colocated) and ``have`` the size of its job's node set (0: none
+    yet, or not colocated)."""
     if mode[m, MODE_FITS] == 0:
         return False
     for k in range(left.shape[0]):
         if mode[m, MODE_EXTRA + k] > left[k]:
             return False
+    gang = mode[m, MODE_GANG]
+    if have > 0 and gang > 0 and gang != have:
+        return False
     return key < 0 or mode[m, MODE_PLACEMENT] < 0 or key == mode[m, MODE_PLACEMENT]
 
 
 @njit(cache=True, inline="always")
-def _candidate(
-    nodes, index, seg_start, seg, mode_start, mode, i, pref, est, limit, left, key, plain
+def _left_at(table, index, col, t) -> int:
+    """Capacity left in column ``col`` at tick ``t``."""
+    if index[INDEX_KIND] == TICKS:
+        return table[col, t]
+    return table[_find(table, index, t), NODE_AVAIL + col]
+
+
+@njit(cache=True)
+def place_mode(
+    table, index, seg_start, seg, mode, node_type, dims, m, est, limit, reverse, fixed, out
 ):
+    """Earliest start >= ``est`` of mode ``m`` and, for a mode on nodes, its node set.
+
+    ``dims`` is ``(n_glob, n_kind, n_node)``. A mode on no node is placed on the
+    cluster-wide resources. A mode on ``k`` nodes with a node set ``fixed`` (its
+    colocated job's, or its own in a backward pass; ``fixed[0]`` < 0 for none) starts
+    when the cluster-wide resources and each of those nodes hold it. Otherwise the
+    nodes are chosen: the earliest start at which ``k`` nodes of the mode's type hold
+    the whole mode (and the cluster-wide resources do), ties broken by best fit (the
+    least node capacity left at that start, then the lower node number). The chosen
+    nodes go to ``out[:k]``. A start past ``limit`` means no placement by ``limit``.
+    """
+    n_glob, n_kind, n_node = dims[0], dims[1], dims[2]
+    k = mode[m, MODE_GANG]
+    dur = mode[m, MODE_DURATION]
+    if k == 0:
+        return place(table, index, seg_start, seg, m, dur, est, limit, reverse, n_glob, 0, -1, True)
+    if fixed[0] >= 0:
+        t = est
+        while True:
+            t0 = t
+            t = place(
+                table, index, seg_start, seg, m, dur, t, limit, reverse, n_glob, n_kind, -1, True
+            )
+            for j in range(k):
+                t = place(
+                    table, index, seg_start, seg, m, dur, t, limit, reverse, n_glob, n_kind,
+                    fixed[j], False,
+                )  # fmt: skip
+            if t == t0 or t + dur > limit:
+                break
+        for j in range(k):
+            out[j] = fixed[j]
+        return t
+    want = mode[m, MODE_NODE_TYPE]
+    times = np.empty(n_node, dtype=np.int64)
+    t0 = est
+    while True:
+        tg = place(
+            table, index, seg_start, seg, m, dur, t0, limit, reverse, n_glob, n_kind, -1, True
+        )
+        for v in range(n_node):
+            if want >= 0 and node_type[v] != want:
+                times[v] = BIG
+            else:
+                times[v] = place(
+                    table, index, seg_start, seg, m, dur, t0, limit, reverse, n_glob, n_kind, v,
+                    False,
+                )  # fmt: skip
+        kth = np.sort(times)[k - 1]
+        t = max(tg, kth)
+        if t + dur > limit:
+            return t
+        if t == t0:
+            break
+        t0 = t
+    # k nodes hold the mode at t0: the k of least capacity left there (best fit).
+    for j in range(k):
+        best, best_left = -1, BIG
+        for v in range(n_node):
+            if times[v] != t0:
+                continue
+            room = 0
+            for r in range(n_kind):
+                room += _left_at(table, index, n_glob + v * n_kind + r, t0)
+            if room < best_left:
+                best, best_left = v, room
+        out[j] = best
+        times[best] = BIG
+    return t0
+
+
+@njit(cache=True, inline="always")
+def _book_mode(table, index, seg_start, seg, mode, dims, m, t, reverse, on) -> None:
+    """Book mode ``m`` at ``t``: its cluster-wide demands, and its per-node ones on ``on``."""
+    dur = mode[m, MODE_DURATION]
+    book(table, index, seg_start, seg, m, dur, t, reverse, dims[0], dims[1], -1, True)
+    for j in range(mode[m, MODE_GANG]):
+        book(table, index, seg_start, seg, m, dur, t, reverse, dims[0], dims[1], on[j], False)
+
+
+@njit(cache=True, inline="always")
+def _candidate(
+    table, index, seg_start, seg, mode_start, mode, node_type, dims, i, pref, est, limit, left,
+    key, fixed, plain, cand, out,
+):  # fmt: skip
     """Mode and start for task ``i`` (see the module docstring); mode -1 if none is allowed.
 
-    ``plain`` passes say that no budget is overdrawn and ``key`` < 0 that the task's
-    job has no placement to keep: a single-mode task then needs no choice.
+    The chosen mode's node set goes to ``out`` (``cand`` is scratch). ``plain`` passes
+    say that no budget is overdrawn and ``key`` < 0 that the task's job has no
+    placement to keep: a single-mode task then needs no choice.
     """
+    have = 0
+    if fixed[0] >= 0:
+        for j in range(fixed.shape[0]):
+            if fixed[j] >= 0:
+                have += 1
     lo, hi = mode_start[i], mode_start[i + 1]
-    if plain and hi - lo == 1 and key < 0:
-        return lo, place(
-            nodes, index, seg_start, seg, lo, mode[lo, MODE_DURATION], est, limit, False
+    if plain and hi - lo == 1 and key < 0 and have == 0:
+        return lo, place_mode(
+            table, index, seg_start, seg, mode, node_type, dims, lo, est, limit, False, fixed, out
         )
-    if pref >= 0 and _allowed(mode, pref, left, key):
-        return pref, place(
-            nodes, index, seg_start, seg, pref, mode[pref, MODE_DURATION], est, limit, False
+    if pref >= 0 and _allowed(mode, pref, left, key, have):
+        return pref, place_mode(
+            table, index, seg_start, seg, mode, node_type, dims, pref, est, limit, False, fixed, out
         )
     if pref >= 0:
         best, best_use, best_dur = -1, BIG, BIG
         for m in range(lo, hi):
-            if not _allowed(mode, m, left, key):
+            if not _allowed(mode, m, left, key, have):
                 continue
             use = 0
             for k in range(left.shape[0]):
@@ -383,15 +530,21 @@ def _candidate(
                 best, best_use, best_dur = m, use, dur
         if best < 0:
             return -1, 0
-        return best, place(nodes, index, seg_start, seg, best, best_dur, est, limit, False)
+        return best, place_mode(
+            table, index, seg_start, seg, mode, node_type, dims, best, est, limit, False, fixed, out
+        )
     best, best_t, best_end = -1, 0, BIG
     for m in range(lo, hi):
-        if not _allowed(mode, m, left, key):
+        if not _allowed(mode, m, left, key, have):
             continue
         dur = mode[m, MODE_DURATION]
-        t = place(nodes, index, seg_start, seg, m, dur, est, limit, False)
+        t = place_mode(
+            table, index, seg_start, seg, mode, node_type, dims, m, est, limit, False, fixed, cand
+        )
         if t + dur < best_end:
             best, best_t, best_end = m, t, t + dur
+            for j in range(mode[m, MODE_GANG]):
+                out[j] = cand[j]
     return best, best_t
 
 
@@ -417,16 +570,34 @@ def _job_key(task, i, job_key) -> int:
 
 
 @njit(cache=True, inline="always")
-def _commit(nodes, index, seg_start, seg, mode, task, i, m, t, left, job_key, start, chosen):
-    """Book mode ``m`` of task ``i`` at ``t``: capacity, budgets, placement, the schedule."""
-    dur_m = mode[m, MODE_DURATION]
-    book(nodes, index, seg_start, seg, m, dur_m, t, False)
+def _job_nodes(task, i, job_nodes, none):
+    """The node set task ``i`` must keep: its colocated job's, or ``none`` (all -1)."""
+    if task[i, TASK_COLOCATED] == 0:
+        return none
+    return job_nodes[task[i, TASK_JOB]]
+
+
+@njit(cache=True, inline="always")
+def _commit(
+    table, index, seg_start, seg, mode, task, dims, i, m, t, left, job_key, job_nodes, on,
+    start, chosen, placed,
+):  # fmt: skip
+    """Book mode ``m`` of task ``i`` at ``t`` on nodes ``on``: capacity, budgets,
+    placement, the schedule."""
+    _book_mode(table, index, seg_start, seg, mode, dims, m, t, False, on)
     for k in range(left.shape[0]):
         left[k] -= mode[m, MODE_EXTRA + k]
     job = task[i, TASK_JOB]
     key = mode[m, MODE_PLACEMENT]
     if job >= 0 and key >= 0 and job_key[job] < 0:
         job_key[job] = key
+    gang = mode[m, MODE_GANG]
+    placed[i, :] = -1
+    for j in range(gang):
+        placed[i, j] = on[j]
+    if gang > 0 and job >= 0 and task[i, TASK_COLOCATED] == 1 and job_nodes[job, 0] < 0:
+        for j in range(gang):
+            job_nodes[job, j] = on[j]
     start[i] = t
     chosen[i] = m
 
@@ -441,16 +612,28 @@ def _plain(left) -> bool:
 
 
 @njit(cache=True)
-def serial_pass(d: Data, order, pref, start, chosen, nodes, index):
+def _dims(d: Data) -> np.ndarray:
+    """``(n_glob, n_kind, n_node)`` of ``d``."""
+    return np.array([d.n_glob, d.n_kind, d.n_node], dtype=np.int64)
+
+
+@njit(cache=True)
+def serial_pass(d: Data, order, pref, start, chosen, placed, table, index):
     """Serial SGS over the activity list ``order`` with preferred modes ``pref``.
 
-    Fills ``start`` and ``chosen`` (the global mode per task); returns
-    ``(status, task)``, ``task`` being the one at which a failed pass stopped.
+    Fills ``start``, ``chosen`` (the global mode per task) and ``placed`` (the node
+    numbers per task, padded with -1); returns ``(status, task)``, ``task`` being the
+    one at which a failed pass stopped.
     """
-    _reset(d, nodes, index, False, 0)
+    _reset(d, table, index, False, 0)
     left = d.slack.copy()
     job_key = np.full(d.job_colocate.shape[0], -1, dtype=np.int64)
-    pred_ptr, pred, task = d.pred_ptr, d.pred, d.task
+    job_nodes = np.full((d.job_colocate.shape[0], d.gang_max), -1, dtype=np.int64)
+    none = np.full(d.gang_max, -1, dtype=np.int64)
+    cand = np.empty(d.gang_max, dtype=np.int64)
+    on = np.empty(d.gang_max, dtype=np.int64)
+    dims = _dims(d)
+    pred_ptr, pred, task, node_type = d.pred_ptr, d.pred, d.task, d.node_type
     mode_start, mode, seg_start, seg = d.mode_start, d.mode, d.seg_start, d.seg
     plain = _plain(left)
     for k in range(d.n):
@@ -459,31 +642,47 @@ def serial_pass(d: Data, order, pref, start, chosen, nodes, index):
         deadline = task[i, TASK_DEADLINE]
         limit = deadline if deadline >= 0 else BIG
         m, t = _candidate(
-            nodes, index, seg_start, seg, mode_start, mode, i, pref[i], est, limit, left,
-            _job_key(task, i, job_key), plain,
+            table, index, seg_start, seg, mode_start, mode, node_type, dims, i, pref[i], est,
+            limit, left, _job_key(task, i, job_key), _job_nodes(task, i, job_nodes, none), plain,
+            cand, on,
         )  # fmt: skip
         if m < 0:
             return FAIL_MODE, i
         if deadline >= 0 and t + mode[m, MODE_DURATION] > deadline:
             return FAIL_DEADLINE, i
-        _commit(nodes, index, seg_start, seg, mode, task, i, m, t, left, job_key, start, chosen)
+        _commit(
+            table, index, seg_start, seg, mode, task, dims, i, m, t, left, job_key, job_nodes,
+            on, start, chosen, placed,
+        )  # fmt: skip
     return OK, -1
 
 
 @njit(cache=True)
-def parallel_pass(d: Data, order, pref, start, chosen, nodes, index):
+def parallel_pass(d: Data, order, pref, start, chosen, placed, table, index):
     """Parallel (non-delay) SGS: at each step the eligible task that can start first.
 
     Among eligible tasks (all predecessors scheduled), the one whose earliest
     feasible start (not before the last decision time) is smallest is taken,
     ties going to the task earlier in ``order``. Same returns as :func:`serial_pass`.
     """
-    _reset(d, nodes, index, False, 0)
+    _reset(d, table, index, False, 0)
     n = d.n
     left = d.slack.copy()
     job_key = np.full(d.job_colocate.shape[0], -1, dtype=np.int64)
+    job_nodes = np.full((d.job_colocate.shape[0], d.gang_max), -1, dtype=np.int64)
+    none = np.full(d.gang_max, -1, dtype=np.int64)
+    cand = np.empty(d.gang_max, dtype=np.int64)
+    on = np.empty(d.gang_max, dtype=np.int64)
+    best_on = np.empty(d.gang_max, dtype=np.int64)
+    dims = _dims(d)
     pred_ptr, pred, succ_ptr, succ, task = d.pred_ptr, d.pred, d.succ_ptr, d.succ, d.task
-    mode_start, mode, seg_start, seg = d.mode_start, d.mode, d.seg_start, d.seg
+    mode_start, mode, seg_start, seg, node_type = (
+        d.mode_start,
+        d.mode,
+        d.seg_start,
+        d.seg,
+        d.node_type,
+    )
     pos = np.empty(n, dtype=np.int64)
     for k in range(n):
         pos[order[k]] = k
@@ -505,19 +704,21 @@ def parallel_pass(d: Data, order, pref, start, chosen, nodes, index):
             deadline = task[i, TASK_DEADLINE]
             limit = deadline if deadline >= 0 else BIG
             m, t = _candidate(
-                nodes, index, seg_start, seg, mode_start, mode, i, pref[i], est, limit, left,
-                _job_key(task, i, job_key), plain,
+                table, index, seg_start, seg, mode_start, mode, node_type, dims, i, pref[i], est,
+                limit, left, _job_key(task, i, job_key), _job_nodes(task, i, job_nodes, none),
+                plain, cand, on,
             )  # fmt: skip
             if m < 0:
                 return FAIL_MODE, i
             if t < best_t or (t == best_t and pos[i] < pos[best]):
                 best, best_k, best_m, best_t = i, k, m, t
+                best_on[:] = on
         deadline = task[best, TASK_DEADLINE]
         if deadline >= 0 and best_t + mode[best_m, MODE_DURATION] > deadline:
             return FAIL_DEADLINE, best
         _commit(
-            nodes, index, seg_start, seg, mode, task, best, best_m, best_t, left, job_key,
-            start, chosen,
+            table, index, seg_start, seg, mode, task, dims, best, best_m, best_t, left, job_key,
+            job_nodes, best_on, start, chosen, placed,
         )  # fmt: skip
         now = best_t
         n_elig -= 1
@@ -552,7 +753,7 @@ def objective(d: Data, start: np.ndarray, chosen: np.ndarray) -> float:
 
 
 @njit(cache=True)
-def _backward_pass(d: Data, start, chosen, out, nodes, index) -> bool:
+def _backward_pass(d: Data, start, chosen, placed, out, nodes, index) -> bool:
     """Right-justify: tasks by decreasing finish, as late as possible before the makespan.
 
     Writes the new starts into ``out``; returns whether every task fitted.
@@ -568,6 +769,8 @@ def _backward_pass(d: Data, start, chosen, out, nodes, index) -> bool:
     order = keys_to_order(d, -fin, True)
     _reset(d, nodes, index, True, T)
     rs = np.empty(n, dtype=np.int64)
+    dims = _dims(d)
+    on = np.empty(d.gang_max, dtype=np.int64)
     for k in range(n):
         i = order[k]
         m = chosen[i]
@@ -582,10 +785,24 @@ def _backward_pass(d: Data, start, chosen, out, nodes, index) -> bool:
                 v -= di
             est = max(est, v)
         limit = T - task[i, TASK_RELEASE]
-        t = place(nodes, index, seg_start, seg, m, di, est, limit, True)
+        t = place_mode(
+            nodes,
+            index,
+            seg_start,
+            seg,
+            mode,
+            d.node_type,
+            dims,
+            m,
+            est,
+            limit,
+            True,
+            placed[i],
+            on,
+        )
         if t + di > limit:
             return False
-        book(nodes, index, seg_start, seg, m, di, t, True)
+        _book_mode(nodes, index, seg_start, seg, mode, dims, m, t, True, placed[i])
         rs[i] = t
     for i in range(n):
         out[i] = T - rs[i] - mode[chosen[i], MODE_DURATION]
@@ -593,7 +810,7 @@ def _backward_pass(d: Data, start, chosen, out, nodes, index) -> bool:
 
 
 @njit(cache=True)
-def justify(d: Data, start, chosen, nodes, index, allowance: int) -> int:
+def justify(d: Data, start, chosen, placed, nodes, index, allowance: int) -> int:
     """Forward-backward improvement of a schedule, in place when it is no worse.
 
     Runs a backward pass, then a forward pass in the order of the backward
@@ -603,20 +820,24 @@ def justify(d: Data, start, chosen, nodes, index, allowance: int) -> int:
     if allowance < 1:
         return 0
     back = np.empty(d.n, dtype=np.int64)
-    if not _backward_pass(d, start, chosen, back, nodes, index) or allowance < 2:
+    if not _backward_pass(d, start, chosen, placed, back, nodes, index) or allowance < 2:
         return 1
     order = keys_to_order(d, back, False)
     new_start = np.empty(d.n, dtype=np.int64)
     new_mode = np.empty(d.n, dtype=np.int64)
-    status, _ = serial_pass(d, order, chosen, new_start, new_mode, nodes, index)
+    new_placed = np.empty_like(placed)
+    status, _ = serial_pass(d, order, chosen, new_start, new_mode, new_placed, nodes, index)
     if status == OK and objective(d, new_start, new_mode) <= objective(d, start, chosen):
         start[:] = new_start
         chosen[:] = new_mode
+        placed[:] = new_placed
     return 2
 
 
 @njit(cache=True)
-def evaluate(d: Data, order, pref, start, chosen, nodes, index, allowance: int, parallel: bool):
+def evaluate(
+    d: Data, order, pref, start, chosen, placed, nodes, index, allowance: int, parallel: bool
+):
     """Decode an activity list and mode list, then justify; at most ``allowance`` passes.
 
     On success ``order`` is rewritten as the final start order (ties kept in
@@ -626,12 +847,12 @@ def evaluate(d: Data, order, pref, start, chosen, nodes, index, allowance: int, 
     if allowance < 1:
         return np.inf, 0
     if parallel:
-        status, _ = parallel_pass(d, order, pref, start, chosen, nodes, index)
+        status, _ = parallel_pass(d, order, pref, start, chosen, placed, nodes, index)
     else:
-        status, _ = serial_pass(d, order, pref, start, chosen, nodes, index)
+        status, _ = serial_pass(d, order, pref, start, chosen, placed, nodes, index)
     if status != OK:
         return np.inf, 1
-    passes = 1 + justify(d, start, chosen, nodes, index, allowance - 1)
+    passes = 1 + justify(d, start, chosen, placed, nodes, index, allowance - 1)
     rank = np.empty(d.n, dtype=np.int64)
     for k in range(d.n):
         rank[order[k]] = k

@@ -220,7 +220,7 @@ def test_a_run_at_the_critical_path_bound_stops_the_others(monkeypatch) -> None:
     def fake(problem, schedules, time_limit, seed, settings, progress, stop: threading.Event):
         if seed == 0:
             search = Search(problem, "ga", 10, None, progress, stop)
-            search.offer(bound, search.best_start, search.best_mode)
+            search.offer(bound, search.best_start, search.best_mode, search.best_placed)
         else:
             stopped.append(stop.wait(5))
         return ga.Result("ga", Status.FEASIBLE, objective=bound + seed, stats={"schedules": 1})
