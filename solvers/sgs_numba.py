@@ -18,6 +18,8 @@ The helpers called inside the passes' loops take the tables as arrays, not the
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -447,21 +449,34 @@ def place_mode(
         return t
     want = mode[m, MODE_NODE_TYPE]
     times = np.empty(n_node, dtype=np.int64)
+    top = np.empty(k, dtype=np.int64)
     t0 = est
     while True:
         tg = place(
             table, index, seg_start, seg, m, dur, t0, limit, reverse, n_glob, n_kind, -1, True
         )
+        if tg + dur > limit:
+            return tg
+        # The k earliest node starts; a node's search stops once it cannot beat the k-th
+        # earliest so far (its time is then only known to be later).
+        top[:] = BIG
         for v in range(n_node):
             if want >= 0 and node_type[v] != want:
                 times[v] = BIG
-            else:
-                times[v] = place(
-                    table, index, seg_start, seg, m, dur, t0, limit, reverse, n_glob, n_kind, v,
-                    False,
-                )  # fmt: skip
-        kth = np.sort(times)[k - 1]
-        t = max(tg, kth)
+                continue
+            bound = min(limit, top[k - 1] + dur) if top[k - 1] < BIG else limit
+            tv = place(
+                table, index, seg_start, seg, m, dur, t0, bound, reverse, n_glob, n_kind, v,
+                False,
+            )  # fmt: skip
+            times[v] = tv
+            if tv < top[k - 1]:
+                j = k - 1
+                while j > 0 and top[j - 1] > tv:
+                    top[j] = top[j - 1]
+                    j -= 1
+                top[j] = tv
+        t = max(tg, top[k - 1])
         if t + dur > limit:
             return t
         if t == t0:
@@ -664,72 +679,183 @@ def parallel_pass(d: Data, order, pref, start, chosen, placed, table, index):
     Among eligible tasks (all predecessors scheduled), the one whose earliest
     feasible start (not before the last decision time) is smallest is taken,
     ties going to the task earlier in ``order``. Same returns as :func:`serial_pass`.
+
+    Candidates are evaluated lazily: each eligible task keeps its last candidate (mode,
+    start, nodes) in a heap keyed by (start, position in ``order``). Booking only takes
+    capacity away and the decision time only grows, so a task's earliest start never
+    decreases: the top candidate, if it still fits (and no budget use or job placement
+    has changed since), is the one a scan of every eligible task would take (up to ties
+    between nodes, which best fit breaks when the candidate is evaluated). Otherwise it
+    is evaluated again and pushed back. A step then costs a few evaluations, not one per
+    eligible task.
     """
     _reset(d, table, index, False, 0)
     n = d.n
     left = d.slack.copy()
-    job_key = np.full(d.job_colocate.shape[0], -1, dtype=np.int64)
-    job_nodes = np.full((d.job_colocate.shape[0], d.gang_max), -1, dtype=np.int64)
+    n_jobs = d.job_colocate.shape[0]
+    job_key = np.full(n_jobs, -1, dtype=np.int64)
+    job_nodes = np.full((n_jobs, d.gang_max), -1, dtype=np.int64)
+    job_epoch = np.zeros(n_jobs, dtype=np.int64)
+    epoch = np.zeros(1, dtype=np.int64)
+    """How often a commit used budget: a candidate evaluated before may not be allowed."""
     none = np.full(d.gang_max, -1, dtype=np.int64)
     cand = np.empty(d.gang_max, dtype=np.int64)
-    on = np.empty(d.gang_max, dtype=np.int64)
-    best_on = np.empty(d.gang_max, dtype=np.int64)
     dims = _dims(d)
-    pred_ptr, pred, succ_ptr, succ, task = d.pred_ptr, d.pred, d.succ_ptr, d.succ, d.task
-    mode_start, mode, seg_start, seg, node_type = (
-        d.mode_start,
-        d.mode,
-        d.seg_start,
-        d.seg,
-        d.node_type,
-    )
+    task, mode, succ_ptr, succ = d.task, d.mode, d.succ_ptr, d.succ
+    seg_start, seg, node_type = d.seg_start, d.seg, d.node_type
     pos = np.empty(n, dtype=np.int64)
     for k in range(n):
         pos[order[k]] = k
     waiting = np.empty(n, dtype=np.int64)
-    elig = np.empty(n, dtype=np.int64)
-    n_elig = 0
-    for i in range(n):
-        waiting[i] = pred_ptr[i + 1] - pred_ptr[i]
-        if waiting[i] == 0:
-            elig[n_elig] = i
-            n_elig += 1
+    cache = Candidates(
+        np.empty(n, dtype=np.int64),
+        np.empty(n, dtype=np.int64),
+        np.full((n, d.gang_max), -1, dtype=np.int64),
+        np.empty(n, dtype=np.int64),
+        np.empty(n, dtype=np.int64),
+        np.empty(n, dtype=np.int64),
+    )
     plain = _plain(left)
-    now = 0
-    for _ in range(n):
-        best, best_k, best_m, best_t = -1, -1, -1, BIG
-        for k in range(n_elig):
-            i = elig[k]
-            est = max(now, _forward_est(pred_ptr, pred, mode, task, i, start, chosen))
-            deadline = task[i, TASK_DEADLINE]
-            limit = deadline if deadline >= 0 else BIG
-            m, t = _candidate(
-                table, index, seg_start, seg, mode_start, mode, node_type, dims, i, pref[i], est,
-                limit, left, _job_key(task, i, job_key), _job_nodes(task, i, job_nodes, none),
-                plain, cand, on,
+    size, now = 0, 0
+    for i in range(n):
+        waiting[i] = d.pred_ptr[i + 1] - d.pred_ptr[i]
+    for i in range(n):
+        if waiting[i] == 0:
+            size = _evaluate_push(
+                d, table, index, i, now, pref, start, chosen, left, job_key, job_nodes,
+                job_epoch, epoch, plain, none, cand, dims, cache, size, pos,
             )  # fmt: skip
-            if m < 0:
+            if size < 0:
                 return FAIL_MODE, i
-            if t < best_t or (t == best_t and pos[i] < pos[best]):
-                best, best_k, best_m, best_t = i, k, m, t
-                best_on[:] = on
-        deadline = task[best, TASK_DEADLINE]
-        if deadline >= 0 and best_t + mode[best_m, MODE_DURATION] > deadline:
-            return FAIL_DEADLINE, best
+    done = 0
+    while done < n:
+        j = cache.heap[0]
+        job = task[j, TASK_JOB]
+        m = cache.mode[j]
+        dur = mode[m, MODE_DURATION]
+        at = cache.start[j]
+        valid = cache.epoch[j] == epoch[0] and (job < 0 or cache.job[j] == job_epoch[job])
+        if valid:
+            fixed = cache.nodes[j] if mode[m, MODE_GANG] else none
+            t = place_mode(
+                table, index, seg_start, seg, mode, node_type, dims, m, at, at + dur, False,
+                fixed, cand,
+            )  # fmt: skip
+            valid = t == at
+        size -= 1
+        cache.heap[0] = cache.heap[size]
+        _sift_down2(cache.heap, size, 0, cache.start, pos)
+        if not valid:
+            size = _evaluate_push(
+                d, table, index, j, now, pref, start, chosen, left, job_key, job_nodes,
+                job_epoch, epoch, plain, none, cand, dims, cache, size, pos,
+            )  # fmt: skip
+            if size < 0:
+                return FAIL_MODE, j
+            continue
+        deadline = task[j, TASK_DEADLINE]
+        if deadline >= 0 and at + dur > deadline:
+            return FAIL_DEADLINE, j
+        key = job_key[job] if job >= 0 else -1
+        first = job_nodes[job, 0] if job >= 0 else -1
         _commit(
-            table, index, seg_start, seg, mode, task, dims, best, best_m, best_t, left, job_key,
-            job_nodes, best_on, start, chosen, placed,
+            table, index, seg_start, seg, mode, task, dims, j, m, at, left, job_key, job_nodes,
+            cache.nodes[j], start, chosen, placed,
         )  # fmt: skip
-        now = best_t
-        n_elig -= 1
-        elig[best_k] = elig[n_elig]
-        for e in range(succ_ptr[best], succ_ptr[best + 1]):
+        for k in range(left.shape[0]):
+            if mode[m, MODE_EXTRA + k]:
+                epoch[0] += 1
+                break
+        if job >= 0 and (job_key[job] != key or job_nodes[job, 0] != first):
+            job_epoch[job] += 1
+        now = at
+        done += 1
+        for e in range(succ_ptr[j], succ_ptr[j + 1]):
             f = succ[e, EDGE_TASK]
             waiting[f] -= 1
             if waiting[f] == 0:
-                elig[n_elig] = f
-                n_elig += 1
+                size = _evaluate_push(
+                    d, table, index, f, now, pref, start, chosen, left, job_key, job_nodes,
+                    job_epoch, epoch, plain, none, cand, dims, cache, size, pos,
+                )  # fmt: skip
+                if size < 0:
+                    return FAIL_MODE, f
     return OK, -1
+
+
+class Candidates(NamedTuple):
+    """The parallel pass's last candidate per eligible task, and its heap of tasks."""
+
+    start: np.ndarray
+    mode: np.ndarray
+    nodes: np.ndarray
+    epoch: np.ndarray
+    """The budget epoch the candidate was evaluated in."""
+    job: np.ndarray
+    """Its job's placement epoch then."""
+    heap: np.ndarray
+
+
+@njit(cache=True)
+def _evaluate_push(
+    d, table, index, i, now, pref, start, chosen, left, job_key, job_nodes, job_epoch, epoch,
+    plain, none, cand, dims, cache, size, pos,
+):  # fmt: skip
+    """Evaluate eligible task ``i``'s candidate, remember it and push ``i``; returns the
+    heap's new size, or -1 when no mode of ``i`` is allowed."""
+    task, mode = d.task, d.mode
+    est = max(now, _forward_est(d.pred_ptr, d.pred, mode, task, i, start, chosen))
+    deadline = task[i, TASK_DEADLINE]
+    limit = deadline if deadline >= 0 else BIG
+    m, t = _candidate(
+        table, index, d.seg_start, d.seg, d.mode_start, mode, d.node_type, dims, i, pref[i],
+        est, limit, left, _job_key(task, i, job_key), _job_nodes(task, i, job_nodes, none),
+        plain, cand, cache.nodes[i],
+    )  # fmt: skip
+    if m < 0:
+        return -1
+    job = task[i, TASK_JOB]
+    cache.start[i] = t
+    cache.mode[i] = m
+    cache.epoch[i] = epoch[0]
+    cache.job[i] = job_epoch[job] if job >= 0 else 0
+    return _push2(cache.heap, size, i, cache.start, pos)
+
+
+@njit(cache=True, inline="always")
+def _less2(a, b, first, second) -> bool:
+    return first[a] < first[b] or (first[a] == first[b] and second[a] < second[b])
+
+
+@njit(cache=True)
+def _push2(heap, size, i, first, second) -> int:
+    """Push ``i`` on a heap ordered by ``(first, second)``; returns the new size."""
+    heap[size] = i
+    c = size
+    while c > 0:
+        p = (c - 1) // 2
+        if _less2(heap[c], heap[p], first, second):
+            heap[c], heap[p] = heap[p], heap[c]
+            c = p
+        else:
+            break
+    return size + 1
+
+
+@njit(cache=True)
+def _sift_down2(heap, size, c, first, second) -> None:
+    while True:
+        left = 2 * c + 1
+        if left >= size:
+            return
+        best = left
+        if left + 1 < size and _less2(heap[left + 1], heap[left], first, second):
+            best = left + 1
+        if _less2(heap[best], heap[c], first, second):
+            heap[c], heap[best] = heap[best], heap[c]
+            c = best
+        else:
+            return
 
 
 @njit(cache=True)
