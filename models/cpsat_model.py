@@ -20,19 +20,39 @@ Capacity windows become fixed intervals that consume the capacity missing
 during the window; the cumulative's capacity is the largest capacity the
 resource ever has. For the makespan objective an interval from the makespan to
 the horizon takes the whole capacity of every cumulative it can share.
+
+Node placement: a mode on ``k`` nodes has one Boolean per node it can use, exactly
+``k`` of them true when the mode is chosen (none otherwise), and per such node an
+optional interval per segment, present with the node's Boolean, at the task's own
+start: a gang starts at once on all its nodes. Every node and node resource kind is
+one cumulative, and a redundant one per kind pools all nodes. A colocated job has one
+Boolean per node, its node set: a task's node Booleans imply the job's, and the set
+has the size of the chosen mode's gang.
+Within each class of identical nodes, the first task that runs on nodes uses the
+lowest-numbered ones (see :mod:`models.placement`).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Literal, get_args
 
 from ortools.sat.python import cp_model
 
+from models.placement import (
+    canonical_nodes,
+    colocated_placements,
+    eligible_nodes,
+    identical_node_classes,
+    job_node_sets,
+    node_segments,
+    symmetry_task,
+)
 from planner.arrays import FS
 from planner.bounds import earliest_starts, latest_starts
-from planner.model import Problem
+from planner.model import Mode, Problem
 from planner.schedule import Schedule
 
 Encoding = Literal["shared", "optional"]
@@ -58,16 +78,26 @@ class CpsatModel:
     """Per (job, placement key id), whether the job is placed there (colocated jobs)."""
     hinted: list[tuple[cp_model.IntVar, object]] = field(default_factory=list)
     """Auxiliary variables and how to compute their hint from a schedule (see :func:`hint`)."""
+    node_lits: dict[tuple[int, int], dict[int, cp_model.IntVar]] = field(default_factory=dict)
+    """Per (task, mode number within the task) that runs on nodes: node index -> whether
+    the task runs there in that mode."""
+    node_sets: dict[int, dict[int, cp_model.IntVar]] = field(default_factory=dict)
+    """Per colocated job: node index -> whether the job's node set holds the node."""
+    set_sizes: dict[int, int] = field(default_factory=dict)
+    """Per colocated job whose node set always exists, its size."""
 
     def schedule(self, problem: Problem, value) -> Schedule:
         """The schedule of a solution; ``value`` maps a variable to its value."""
-        modes, starts = {}, {}
+        modes, starts, nodes = {}, {}, {}
         for i, task in enumerate(problem.tasks):
             lits = self.mode_lits[i]
             k = next((k for k, lit in enumerate(lits) if value(lit)), 0)
             modes[task.name] = task.modes[k].name
             starts[task.name] = int(value(self.start[i]))
-        return Schedule(modes=modes, starts=starts)
+            if (i, k) in self.node_lits:
+                on = self.node_lits[i, k]
+                nodes[task.name] = tuple(problem.nodes[n].name for n in on if value(on[n]))
+        return Schedule(modes=modes, starts=starts, nodes=nodes)
 
 
 def weight_scale(weights: list[float]) -> int:
@@ -104,16 +134,27 @@ class _Builder:
             [] for _ in range(self.a.n_resources)
         ]
         self.end: list[object] = []
+        # Per (node index, node resource kind): (interval, demand) pairs of its cumulative.
+        self.node_uses: dict[tuple[int, str], list[tuple[cp_model.IntervalVar, int]]] = {}
+        # Per node resource kind: (interval, demand over all nodes) of the pooled cumulative.
+        self.pooled: dict[str, list[tuple[cp_model.IntervalVar, int]]] = {}
+        # Per task of a colocated job that runs on nodes: the job.
+        self.job_of: dict[int, int] = {}
 
     def build(self) -> CpsatModel:
         # Order matters: tasks create the variables every later family refers to.
         self.out = CpsatModel(self.m, self.h, [], [])
         self._tasks()
+        # Node sets of colocated jobs before the tasks' node Booleans, which may be them.
+        self._node_sets()
+        self._nodes()
+        self._node_symmetry()
         self._precedences()
         self._budgets()
         self._colocation()
         self._objective()
         self._resources()
+        self._node_resources()
         return self.out
 
     def _tasks(self) -> None:
@@ -266,6 +307,106 @@ class _Builder:
             self.out.hinted.append((y, ("placed", job, key)))
         return self.out.placement[(job, key)]
 
+    def _mode_lit(self, task: int, mode: int) -> cp_model.IntVar | None:
+        """The literal of mode number ``mode`` of ``task``; ``None`` for a single-mode task."""
+        lits = self.out.mode_lits[task]
+        return lits[mode] if lits else None
+
+    def _node_sets(self) -> None:
+        """Per colocated job that runs on nodes, one Boolean per node its tasks could use.
+
+        The set has the gang size of every chosen mode that runs on nodes: when all such
+        modes of the job agree, always (the set then exists even if none is chosen);
+        otherwise the size of each chosen one.
+        """
+        for j, pairs in colocated_placements(self.p).items():
+            modes = [self.p.tasks[i].modes[k] for i, k in pairs]
+            union = sorted({n for m in modes for n in eligible_nodes(self.p, m)})
+            ys = self.out.node_sets[j] = {n: self.m.new_bool_var(f"y{j}_{n}") for n in union}
+            size = cp_model.LinearExpr.sum(list(ys.values()))
+            gangs = {m.nodes for m in modes}
+            if len(gangs) == 1 and len(union) >= min(gangs):
+                self.out.set_sizes[j] = gangs.pop()
+                self.m.add(size == self.out.set_sizes[j])
+            else:
+                for (i, k), mode in zip(pairs, modes, strict=True):
+                    ct = self.m.add(size == mode.nodes)
+                    lit = self._mode_lit(i, k)
+                    if lit is not None:
+                        ct.only_enforce_if(lit)
+            self.job_of.update((i, j) for i, _ in pairs)
+
+    def _nodes(self) -> None:
+        """Node Booleans (exactly ``k`` when the mode is chosen) and per-node intervals.
+
+        A single-mode task of a colocated job runs on exactly the job's node set, so
+        the set's Booleans are its own.
+        """
+        for i, task in enumerate(self.p.tasks):
+            for k, mode in enumerate(task.modes):
+                if not mode.nodes:
+                    continue
+                lit = self._mode_lit(i, k)
+                nodes = eligible_nodes(self.p, mode)
+                j = self.job_of.get(i)
+                if j is not None and lit is None:
+                    on = dict(self.out.node_sets[j])
+                    for n in sorted(set(on) - set(nodes)):
+                        self.m.add(on.pop(n) == 0)
+                else:
+                    on = {n: self.m.new_bool_var(f"n{i}_{k}_{n}") for n in nodes}
+                    if j is not None:
+                        for n, x in on.items():
+                            self.m.add_implication(x, self.out.node_sets[j][n])
+                    size = cp_model.LinearExpr.sum(list(on.values()))
+                    self.m.add(size == mode.nodes * (1 if lit is None else lit))
+                self.out.node_lits[i, k] = on
+                self._node_intervals(i, mode, on)
+                self._pooled_intervals(i, mode, lit)
+
+    def _node_intervals(self, i: int, mode: Mode, on: dict[int, cp_model.IntVar]) -> None:
+        """Per node of ``on`` and segment, an interval at the task start, present with the node."""
+        start = self.out.start[i]
+        for g, seg in enumerate(node_segments(self.p, mode)):
+            for n, x in on.items():
+                iv = self.m.new_optional_fixed_size_interval_var(
+                    start + seg.offset, seg.duration, x, f"i{i}_{mode.name}_{n}_{g}"
+                )
+                for kind, q in seg.demand.items():
+                    self.node_uses.setdefault((n, kind), []).append((iv, q))
+
+    def _pooled_intervals(self, i: int, mode: Mode, lit: cp_model.IntVar | None) -> None:
+        """Per segment, one interval in the pooled cumulative of each node resource kind.
+
+        Redundant: the nodes together never hold more than their summed capacity. The
+        pooled cumulative sees every task at once, where each node's sees only the
+        tasks that might run there.
+        """
+        start = self.out.start[i]
+        for seg in node_segments(self.p, mode):
+            at = start + seg.offset
+            if lit is None:
+                iv = self.m.new_fixed_size_interval_var(at, seg.duration, "")
+            else:
+                iv = self.m.new_optional_fixed_size_interval_var(at, seg.duration, lit, "")
+            for kind, q in seg.demand.items():
+                self.pooled.setdefault(kind, []).append((iv, q * mode.nodes))
+
+    def _node_symmetry(self) -> None:
+        """The first task on nodes uses a prefix of every class of identical nodes."""
+        first = symmetry_task(self.p)
+        if first is None:
+            return
+        used: dict[int, list[cp_model.IntVar]] = {}
+        for k in range(len(self.p.tasks[first].modes)):
+            for n, x in self.out.node_lits.get((first, k), {}).items():
+                used.setdefault(n, []).append(x)
+        for members in identical_node_classes(self.p):
+            for a, b in pairwise(members):
+                if used.get(b):
+                    later = cp_model.LinearExpr.sum(used[b])
+                    self.m.add(later <= cp_model.LinearExpr.sum(used.get(a, [])))
+
     def _objective(self) -> None:
         a = self.a
         if self.p.objective == "weighted_completion":
@@ -328,6 +469,28 @@ class _Builder:
                 demands.append(cap)
             self.m.add_cumulative(intervals, demands, cap)
 
+    def _node_resources(self) -> None:
+        """One cumulative per node and node resource kind, and one per kind over all nodes
+        (see :meth:`_pooled_intervals`)."""
+        for (n, kind), uses in sorted(self.node_uses.items()):
+            self._node_cumulative(uses, self.p.nodes[n].capacity.get(kind, 0))
+        if len(self.p.nodes) > 1:
+            for kind, uses in self.pooled.items():
+                cap = sum(node.capacity.get(kind, 0) for node in self.p.nodes)
+                self._node_cumulative(uses, cap)
+
+    def _node_cumulative(self, uses: list[tuple[cp_model.IntervalVar, int]], cap: int) -> None:
+        """A cumulative of capacity ``cap`` over ``uses``, unless they can never exceed it."""
+        intervals = [iv for iv, _ in uses]
+        demands = [q for _, q in uses]
+        if sum(demands) <= cap:
+            return
+        mk = self.out.makespan
+        if mk is not None and self.makespan_interval:
+            intervals.append(self.m.new_interval_var(mk, self.h - mk, self.h, "tail"))
+            demands.append(cap)
+        self.m.add_cumulative(intervals, demands, cap)
+
 
 def build_model(
     problem: Problem,
@@ -377,6 +540,30 @@ def hint(built: CpsatModel, problem: Problem, schedule: Schedule) -> None:
         ends.append(start + int(a.mode_duration[chosen[i]]))
     for var, what in built.hinted:
         m.add_hint(var, _hint_value(what, problem, schedule, chosen, ends))
+    for var, value in _node_hints(built, problem, schedule).values():
+        m.add_hint(var, value)
+
+
+def _node_hints(
+    built: CpsatModel, problem: Problem, schedule: Schedule
+) -> dict[int, tuple[cp_model.IntVar, int]]:
+    """Per variable index, a node Boolean and its value in ``schedule``.
+
+    The schedule's nodes are first permuted into the form the symmetry break allows.
+    """
+    on = canonical_nodes(problem, schedule)
+    out: dict[int, tuple[cp_model.IntVar, int]] = {}
+    for (i, k), lits in built.node_lits.items():
+        task = problem.tasks[i]
+        here = schedule.modes.get(task.name) == task.modes[k].name
+        names = set(on.get(task.name, ())) if here else set()
+        for n, lit in lits.items():
+            out[lit.index] = (lit, int(problem.nodes[n].name in names))
+    sets = job_node_sets(problem, on, built.node_sets, built.set_sizes)
+    for j, ys in built.node_sets.items():
+        for n, y in ys.items():
+            out[y.index] = (y, int(n in sets[j]))
+    return out
 
 
 def _hint_value(what: tuple, problem: Problem, schedule: Schedule, chosen: list, ends: list) -> int:

@@ -14,12 +14,20 @@ own. Constraint families, each a small function:
   the demand of the segment that runs at that tick (time-varying demands and
   capacity windows are exact);
 - non-renewable budgets, job colocation (one placement variable per job and
-  key) and the objective (makespan, or weighted job completion).
+  key) and the objective (makespan, or weighted job completion);
+- node placement: per mode on ``k`` nodes and node it can use, step binaries
+  "started on that node by ``t``"; at every tick exactly ``k`` of them have
+  started when the mode has, and a started node stays started (one node set,
+  one start). One row per node, node resource kind and tick, as for renewable
+  resources; a colocated job has one binary per node (its node set) that its
+  tasks' nodes imply. Within each class of identical nodes the first task on
+  nodes uses the lowest-numbered ones (see :mod:`models.placement`).
 """
 
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -28,9 +36,18 @@ import networkx as nx
 import numpy as np
 import pulp
 
+from models.placement import (
+    canonical_nodes,
+    colocated_placements,
+    eligible_nodes,
+    identical_node_classes,
+    job_node_sets,
+    node_segments,
+    symmetry_task,
+)
 from planner.arrays import FS
 from planner.bounds import earliest_starts, lower_bound
-from planner.model import Problem
+from planner.model import Mode, Problem
 from planner.schedule import Schedule
 
 BYTES_PER_VARIABLE = 1_200
@@ -149,6 +166,7 @@ def estimate_size(problem: Problem, windows: Windows) -> SizeEstimate:
     width = np.array(
         [windows.width(m, int(a.mode_task[m])) for m in range(len(a.mode_task))], dtype=np.int64
     )
+    variables = int(width.sum())
     per_task = np.add.reduceat(width, a.mode_start[:-1]) if len(width) else width
     # each start appears in the assignment row, in one resource row per demanded tick,
     # in the budget rows and once per objective row
@@ -157,11 +175,20 @@ def estimate_size(problem: Problem, windows: Windows) -> SizeEstimate:
         segs = slice(a.seg_start[m], a.seg_start[m + 1])
         ticks[m] = int((a.seg_duration[segs] * (a.seg_demand[segs] > 0).sum(axis=1)).sum())
     nonzeros = int((width * (2 + ticks + a.mode_consumption.shape[1])).sum())
+    for m in range(len(a.mode_task)):
+        mode = _mode(problem, m)
+        if mode.nodes and width[m]:
+            # per node: a step binary per start tick, in its gang, link and stay rows and
+            # on and off in the rows of every tick and kind its segments demand
+            busy = sum(2 * g.duration * len(g.demand) for g in node_segments(problem, mode))
+            nodes = len(eligible_nodes(problem, mode))
+            variables += int(width[m]) * nodes
+            nonzeros += int(width[m]) * nodes * (4 + busy)
     # a precedence row per start tick of ``after``, each with at most both tasks' starts
     for b, f in zip(a.prec_before, a.prec_after, strict=True):
         rows = int(per_task[f]) // max(1, int(a.mode_start[f + 1] - a.mode_start[f]))
         nonzeros += rows * int(per_task[f] + per_task[b])
-    return SizeEstimate(variables=int(width.sum()), nonzeros=nonzeros)
+    return SizeEstimate(variables=variables, nonzeros=nonzeros)
 
 
 @dataclass
@@ -180,12 +207,22 @@ class MilpModel:
     steps: dict[int, list[pulp.LpVariable]] = field(default_factory=dict)
     objective_vars: dict[str | None, pulp.LpVariable] = field(default_factory=dict)
     """Makespan (key ``None``) or completion per job name."""
+    node_steps: dict[int, dict[int, list[pulp.LpVariable]]] = field(default_factory=dict)
+    """Per mode on nodes, per node index it can use: "started on that node by
+    ``ticks[m][k]``", the step form as ``steps``."""
+    node_sets: dict[int, dict[int, pulp.LpVariable]] = field(default_factory=dict)
+    """Per colocated job: node index -> whether the job's node set holds the node."""
+    set_sizes: dict[int, int] = field(default_factory=dict)
+    """Per colocated job whose node set always exists, its size."""
     n_constraints: int = 0
 
-    def started_by(self, mode: int, tick: int) -> pulp.LpVariable | None:
-        """The binary "started in ``mode`` by ``tick``"; ``None`` where it is 0."""
+    def started_by(self, mode: int, tick: int, node: int | None = None) -> pulp.LpVariable | None:
+        """The binary "started in ``mode`` (on ``node``, if given) by ``tick``"; ``None``
+        where it is 0."""
         k = bisect.bisect_right(self.ticks[mode], tick) - 1
-        return self.steps[mode][k] if k >= 0 else None
+        if k < 0:
+            return None
+        return (self.steps[mode] if node is None else self.node_steps[mode][node])[k]
 
     def warm_start(self, problem: Problem, schedule: Schedule) -> bool:
         """Set initial values from ``schedule``; ``False`` if a start lies outside the windows."""
@@ -196,6 +233,21 @@ class MilpModel:
             if schedule.starts[t.name] not in self.ticks.get(m, ()):
                 return False
             chosen[m] = schedule.starts[t.name]
+        on = canonical_nodes(problem, schedule)
+        index = {n.name: k for k, n in enumerate(problem.nodes)}
+        for m, nodes in self.node_steps.items():
+            task = problem.tasks[int(a.mode_task[m])].name
+            names = on.get(task, ()) if m in chosen else ()
+            if any(index.get(n) not in nodes for n in names):
+                return False
+            for n, steps in nodes.items():
+                here = problem.nodes[n].name in names
+                for tick, var in zip(self.ticks[m], steps, strict=True):
+                    var.setInitialValue(1 if here and tick >= chosen[m] else 0)
+        sets = job_node_sets(problem, on, self.node_sets, self.set_sizes)
+        for j, ys in self.node_sets.items():
+            for n, var in ys.items():
+                var.setInitialValue(int(n in sets[j]))
         for m, steps in self.steps.items():
             for tick, var in zip(self.ticks[m], steps, strict=True):
                 var.setInitialValue(1 if m in chosen and tick >= chosen[m] else 0)
@@ -208,6 +260,7 @@ class MilpModel:
         a = problem.arrays
         modes: dict[str, str] = {}
         starts: dict[str, int] = {}
+        nodes: dict[str, tuple[str, ...]] = {}
         for m, steps in self.steps.items():
             value = [(v.varValue or 0.0) > 0.5 for v in steps]
             if not value[-1]:
@@ -218,9 +271,14 @@ class MilpModel:
                 return None
             modes[t.name] = t.modes[m - int(a.mode_start[i])].name
             starts[t.name] = self.ticks[m][value.index(True)]
+            if m in self.node_steps:
+                on = self.node_steps[m]
+                nodes[t.name] = tuple(
+                    problem.nodes[n].name for n in on if (on[n][-1].varValue or 0.0) > 0.5
+                )
         if len(starts) != a.n_tasks:
             return None
-        return Schedule(modes=modes, starts=starts)
+        return Schedule(modes=modes, starts=starts, nodes=nodes)
 
 
 def _completion(problem: Problem, schedule: Schedule, job: str | None) -> int:
@@ -234,11 +292,15 @@ def build_model(problem: Problem, windows: Windows) -> MilpModel:
     model = MilpModel(lp=pulp.LpProblem("planner_milp", pulp.LpMinimize))
     # start variables first: every other family reads them
     _start_variables(problem, windows, model)
+    _node_variables(problem, model)
     _assignment(problem, model)
     _precedences(problem, model)
     _renewables(problem, windows, model)
+    _node_capacity(problem, model)
     _budgets(problem, model)
     _colocation(problem, model)
+    _node_colocation(problem, model)
+    _node_symmetry(problem, model)
     _objective(problem, windows, model)
     model.n_constraints = model.lp.numConstraints()
     return model
@@ -278,6 +340,40 @@ def _start_variables(problem: Problem, windows: Windows, model: MilpModel) -> No
         for k in range(len(ticks) - 1):
             steps = model.steps[m]
             _add(model, {steps[k]: 1, steps[k + 1]: -1}, pulp.LpConstraintLE, f"step_{m}_{k}", 0)
+
+
+def _mode(problem: Problem, m: int) -> Mode:
+    """The mode of global number ``m``."""
+    a = problem.arrays
+    i = int(a.mode_task[m])
+    return problem.tasks[i].modes[m - int(a.mode_start[i])]
+
+
+def _node_variables(problem: Problem, model: MilpModel) -> None:
+    """Per mode on ``k`` nodes and node it can use, step binaries tied to the mode's steps.
+
+    At each start tick, ``k`` nodes have started when the mode has, none otherwise, and
+    a node's steps never fall: the mode keeps the ``k`` nodes it started on.
+    """
+    for m, steps in model.steps.items():
+        mode = _mode(problem, m)
+        if not mode.nodes:
+            continue
+        nodes = eligible_nodes(problem, mode)
+        on = {
+            n: [model.lp.add_variable(f"w_{m}_{n}_{s}", cat=pulp.LpBinary) for s in model.ticks[m]]
+            for n in nodes
+        }
+        model.node_steps[m] = on
+        for k, step in enumerate(steps):
+            gang = {on[n][k]: 1 for n in nodes}
+            gang[step] = -mode.nodes
+            _add(model, gang, pulp.LpConstraintEQ, f"gang_{m}_{k}", 0)
+            for n in nodes:
+                _add(model, {on[n][k]: 1, step: -1}, pulp.LpConstraintLE, f"on_{m}_{n}_{k}", 0)
+                if k:
+                    stay = {on[n][k - 1]: 1, on[n][k]: -1}
+                    _add(model, stay, pulp.LpConstraintLE, f"stay_{m}_{n}_{k}", 0)
 
 
 def _task_modes(problem: Problem, model: MilpModel, task: int) -> list[int]:
@@ -348,6 +444,34 @@ def _renewables(problem: Problem, windows: Windows, model: MilpModel) -> None:
                 _add(model, rows[t], pulp.LpConstraintLE, f"res_{r}_{t}", int(cap[r, t]))
 
 
+def _node_capacity(problem: Problem, model: MilpModel) -> None:
+    """One row per node, node resource kind and tick whose possible load exceeds the node's
+    capacity: the rows of :func:`_renewables` over the node's step binaries."""
+    rows: dict[tuple[int, str, int], dict[pulp.LpVariable, float]] = defaultdict(
+        lambda: defaultdict(float)
+    )
+    peak: dict[tuple[int, str, int], int] = defaultdict(int)
+    for m, on in model.node_steps.items():
+        ticks = model.ticks[m]
+        for g in node_segments(problem, _mode(problem, m)):
+            for t in range(ticks[0] + g.offset, ticks[-1] + g.offset + g.duration):
+                for n in on:
+                    for kind, q in g.demand.items():
+                        peak[n, kind, t] += q
+                        row = rows[n, kind, t]
+                        start = model.started_by(m, t - g.offset, n)
+                        if start is not None:
+                            row[start] += q
+                        end = model.started_by(m, t - g.offset - g.duration, n)
+                        if end is not None:
+                            row[end] -= q
+    kinds = {kind: r for r, kind in enumerate(problem.node_kinds)}
+    for (n, kind, t), row in sorted(rows.items()):
+        cap = problem.nodes[n].capacity.get(kind, 0)
+        if peak[n, kind, t] > cap:
+            _add(model, row, pulp.LpConstraintLE, f"node_{n}_{kinds[kind]}_{t}", cap)
+
+
 def _budgets(problem: Problem, model: MilpModel) -> None:
     a = problem.arrays
     for k, budget in enumerate(a.budget):
@@ -379,6 +503,55 @@ def _colocation(problem: Problem, model: MilpModel) -> None:
             for m in modes:
                 terms = {model.steps[m][-1]: 1, place[key]: -1}
                 _add(model, terms, pulp.LpConstraintLE, f"place_{j}_{m}", 0)
+
+
+def _node_colocation(problem: Problem, model: MilpModel) -> None:
+    """Per colocated job on nodes, one binary per node: its node set, implied by its
+    tasks' nodes, of the size of every chosen mode's gang (always, when they all agree)."""
+    a = problem.arrays
+    for j, pairs in colocated_placements(problem).items():
+        modes = [int(a.mode_start[i]) + k for i, k in pairs]
+        modes = [m for m in modes if m in model.node_steps]
+        union = sorted({n for m in modes for n in model.node_steps[m]})
+        ys = {n: model.lp.add_variable(f"set_{j}_{n}", cat=pulp.LpBinary) for n in union}
+        model.node_sets[j] = ys
+        for m in modes:
+            for n, steps in model.node_steps[m].items():
+                _add(model, {steps[-1]: 1, ys[n]: -1}, pulp.LpConstraintLE, f"set_{j}_{m}_{n}", 0)
+        gangs = {_mode(problem, m).nodes for m in modes}
+        if len(gangs) == 1 and len(union) >= min(gangs):
+            model.set_sizes[j] = gangs.pop()
+            terms = dict.fromkeys(ys.values(), 1)
+            _add(model, terms, pulp.LpConstraintEQ, f"size_{j}", model.set_sizes[j])
+            continue
+        for m in modes:
+            # chosen (last step 1): size at least k and at most k; else between 0 and all
+            k, last = _mode(problem, m).nodes, model.steps[m][-1]
+            size = dict.fromkeys(ys.values(), 1)
+            _add(model, {**size, last: -k}, pulp.LpConstraintGE, f"size_{j}_{m}_lo", 0)
+            terms = {**size, last: len(union) - k}
+            _add(model, terms, pulp.LpConstraintLE, f"size_{j}_{m}_hi", len(union))
+
+
+def _node_symmetry(problem: Problem, model: MilpModel) -> None:
+    """The first task on nodes uses a prefix of every class of identical nodes."""
+    first = symmetry_task(problem)
+    if first is None:
+        return
+    a = problem.arrays
+    used: dict[int, list[pulp.LpVariable]] = defaultdict(list)
+    for m in range(int(a.mode_start[first]), int(a.mode_start[first + 1])):
+        for n, steps in model.node_steps.get(m, {}).items():
+            used[n].append(steps[-1])
+    for members in identical_node_classes(problem):
+        for lo, hi in itertools.pairwise(members):
+            if used[hi]:
+                terms: dict[pulp.LpVariable, float] = defaultdict(float)
+                for var in used[hi]:
+                    terms[var] += 1
+                for var in used[lo]:
+                    terms[var] -= 1
+                _add(model, terms, pulp.LpConstraintLE, f"sym_{lo}_{hi}", 0)
 
 
 def _finish(problem: Problem, model: MilpModel, task: int) -> dict[pulp.LpVariable, float]:

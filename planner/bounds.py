@@ -65,7 +65,8 @@ def energy_bound(problem: Problem) -> int:
     """Per-resource energy bound: the first tick by which the capacity could hold all work.
 
     For each renewable resource, the least work any mode choice puts on it is
-    compared with the capacity summed over ticks (capacity windows included).
+    compared with the capacity summed over ticks (capacity windows included); each
+    node resource kind is compared with its capacity summed over the nodes.
     """
     best = 0
     for res in problem.renewables:
@@ -73,6 +74,13 @@ def energy_bound(problem: Problem) -> int:
         if work == 0:
             continue
         best = max(best, _ticks_to_supply(work, res.capacity, res.windows))
+    for kind in problem.node_kinds:
+        # A node resource pooled over the nodes: a mode on k nodes puts k times its
+        # per-node work on the pool.
+        work = sum(min(m.energy(kind) * m.nodes for m in t.modes) for t in problem.tasks)
+        if work:
+            capacity = sum(n.capacity.get(kind, 0) for n in problem.nodes)
+            best = max(best, _ticks_to_supply(work, capacity, []))
     return best
 
 

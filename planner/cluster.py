@@ -42,21 +42,22 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 from itertools import pairwise
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NoReturn
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from planner.catalog import GAVEL_FAMILY, StageTimes, speed_factor, stage_profiles
 from planner.errors import InputError
-from planner.model import Problem
+from planner.model import MAX_INT, Problem
 
 KINDS = ("gpu", "cpu", "mem", "io", "net", "gpu_mem")
 _UNITS = {"ms": 0.001, "s": 1.0, "min": 60.0, "h": 3600.0}
 _UNIT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|min|h)\s*$")
 
-PosInt = Annotated[int, Field(ge=1, strict=True)]
-NonNegInt = Annotated[int, Field(ge=0, strict=True)]
+PosInt = Annotated[int, Field(ge=1, le=MAX_INT, strict=True)]
+NonNegInt = Annotated[int, Field(ge=0, le=MAX_INT, strict=True)]
 Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Name = Annotated[str, Field(min_length=1)]
 
@@ -64,11 +65,16 @@ Name = Annotated[str, Field(min_length=1)]
 def tick_seconds(time_unit: str) -> float:
     """Seconds in one tick of ``time_unit`` (``'100ms'``, ``'1s'``, ``'5min'``, ``'1h'``)."""
     m = _UNIT.match(time_unit)
-    if not m or float(m.group(1)) <= 0:
+    if not m or not 0 < float(m.group(1)) < math.inf:
         raise ValueError(
             f"time_unit: {time_unit!r} is not a time unit like '100ms', '1s', '1min' or '1h'"
         )
     return float(m.group(1)) * _UNITS[m.group(2)]
+
+
+def _sizes(keys: Iterable[tuple[str | None, int | None, int]]) -> list[int]:
+    """The batch sizes of profile keys ``(model, batch size, gpus)``, those stated, sorted."""
+    return sorted({k[1] for k in keys if k[1] is not None})
 
 
 class _Spec(BaseModel):
@@ -258,14 +264,13 @@ class _Compiler:
 
     def profile(self, i: int, job: TrainingJob, gpus: int) -> tuple[StageTimes, str | None, bool]:
         """Stage times for ``gpus`` GPUs, the Gavel family, and whether they are catalog times."""
-        key = (job.model, job.batch_size, gpus)
         for table, catalog in ((self.user, False), (stage_profiles(), True)):
             hits = [k for k in table if k[0] == job.model and k[2] == gpus]
             if job.batch_size is not None:
                 hits = [k for k in hits if k[1] == job.batch_size]
             if hits:
                 if len(hits) > 1:
-                    sizes = sorted({k[1] for k in hits})
+                    sizes = _sizes(hits)
                     raise InputError(
                         f"model {job.model!r} has batch sizes {sizes}; give 'batch_size'",
                         place=f"jobs[{i}]",
@@ -275,14 +280,36 @@ class _Compiler:
                     return entry, GAVEL_FAMILY.get(job.model or ""), True  # type: ignore[return-value]
                 p: Profile = entry  # type: ignore[assignment]
                 return StageTimes(p.data, p.gpu, p.sync), p.gavel_job_type, True
-        known = sorted({k[2] for k in [*self.user, *stage_profiles()] if k[0] == job.model})
-        if not known:
+        self.no_profile(i, job, gpus)
+
+    def no_profile(self, i: int, job: TrainingJob, gpus: int) -> NoReturn:
+        """Raise the error that names why no profile fits: the model, the batch size or the GPUs."""
+        keys = [k for k in [*self.user, *stage_profiles()] if k[0] == job.model]
+        if not keys:
             raise InputError(
                 f"unknown model {job.model!r} (not in the catalog or 'profiles')",
                 place=f"jobs[{i}].model",
             )
+        size = job.batch_size
+        if size is not None:
+            here = _sizes(k for k in keys if k[2] == gpus)
+            sized = sorted({k[2] for k in keys if k[1] == size})
+            if here or not sized:
+                known = here or _sizes(keys)
+                on = f" on {gpus} GPUs" if here else ""
+                raise InputError(
+                    f"no profile of {job.model!r} with batch size {size}{on}; "
+                    f"known batch sizes{on}: {known}",
+                    place=f"jobs[{i}].batch_size",
+                )
+            raise InputError(
+                f"no profile of {job.model!r} with batch size {size} on {gpus} GPUs; "
+                f"known GPU counts with batch size {size}: {sized}",
+                place=f"jobs[{i}]",
+            )
+        known = sorted({k[2] for k in keys})
         raise InputError(
-            f"no profile of {key[0]!r} on {gpus} GPUs; known GPU counts: {known}",
+            f"no profile of {job.model!r} on {gpus} GPUs; known GPU counts: {known}",
             place=f"jobs[{i}]",
         )
 

@@ -17,15 +17,19 @@ from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
+from planner.bounds import horizon
 from planner.checks import check_feasibility
 from planner.errors import InputError
-from planner.model import Problem
+from planner.model import MAX_INT, Problem
 
 NATIVE = (".json", ".yaml", ".yml")
 PSPLIB = (".sm", ".mm", ".rcp")
 M = TypeVar("M", bound=BaseModel)
 _FIELD_PATH = re.compile(r"[A-Za-z_][\w\[\].]*")
+SHOWN_ERRORS = 5
+"""How many of a file's validation errors a message lists, one per line."""
 
 
 def load_instance(path: str | Path, check: bool = False) -> Problem:
@@ -59,6 +63,7 @@ def load_instance(path: str | Path, check: bool = False) -> Problem:
             from planner.psplib_io import parse_psplib_text
 
             problem = parse_psplib_text(text, path.stem, patterson=suffix == ".rcp")
+            check_horizon(problem)
         else:
             problem = problem_from_data(parse_native_text(text, suffix == ".json"))
         if check:
@@ -110,12 +115,53 @@ def problem_from_data(data: dict[str, Any]) -> Problem:
     if "cluster" in data:
         from planner.cluster import ClusterInstance
 
-        return validated(ClusterInstance, data).compile()
-    return validated(Problem, data)
+        problem = validated(ClusterInstance, data).compile()
+        check_horizon(problem, cluster=True)
+        return problem
+    problem = validated(Problem, data)
+    check_horizon(problem)
+    return problem
+
+
+def check_horizon(problem: Problem, cluster: bool = False) -> None:
+    """Refuse a problem whose horizon (:func:`planner.bounds.horizon`) is above ``MAX_INT``.
+
+    Parameters
+    ----------
+    problem
+        The problem to check.
+    cluster
+        Whether it was compiled from the cluster form, whose ``time_unit`` sets the ticks.
+
+    Raises
+    ------
+    InputError
+        If the horizon is too long; the advice fits the form the problem came from.
+    """
+    ticks = horizon(problem)
+    if ticks <= MAX_INT:
+        return
+    if cluster:
+        advice = f"use a coarser time_unit than {problem.time_unit!r}"
+    else:
+        advice = (
+            "divide every duration, lag, release, deadline and window bound by a common "
+            "factor (fewer, longer ticks)"
+        )
+    raise InputError(
+        f"the horizon (every task back to back, with the latest release and all lags) is "
+        f"{ticks} ticks, above the limit of 2**40 = {MAX_INT}; {advice}",
+        place="time_unit" if cluster else None,
+    )
 
 
 def validated(model: type[M], data: dict[str, Any]) -> M:
-    """Validate ``data`` as ``model``; the first error becomes a one-line :class:`InputError`."""
+    """Validate ``data`` as ``model``; its errors become one :class:`InputError`.
+
+    The message's first line is the first error (field path and cause) with the
+    count of errors; the next errors, up to :data:`SHOWN_ERRORS` in all, follow
+    one per line, then how many more there are.
+    """
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -123,19 +169,32 @@ def validated(model: type[M], data: dict[str, Any]) -> M:
 
 
 def _input_error(exc: ValidationError) -> InputError:
-    errors = exc.errors()
-    first = errors[0]
-    place = _path(first["loc"])
-    msg = first["msg"].removeprefix("Value error, ")
-    if first["type"] == "missing":
+    """The first error on the first line; with more, the next ones below it, one per line."""
+    errors = [_describe(e) for e in exc.errors()]
+    place, msg = errors[0]
+    if len(errors) > 1:
+        msg += f" (1 of {len(errors)} errors)"
+        for where, what in errors[1:SHOWN_ERRORS]:
+            msg += f"\n  {where}: {what}" if where else f"\n  {what}"
+        if len(errors) > SHOWN_ERRORS:
+            msg += f"\n  (and {len(errors) - SHOWN_ERRORS} more)"
+    return InputError(msg, place=place or None)
+
+
+def _describe(error: ErrorDetails) -> tuple[str, str]:
+    """The field path and the cause of one validation error."""
+    place = _path(error["loc"])
+    msg = error["msg"].removeprefix("Value error, ")
+    if error["type"] == "missing":
         msg = "missing required field"
-    elif first["type"] == "extra_forbidden":
+    elif error["type"] == "extra_forbidden":
         msg = "unknown field"
+    elif error["type"] == "less_than_equal" and error.get("ctx", {}).get("le") == MAX_INT:
+        msg = f"{error['input']} is above the limit of 2**40 = {MAX_INT}"
     head, sep, rest = msg.partition(": ")
     if sep and _FIELD_PATH.fullmatch(head):
         place, msg = (f"{place}.{head}" if place else head), rest
-    more = f" (and {len(errors) - 1} more errors)" if len(errors) > 1 else ""
-    return InputError(msg + more, place=place or None)
+    return place, msg
 
 
 def _path(loc: tuple[Any, ...]) -> str:

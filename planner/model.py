@@ -20,7 +20,16 @@ if TYPE_CHECKING:
 
     from planner.arrays import ProblemArrays
 
-NonNegInt = Annotated[int, Field(ge=0, strict=True)]
+MAX_INT = 2**40
+"""The largest integer an instance or a schedule may hold (about 1.1e12).
+
+It bounds every capacity, demand, budget use, duration, lag, release, deadline,
+window bound and node count, every schedule start, and the horizon (every task
+back to back, see :func:`planner.bounds.horizon`), so that every tick and every
+sum a solver forms stays far inside 64-bit integers.
+"""
+
+NonNegInt = Annotated[int, Field(ge=0, le=MAX_INT, strict=True)]
 Name = Annotated[str, Field(min_length=1)]
 
 
@@ -203,6 +212,18 @@ class Problem(_Entity):
     tasks: list[Task] = Field(min_length=1)
     precedences: list[Precedence] = Field(default_factory=list)
     jobs: list[Job] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _time_unit(self) -> Problem:
+        # "1" is a bare tick of no stated length (PSPLIB); anything else must be a length
+        if self.time_unit != "1":
+            from planner.cluster import tick_seconds  # cluster imports this module
+
+            try:
+                tick_seconds(self.time_unit)
+            except ValueError as exc:
+                raise ValueError(f"{exc}, or '1' (a tick of no stated length)") from None
+        return self
 
     @model_validator(mode="after")
     def _cross_references(self) -> Problem:

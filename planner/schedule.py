@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from planner.errors import InputError
+from planner.model import MAX_INT
 
 if TYPE_CHECKING:
     from planner.model import Problem
@@ -106,8 +107,24 @@ NODE_SEP = "+"
 """Separator of a task's nodes in a CSV schedule (``node1+node2``)."""
 
 
-def load_schedule(path: str | Path) -> Schedule:
-    """Read a schedule written by :meth:`Schedule.save` (JSON or CSV)."""
+def load_schedule(path: str | Path, problem: Problem | None = None) -> Schedule:
+    """Read a schedule written by :meth:`Schedule.save` (JSON or CSV).
+
+    Parameters
+    ----------
+    path
+        The schedule file.
+    problem
+        The problem the schedule is for. With it, every stated ``finish`` (and, in
+        JSON, every segment's ``start`` and ``finish``) must agree with the entry's
+        start and the duration of its mode; without it they are not read.
+
+    Raises
+    ------
+    InputError
+        If the file is missing, malformed, holds a start out of range, or (with
+        ``problem``) states times that contradict the start.
+    """
     path = Path(path)
     name = str(path)
     if not path.is_file():
@@ -117,7 +134,7 @@ def load_schedule(path: str | Path) -> Schedule:
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read the file ({exc.__class__.__name__})", name) from exc
     if path.suffix.lower() == ".csv":
-        return _from_rows(list(csv.DictReader(io.StringIO(text))), name, csv_lines=True)
+        return _from_rows(list(csv.DictReader(io.StringIO(text))), name, True, problem)
     if path.suffix.lower() != ".json":
         raise InputError(f"unknown schedule format {path.suffix!r} (use .json or .csv)", name)
     try:
@@ -127,12 +144,12 @@ def load_schedule(path: str | Path) -> Schedule:
     if not isinstance(data, dict) or not isinstance(data.get("tasks"), list):
         raise InputError("expected an object with a list 'tasks'", name)
     meta = {k: v for k, v in data.items() if k in ("instance", "solver")}
-    sched = _from_rows(data["tasks"], name, csv_lines=False)
+    sched = _from_rows(data["tasks"], name, False, problem)
     sched.meta.update(meta)
     return sched
 
 
-def _from_rows(rows: list[Any], name: str, csv_lines: bool) -> Schedule:
+def _from_rows(rows: list[Any], name: str, csv_lines: bool, problem: Problem | None) -> Schedule:
     modes: dict[str, str] = {}
     starts: dict[str, int] = {}
     nodes: dict[str, tuple[str, ...]] = {}
@@ -142,13 +159,11 @@ def _from_rows(rows: list[Any], name: str, csv_lines: bool) -> Schedule:
             row.get(k) not in (None, "") for k in ("task", "mode", "start")
         ):
             raise InputError("each entry needs 'task', 'mode' and 'start'", name, place)
-        task, start = str(row["task"]), row["start"]
-        try:
-            start = int(start) if csv_lines else start
-        except ValueError:
-            start = None
-        if not isinstance(start, int) or isinstance(start, bool) or start < 0:
+        task, start = str(row["task"]), _tick(row["start"], csv_lines)
+        if start is None or start < 0:
             raise InputError(f"start must be an integer >= 0, got {row['start']!r}", name, place)
+        if start > MAX_INT:
+            raise InputError(f"start {start} is above the limit of 2**40 = {MAX_INT}", name, place)
         if task in starts:
             raise InputError(f"task {task!r} appears twice", name, place)
         modes[task] = str(row["mode"])
@@ -156,7 +171,57 @@ def _from_rows(rows: list[Any], name: str, csv_lines: bool) -> Schedule:
         on = _nodes(row.get("nodes"), csv_lines, name, place)
         if on:
             nodes[task] = on
+        if problem is not None:
+            _check_times(row, start, problem, csv_lines, name, place)
     return Schedule(modes=modes, starts=starts, nodes=nodes)
+
+
+def _tick(value: Any, csv_lines: bool) -> int | None:
+    """A tick written in a schedule file (a CSV cell or a JSON number); None if it is none."""
+    if csv_lines:
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            return None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _check_times(
+    row: dict[str, Any], start: int, problem: Problem, csv_lines: bool, name: str, place: str
+) -> None:
+    """Refuse stated finishes (task and segments) that contradict the start and the mode."""
+    task = str(row["task"])
+    try:
+        mode = problem.task(task).mode(str(row["mode"]))
+    except KeyError:
+        return  # an unknown task or mode: the validator reports it
+    what = f"task {task!r} (mode {mode.name!r}) starts at {start}"
+    finish = row.get("finish")
+    if finish not in (None, "") and _tick(finish, csv_lines) != start + mode.duration:
+        raise InputError(
+            f"finish {finish!r} contradicts the start: {what} and runs {mode.duration} ticks, "
+            f"so it finishes at {start + mode.duration}",
+            name,
+            place,
+        )
+    segments = row.get("segments")
+    if csv_lines or segments is None:
+        return
+    spans, at = [], start
+    for seg in mode.segments:
+        spans.append({"start": at, "finish": at + seg.duration})
+        at += seg.duration
+    stated = [
+        {k: v for k, v in s.items() if k in ("start", "finish")} if isinstance(s, dict) else s
+        for s in (segments if isinstance(segments, list) else [segments])
+    ]
+    if stated != spans:
+        runs = ", ".join(f"{s['start']} to {s['finish']}" for s in spans)
+        raise InputError(
+            f"segments contradict the start: {what}, so its segments run {runs}",
+            name,
+            f"{place}.segments",
+        )
 
 
 def _nodes(value: Any, csv_lines: bool, name: str, place: str) -> tuple[str, ...]:

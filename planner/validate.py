@@ -168,12 +168,13 @@ def _node_capacity(
 ) -> None:
     """Every node's capacity of every node resource, by an event sweep per (node, kind)."""
     delta: dict[tuple[str, str], dict[int, int]] = defaultdict(lambda: defaultdict(int))
+    local = set(problem.node_kinds) - {r.name for r in problem.resources}
     for name, nodes in on.items():
         at = start[name]
         for seg in chosen[name].segments:
             if seg.duration:
                 for kind, q in seg.demand.items():
-                    if q:
+                    if q and kind in local:
                         for node in nodes:
                             delta[node, kind][at] += q
                             delta[node, kind][at + seg.duration] -= q

@@ -6,15 +6,17 @@ Both return the plain data of a cluster-form instance (see
 
 from __future__ import annotations
 
+import csv
+import io
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
-import pandas as pd
 
 from planner.catalog import models, stage_profiles
 from planner.errors import InputError
+from planner.model import MAX_INT
 
 MURI_COLUMNS = (
     "num_gpu",
@@ -26,6 +28,9 @@ MURI_COLUMNS = (
     "resource_time_2",
 )
 """Columns a Muri trace must have (times in ms; ``submit_time`` and ``job_id`` are optional)."""
+
+PLACEMENTS = ("pooled", "node")
+"""Placements of the cluster form (:mod:`planner.cluster`) the workloads can ask for."""
 
 GPU_MIX = {1: 134, 2: 22, 4: 34, 8: 691, 16: 3, 32: 108}
 """GPU counts of the jobs of Muri's published offline trace (992 jobs): the generator's mix."""
@@ -47,50 +52,48 @@ def import_muri(
     gpus_per_node: int = 8,
     time_unit: str = "1min",
     blocks: int = 1,
+    placement: str = "pooled",
 ) -> dict[str, Any]:
     """Read a Muri trace CSV into cluster-form data.
 
     Every row becomes a training job with the trace's measured stage times and
     GPU count; ``submit_time`` (ms) becomes the release. One-minute ticks keep
     the horizon of a trace of months small; stage times round up to them.
+    ``placement`` (``"pooled"`` or ``"node"``) is the instance's placement.
 
     Raises
     ------
     InputError
-        If the file is missing, lacks a column, or holds a value out of range.
+        If the file is missing or not CSV, lacks a column, has a row of another
+        width than its header, or holds a value out of range (naming line and column).
     """
+    _check_placement(placement)
     path = Path(path)
     name = str(path)
     if not path.is_file():
         raise InputError("no such file", name)
-    try:
-        frame = pd.read_csv(path)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise InputError(f"not a CSV trace ({str(exc).splitlines()[0]})", name) from None
-    missing = [c for c in MURI_COLUMNS if c not in frame.columns]
+    header, rows = _read_csv(path)
+    missing = [c for c in MURI_COLUMNS if c not in header]
     if missing:
         raise InputError(f"missing column(s) {', '.join(missing)}", name, "line 1")
     jobs = []
-    for k, row in enumerate(frame.to_dict("records")):
-        place = f"line {k + 2}"
-        try:
-            gpus, iters = _whole(row["num_gpu"], 1), _whole(row["iterations"], 1)
-            times = [float(row[f"resource_time_{s}"]) for s in range(3)]
-            release = float(row.get("submit_time", 0) or 0) / 1000
-        except (TypeError, ValueError) as exc:
-            raise InputError(str(exc), name, place) from None
-        if any(not math.isfinite(t) or t < 0 for t in [*times, release]):
-            raise InputError("times must be finite and >= 0", name, place)
-        job_id = row.get("job_id", k)
+    for k, (line, row) in enumerate(rows):
+        place = f"line {line}"
+        if len(row) != len(header):
+            raise InputError(_width(header, row), name, place)
+        cell = _Cells(dict(zip(header, row, strict=True)), name, place)
+        gpus, iters = cell.whole("num_gpu"), cell.whole("iterations")
+        times = [cell.time(f"resource_time_{s}") for s in range(3)]
         job: dict[str, Any] = {
-            "name": f"job{job_id}",
-            "model": str(row["model_name"]),
-            "batch_size": _whole(row["batch_size"], 1),
+            "name": f"job{cell.values.get('job_id', '').strip() or k}",
+            "model": cell.text("model_name"),
+            "batch_size": cell.whole("batch_size"),
             "gpus": gpus,
             "iterations": iters,
             "blocks": min(blocks, iters),
             "stages": {"data": times[0] / 1000, "gpu": times[1] / 1000, "sync": times[2] / 1000},
         }
+        release = cell.time("submit_time") / 1000 if "submit_time" in header else 0.0
         if release:
             job["release"] = release
         jobs.append(job)
@@ -99,16 +102,92 @@ def import_muri(
     return {
         "name": path.stem,
         "time_unit": time_unit,
+        "placement": placement,
         "cluster": muri_cluster(nodes, gpus_per_node),
         "jobs": jobs,
     }
 
 
-def _whole(value: object, low: int) -> int:
-    number = float(value)  # type: ignore[arg-type]
-    if not number.is_integer() or number < low:
-        raise ValueError(f"expected a whole number >= {low}, got {value!r}")
-    return int(number)
+def _check_placement(placement: str) -> None:
+    if placement not in PLACEMENTS:
+        raise InputError(f"placement {placement!r} is not one of {', '.join(PLACEMENTS)}")
+
+
+def _read_csv(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
+    """The header and the non-blank rows of a CSV file, each row with its first line number."""
+    name = str(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read the file ({exc.__class__.__name__})", name) from None
+    reader = csv.reader(io.StringIO(text))
+    rows: list[tuple[int, list[str]]] = []
+    line = 1
+    try:
+        for row in reader:
+            if len(row) > 1 or (row and row[0].strip()):  # blank lines hold no row
+                rows.append((line, row))
+            line = reader.line_num + 1
+    except csv.Error as exc:
+        raise InputError(f"not a CSV trace ({exc})", name, f"line {line}") from None
+    if not rows:
+        raise InputError("the file is empty", name)
+    (_, header), *data = rows
+    seen = {c for c in header if header.count(c) > 1}
+    if seen:
+        raise InputError(f"column(s) named twice: {', '.join(sorted(seen))}", name, "line 1")
+    return header, data
+
+
+def _width(header: list[str], row: list[str]) -> str:
+    """Why a row of another width than the header is refused, naming the column."""
+    if len(row) > len(header):
+        extra = ", ".join(repr(v) for v in row[len(header) :])
+        return (
+            f"column {len(header) + 1}: {len(row) - len(header)} field(s) more than the "
+            f"{len(header)} columns of the header ({extra})"
+        )
+    return (
+        f"column {len(row) + 1}: only {len(row)} of the {len(header)} fields of the header "
+        f"(no {header[len(row)]!r})"
+    )
+
+
+class _Cells:
+    """The fields of one trace row, read by column with errors that name the column."""
+
+    def __init__(self, values: dict[str, str], file: str, place: str) -> None:
+        self.values, self.file, self.place = values, file, place
+
+    def fail(self, column: str, cause: str) -> NoReturn:
+        raise InputError(f"column {column!r}: {cause}", self.file, self.place)
+
+    def text(self, column: str) -> str:
+        value = self.values[column].strip()
+        if not value:
+            self.fail(column, "empty")
+        return value
+
+    def whole(self, column: str) -> int:
+        value = self.values[column].strip()
+        try:
+            number = float(value)
+        except ValueError:
+            number = math.nan
+        if not number.is_integer() or not 1 <= number <= MAX_INT:
+            self.fail(column, f"expected a whole number from 1 to 2**40, got {value!r}")
+        return int(number)
+
+    def time(self, column: str) -> float:
+        """Milliseconds; an empty cell is 0."""
+        value = self.values[column].strip()
+        try:
+            number = float(value or 0)
+        except ValueError:
+            number = math.nan
+        if not math.isfinite(number) or number < 0:
+            self.fail(column, f"expected a finite time >= 0 (ms), got {value!r}")
+        return number
 
 
 def generate(
@@ -119,6 +198,7 @@ def generate(
     time_unit: str = "1min",
     blocks: int = 1,
     arrival_rate: float | None = None,
+    placement: str = "pooled",
 ) -> dict[str, Any]:
     """A seeded synthetic batch of catalog training jobs in cluster form.
 
@@ -126,10 +206,17 @@ def generate(
     cluster's GPUs), models are drawn uniformly from the catalog, durations
     from the trace's log-normal fit (10 s to 10^6 s). With ``arrival_rate``
     (jobs per hour) releases follow a Poisson process; otherwise all jobs are
-    released at 0 (an offline batch).
+    released at 0 (an offline batch). ``placement`` (``"pooled"`` or ``"node"``)
+    is the instance's placement.
+
+    Raises
+    ------
+    InputError
+        If ``jobs`` is below 1 or ``placement`` is not one of :data:`PLACEMENTS`.
     """
     if jobs < 1:
         raise InputError("the number of jobs must be at least 1")
+    _check_placement(placement)
     rng = np.random.default_rng(seed)
     total = nodes * gpus_per_node
     counts = [g for g in GPU_MIX if g <= total] or [total]
@@ -162,6 +249,7 @@ def generate(
     return {
         "name": f"generated-{jobs}-seed{seed}",
         "time_unit": time_unit,
+        "placement": placement,
         "cluster": muri_cluster(nodes, gpus_per_node),
         "jobs": out,
     }

@@ -183,6 +183,92 @@ CASES = [
         "gpus.yaml: tasks[0]: infeasible instance: task 'j/block1': its mode demands more than "
         "a resource ever offers: gpu (demand 16, capacity 8)",
     ),
+    # a capacity above the bound every integer of an instance keeps (issue 15, row 7)
+    (
+        "cap.json",
+        edit(lambda d: d["resources"][0].update(capacity=10**21)),
+        "cap.json: resources[0].capacity: 1000000000000000000000 is above the limit of "
+        "2**40 = 1099511627776",
+    ),
+    # a duration of 10**30 ticks (issue 15, row 7)
+    (
+        "dur.json",
+        edit(lambda d: seg(d).update(duration=10**30)),
+        "dur.json: tasks[0].modes[0].segments[0].duration: 1000000000000000000000000000000 is "
+        "above the limit of 2**40 = 1099511627776",
+    ),
+    # a cluster-form node with 10**21 GPUs, written as a YAML integer (issue 15, row 7)
+    (
+        "gpus21.yaml",
+        "cluster:\n  nodes: [{name: n, gpu: 1000000000000000000000}]\n"
+        "jobs: [{name: j, gpus: 1, iterations: 10, stages: {data: 1, gpu: 1}}]\n",
+        "gpus21.yaml: cluster.nodes[0].gpu: 1000000000000000000000 is above the limit of "
+        "2**40 = 1099511627776",
+    ),
+    # a horizon of 2e18 ticks: one duration far above the bound (issue 15, row 8)
+    (
+        "long.json",
+        edit(lambda d: seg(d).update(duration=2 * 10**18)),
+        "long.json: tasks[0].modes[0].segments[0].duration: 2000000000000000000 is above the "
+        "limit of 2**40 = 1099511627776",
+    ),
+    # a problem form whose durations each fit but whose horizon does not (issue 15, row 8)
+    (
+        "horizon.json",
+        edit(lambda d: [seg(d, t, k).update(duration=2**39) for t in (0, 1) for k in (0, 1)]),
+        "horizon.json: the horizon (every task back to back, with the latest release and all "
+        "lags) is 2199023255552 ticks, above the limit of 2**40 = 1099511627776; divide every "
+        "duration, lag, release, deadline and window bound by a common factor (fewer, longer "
+        "ticks)",
+    ),
+    # a cluster form whose jobs in milliseconds make too long a horizon (issue 15, row 8)
+    (
+        "ms.yaml",
+        yaml.safe_dump(
+            {
+                "time_unit": "1ms",
+                "cluster": {"nodes": [{"name": "n", "gpu": 8}]},
+                "jobs": [
+                    {"name": j, "gpus": 1, "duration": 5e8, "stages": {"data": 1, "gpu": 1}}
+                    for j in "abc"
+                ],
+            }
+        ),
+        "ms.yaml: time_unit: the horizon (every task back to back, with the latest release and "
+        "all lags) is 1500000000000 ticks, above the limit of 2**40 = 1099511627776; use a "
+        "coarser time_unit than '1ms'",
+    ),
+    # a catalog model with a batch size the catalog did not measure (issue 15, row 10)
+    (
+        "batch.yaml",
+        "cluster:\n  nodes: [{name: n, count: 2, gpu: 8}]\n"
+        "jobs: [{name: j, model: resnet18, batch_size: 7, gpus: 2, iterations: 100}]\n",
+        "batch.yaml: jobs[0].batch_size: no profile of 'resnet18' with batch size 7 on 2 GPUs; "
+        "known batch sizes on 2 GPUs: [128]",
+    ),
+    # a measured batch size on a GPU count it was not measured on (issue 15, row 10)
+    (
+        "batch3.yaml",
+        "cluster:\n  nodes: [{name: n, count: 2, gpu: 8}]\n"
+        "jobs: [{name: j, model: resnet18, batch_size: 128, gpus: 3, iterations: 100}]\n",
+        "batch3.yaml: jobs[0]: no profile of 'resnet18' with batch size 128 on 3 GPUs; "
+        "known GPU counts with batch size 128: [1, 2, 4, 8, 16, 32]",
+    ),
+    # a batch size the model has on no GPU count, with an unmeasured count (issue 15, row 10)
+    (
+        "batch5.yaml",
+        "cluster:\n  nodes: [{name: n, count: 2, gpu: 8}]\n"
+        "jobs: [{name: j, model: resnet18, batch_size: 7, gpus: 3, iterations: 100}]\n",
+        "batch5.yaml: jobs[0].batch_size: no profile of 'resnet18' with batch size 7; "
+        "known batch sizes: [128]",
+    ),
+    # a problem form with a time unit that is not one (issue 15, row 16)
+    (
+        "fortnights.json",
+        edit(lambda d: d.update(time_unit="5 fortnights")),
+        "fortnights.json: time_unit: '5 fortnights' is not a time unit like '100ms', '1s', "
+        "'1min' or '1h', or '1' (a tick of no stated length)",
+    ),
     # a PSPLIB file with a word where a number belongs
     (
         "word.sm",
@@ -250,4 +336,50 @@ def test_bad_schedule_file_is_exit_2(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert (
         result.stderr.strip() == f"error: {sched}: tasks[0]: start must be an integer >= 0, got -3"
+    )
+
+
+def test_many_errors_are_listed_one_per_line_after_the_first(tmp_path: Path) -> None:
+    # issue 15, row 15: the first few errors by name, the rest counted
+    data = copy.deepcopy(TWO_JOBS)
+    for t in range(2):
+        data["tasks"][t]["release"] = -1
+        for k in range(2):
+            seg(data, t, k)["duration"] = "x"
+    path = tmp_path / "many.json"
+    path.write_text(json.dumps(data))
+    result = CliRunner().invoke(app, ["info", str(path)])
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        f"error: {path}: tasks[0].modes[0].segments[0].duration: Input should be a valid "
+        "integer (1 of 6 errors)",
+        "  tasks[0].modes[0].segments[1].duration: Input should be a valid integer",
+        "  tasks[0].release: Input should be greater than or equal to 0",
+        "  tasks[1].modes[0].segments[0].duration: Input should be a valid integer",
+        "  tasks[1].modes[0].segments[1].duration: Input should be a valid integer",
+        "  (and 1 more)",
+    ]
+
+
+@pytest.mark.parametrize("time_unit", ["1", "100ms", "5 min"])
+def test_problem_form_time_units(tmp_path: Path, time_unit: str) -> None:
+    # issue 15, row 16: a bare tick (PSPLIB conversions) and real lengths stay valid
+    path = tmp_path / "ok.json"
+    path.write_text(edit(lambda d: d.update(time_unit=time_unit)))
+    result = CliRunner().invoke(app, ["validate", str(path)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == f"{path}: valid instance (2 tasks)"
+
+
+def test_schedule_start_above_the_bound_is_exit_2(tmp_path: Path) -> None:
+    # issue 15, row 7: a start of 10**30 ticks
+    sched = tmp_path / "s.json"
+    sched.write_text(json.dumps({"tasks": [{"task": "1", "mode": "1", "start": 10**30}]}))
+    result = CliRunner().invoke(
+        app, ["validate", str(INSTANCES / "psplib" / "j301_1.sm"), str(sched)]
+    )
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        f"error: {sched}: tasks[0]: start 1000000000000000000000000000000 is above the limit "
+        "of 2**40 = 1099511627776"
     )

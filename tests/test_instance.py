@@ -9,6 +9,7 @@ import jsonschema
 import pytest
 import yaml
 
+from planner.bounds import horizon
 from planner.errors import InputError
 from planner.instance import load_instance, save_instance
 from planner.schema import instance_schema, schema_text, shipped_schema
@@ -118,3 +119,28 @@ def test_save_refuses_unknown_extension(tmp_path: Path) -> None:
     p = load_instance(INSTANCES / "interleave.yaml")
     with pytest.raises(InputError, match=r"cannot write '\.txt'"):
         save_instance(p, tmp_path / "x.txt")
+
+
+def test_schema_has_the_integer_bound() -> None:
+    # issue 15, row 7: what the loader refuses above 2**40, the schema refuses too
+    data = yaml.safe_load((INSTANCES / "interleave.yaml").read_text())
+    data["resources"][0]["capacity"] = 2**40 + 1
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(data, instance_schema())
+
+
+def test_psplib_horizon_above_the_bound_is_refused(tmp_path: Path) -> None:
+    # issue 15, row 8: two durations of 2**40 each fit, their sum does not
+    text = (INSTANCES / "psplib" / "j301_1.sm").read_text()
+    for old in ("  2      1     8       4", "  3      1     4      10"):
+        text = text.replace(old, old.replace(old.split()[2], "1099511627776", 1), 1)
+    path = tmp_path / "long.sm"
+    path.write_text(text)
+    ticks = horizon(load_instance(INSTANCES / "psplib" / "j301_1.sm")) - 8 - 4 + 2 * 2**40
+    with pytest.raises(InputError) as err:
+        load_instance(path)
+    assert str(err.value) == (
+        f"{path}: the horizon (every task back to back, with the latest release and all lags) "
+        f"is {ticks} ticks, above the limit of 2**40 = 1099511627776; divide every duration, "
+        "lag, release, deadline and window bound by a common factor (fewer, longer ticks)"
+    )

@@ -56,7 +56,75 @@ def test_muri_import_names_the_bad_line(tmp_path: Path) -> None:
     bad.write_text("\n".join([*rows[:3], ",".join(fields), *rows[4:]]))
     with pytest.raises(InputError) as err:
         import_muri(bad)
-    assert str(err.value) == f"{bad}: line 4: expected a whole number >= 1, got 2.5"
+    assert str(err.value) == (
+        f"{bad}: line 4: column 'num_gpu': expected a whole number from 1 to 2**40, got '2.5'"
+    )
+
+
+HEADER = "num_gpu,iterations,model_name,batch_size,resource_time_0,resource_time_1,resource_time_2"
+ROW = "1,100,resnet18,128,1,2,3"
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        # two extra fields on line 3 (issue 15, row 12)
+        (
+            [HEADER, ROW, ROW + ",extra,more"],
+            "line 3: column 8: 2 field(s) more than the 7 columns of the header ('extra', 'more')",
+        ),
+        # on the first row, where a reader that guesses would take them for an index
+        (
+            [HEADER, ROW + ",extra,more", ROW],
+            "line 2: column 8: 2 field(s) more than the 7 columns of the header ('extra', 'more')",
+        ),
+        # a row too short, after a blank line that still counts as a line
+        (
+            [HEADER, "", ROW, "1,100,resnet18,128,1"],
+            "line 4: column 6: only 5 of the 7 fields of the header (no 'resource_time_1')",
+        ),
+        # a time that is not a number
+        (
+            [HEADER, "1,100,resnet18,128,1,soon,3"],
+            "line 2: column 'resource_time_1': expected a finite time >= 0 (ms), got 'soon'",
+        ),
+    ],
+)
+def test_muri_import_names_the_line_and_the_column(
+    tmp_path: Path, lines: list[str], message: str
+) -> None:
+    bad = tmp_path / "t.csv"
+    bad.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError) as err:
+        import_muri(bad)
+    assert str(err.value) == f"{bad}: {message}"
+
+
+@pytest.mark.parametrize("placement", ["pooled", "node"])
+def test_workloads_write_the_placement(placement: str) -> None:
+    for data in (
+        import_muri(TRACE, placement=placement),
+        generate(12, seed=4, nodes=2, gpus_per_node=4, placement=placement),
+    ):
+        assert data["placement"] == placement
+        p = problem_from_data(data)
+        if placement == "node":
+            assert [n.name for n in p.nodes][:2] == ["node1", "node2"]
+            assert not p.resources
+            assert all(m.nodes >= 1 for t in p.tasks for m in t.modes)
+        else:
+            assert not p.nodes
+            assert {r.name for r in p.resources} >= {"gpu", "io", "net"}
+
+
+def test_workloads_refuse_an_unknown_placement() -> None:
+    for make in (
+        lambda: import_muri(TRACE, placement="rack"),
+        lambda: generate(3, placement="rack"),
+    ):
+        with pytest.raises(InputError) as err:
+            make()
+        assert str(err.value) == "placement 'rack' is not one of pooled, node"
 
 
 def test_generate_is_seeded_and_follows_the_gpu_mix() -> None:
