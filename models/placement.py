@@ -53,6 +53,7 @@ def eligible_nodes(problem: Problem, mode: Mode) -> list[int]:
         n
         for n, node in enumerate(problem.nodes)
         if mode.node_type in (None, node.type)
+        and (mode.on is None or node.name in mode.on)
         and all(node.capacity.get(kind, 0) >= q for kind, q in peak.items())
     ]
 
@@ -75,11 +76,15 @@ def colocated_placements(problem: Problem) -> dict[int, list[tuple[int, int]]]:
 def identical_node_classes(problem: Problem) -> list[list[int]]:
     """Classes of two or more nodes with the same type and capacity, each in node order.
 
-    Nothing in the model names a node other than through its type and capacity, so
-    permuting the nodes of a class maps every schedule to one with the same objective.
+    Nothing in the model names a node other than through its type and capacity (nodes
+    a pinned mode names, ``Mode.on``, are left out), so permuting the nodes of a class
+    maps every schedule to one with the same objective.
     """
+    pinned = {v for t in problem.tasks for m in t.modes for v in m.on or ()}
     classes: dict[tuple, list[int]] = {}
     for n, node in enumerate(problem.nodes):
+        if node.name in pinned:
+            continue  # a pinned mode names it: not interchangeable
         key = (node.type, tuple(sorted((k, q) for k, q in node.capacity.items() if q)))
         classes.setdefault(key, []).append(n)
     return [c for c in classes.values() if len(c) > 1]

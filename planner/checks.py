@@ -45,7 +45,11 @@ def _fits(mode: Mode, caps: dict[str, int], problem: Problem) -> str | None:
             elif q > caps[res]:
                 return f"{res} (demand {q}, capacity {caps[res]})"
     if mode.nodes:
-        typed = [n for n in problem.nodes if mode.node_type in (None, n.type)]
+        typed = [
+            n
+            for n in problem.nodes
+            if mode.node_type in (None, n.type) and (mode.on is None or n.name in mode.on)
+        ]
         hold = [n for n in typed if all(n.capacity.get(r, 0) >= q for r, q in local.items())]
         if len(hold) < mode.nodes:
             need = ", ".join(f"{r}: {q}" for r, q in local.items())

@@ -113,11 +113,18 @@ class Mode(_Entity):
         "Demands on node resources are per node of the set.",
     )
     node_type: str | None = Field(default=None, description="Only nodes of this type.")
+    on: list[Name] | None = Field(
+        default=None,
+        description="The nodes the mode must run on (a pinned node set, as many as 'nodes'), "
+        "e.g. a running task kept where it runs when the rest is planned again.",
+    )
 
     @model_validator(mode="after")
     def _node_type(self) -> Mode:
         if self.node_type is not None and not self.nodes:
             raise ValueError("node_type: a mode that runs on no node (nodes: 0) has no node type")
+        if self.on is not None and (len(self.on) != self.nodes or len(set(self.on)) != self.nodes):
+            raise ValueError(f"on: {len(self.on)} nodes pinned, the mode runs on {self.nodes}")
         return self
 
     @property
@@ -240,6 +247,7 @@ class Problem(_Entity):
                     )
         local = self.node_kinds
         types: dict[str | None, int] = {}
+        node_types = {n.name: n.type for n in self.nodes}
         for node in self.nodes:
             types[node.type] = types.get(node.type, 0) + 1
         jobs = {j.name for j in self.jobs}
@@ -261,6 +269,14 @@ class Problem(_Entity):
                             f"{where}.modes[{k}].nodes: {mode.nodes} nodes asked, "
                             f"the problem has {have}"
                         )
+                    for name in mode.on or ():
+                        if name not in node_types:
+                            raise ValueError(f"{where}.modes[{k}].on: unknown node {name!r}")
+                        if mode.node_type is not None and node_types[name] != mode.node_type:
+                            raise ValueError(
+                                f"{where}.modes[{k}].on: node {name!r} is not of type "
+                                f"{mode.node_type!r}"
+                            )
                 for s, seg in enumerate(mode.segments):
                     for res in seg.demand:
                         at = f"{where}.modes[{k}].segments[{s}].demand"

@@ -133,6 +133,9 @@ def _node_sets(
                 )
             )
             continue
+        if mode.on is not None and set(got) != set(mode.on):
+            add(Violation("node", f"task {name!r} is pinned to {mode.on}, runs on {list(got)}"))
+            continue
         wrong = [n for n in got if mode.node_type is not None and nodes[n].type != mode.node_type]
         if wrong:
             add(Violation("node", f"task {name!r} needs nodes of type {mode.node_type!r}: {wrong}"))

@@ -62,6 +62,8 @@ class Data(NamedTuple):
     """The most nodes any mode runs on (at least 1): the width of node-set arrays."""
     node_type: np.ndarray
     """Type id per node, -1 for none."""
+    pin: np.ndarray
+    """Shape ``(M, gang_max)``: the node numbers a mode is pinned to, padded with -1."""
     objective: int
     horizon: int
     pred_ptr: np.ndarray
@@ -158,6 +160,10 @@ def compile_problem(problem: Problem) -> Data:
         ]
     ).astype(i64)
     width = max(last_window, 1)
+    gang_max = max(1, int(a.mode_nodes.max(initial=0)))
+    pin = np.full((n_modes, gang_max), -1, dtype=i64)
+    for m, nodes in enumerate(a.mode_pin):
+        pin[m, : len(nodes)] = nodes
     node_caps = a.node_capacity.reshape(-1)
     capacity = np.concatenate([a.capacity, node_caps]).astype(i64)
     profile = np.concatenate(
@@ -169,7 +175,8 @@ def compile_problem(problem: Problem) -> Data:
         n_glob=a.n_resources,
         n_kind=len(a.node_kinds),
         n_node=len(a.node_names),
-        gang_max=max(1, int(a.mode_nodes.max(initial=0))),
+        gang_max=gang_max,
+        pin=pin,
         node_type=a.node_type.astype(i64),
         objective=WEIGHTED if problem.objective == "weighted_completion" else MAKESPAN,
         horizon=horizon(problem),
@@ -202,6 +209,8 @@ def _enough_nodes(a: ProblemArrays, seg_mode: np.ndarray) -> np.ndarray:
     np.maximum.at(peak, seg_mode[timed], a.seg_local[timed])
     for m in np.flatnonzero(a.mode_nodes):
         typed = (a.mode_node_type[m] < 0) | (a.node_type == a.mode_node_type[m])
+        if a.mode_pin[m]:
+            typed &= np.isin(np.arange(len(a.node_names)), a.mode_pin[m])
         hold = typed & (a.node_capacity >= peak[m]).all(axis=1)
         out[m] = hold.sum() >= a.mode_nodes[m]
     return out

@@ -12,7 +12,9 @@ backfill gaps):
 
 Holding the peak is never less than the real demand, so the schedule is
 feasible for the original instance too: it is returned for that instance and
-validated like any other.
+validated like any other. On a placed instance a job holds its peak on its nodes
+(all its GPUs among them) for its whole run: its tasks come one after the other
+in the list, on the nodes its first task took (a colocated job).
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ def exclusive_problem(problem: Problem) -> Problem:
     for t in problem.tasks:
         modes = []
         for m in t.modes:
-            peak = {r.name: m.peak(r.name) for r in problem.renewables if m.peak(r.name)}
+            names = [r.name for r in problem.renewables] + problem.node_kinds
+            peak = {r: m.peak(r) for r in names if m.peak(r)}
             segment = m.segments[0].model_copy(update={"duration": m.duration, "demand": peak})
             modes.append(m.model_copy(update={"segments": [segment]}))
         tasks.append(t.model_copy(update={"modes": modes}))
@@ -45,11 +48,16 @@ def exclusive_problem(problem: Problem) -> Problem:
 def job_ranks(problem: Problem, policy: str) -> np.ndarray:
     """Per task, the rank of its job under ``policy`` (a task without a job is a job alone)."""
     caps = {r.name: max(r.max_capacity, 1) for r in problem.renewables}
+    pooled = {k: sum(n.capacity.get(k, 0) for n in problem.nodes) for k in problem.node_kinds}
     keys: dict[str, list[float]] = {}
     for i, t in enumerate(problem.tasks):
         job = t.job if t.job is not None else f"\0{t.name}"
         run = min(m.duration for m in t.modes)
-        share = min(sum(m.peak(r) / c for r, c in caps.items()) for m in t.modes)
+        share = min(
+            sum(m.peak(r) / c for r, c in caps.items())
+            + sum(m.peak(k) * m.nodes / max(c, 1) for k, c in pooled.items())
+            for m in t.modes
+        )
         key = keys.setdefault(job, [float(t.release), float(i), 0.0, 0.0])
         key[0] = min(key[0], t.release)
         key[2] += run

@@ -387,10 +387,10 @@ def _sky_book(
 
 
 @njit(cache=True, inline="always")
-def _allowed(mode, m, left, key, have) -> bool:
+def _allowed(mode, pin, m, left, key, fixed, have) -> bool:
     """Whether mode ``m`` is allowed, ``key`` being its job's placement key (-1: none yet,
-    or a job that is not colocated) and ``have`` the size of its job's node set (0: none
-    yet, or not colocated)."""
+    or a job that is not colocated) and ``fixed[:have]`` its job's node set (``have`` 0:
+    none yet, or not colocated); a pinned mode must be pinned to that set."""
     if mode[m, MODE_FITS] == 0:
         return False
     for k in range(left.shape[0]):
@@ -399,6 +399,14 @@ def _allowed(mode, m, left, key, have) -> bool:
     gang = mode[m, MODE_GANG]
     if have > 0 and gang > 0 and gang != have:
         return False
+    if have > 0 and gang > 0 and pin[m, 0] >= 0:
+        for j in range(gang):
+            found = False
+            for q in range(have):
+                if pin[m, j] == fixed[q]:
+                    found = True
+            if not found:
+                return False
     return key < 0 or mode[m, MODE_PLACEMENT] < 0 or key == mode[m, MODE_PLACEMENT]
 
 
@@ -412,13 +420,14 @@ def _left_at(table, index, col, t) -> int:
 
 @njit(cache=True)
 def place_mode(
-    table, index, seg_start, seg, mode, node_type, dims, m, est, limit, reverse, fixed, out
+    table, index, seg_start, seg, mode, node_type, pin, dims, m, est, limit, reverse, fixed, out
 ):
     """Earliest start >= ``est`` of mode ``m`` and, for a mode on nodes, its node set.
 
     ``dims`` is ``(n_glob, n_kind, n_node)``. A mode on no node is placed on the
-    cluster-wide resources. A mode on ``k`` nodes with a node set ``fixed`` (its
-    colocated job's, or its own in a backward pass; ``fixed[0]`` < 0 for none) starts
+    cluster-wide resources. A mode on ``k`` nodes with a node set ``fixed`` (the nodes
+    it is pinned to in ``pin``, its colocated job's, or its own in a backward pass;
+    ``fixed[0]`` < 0 for none) starts
     when the cluster-wide resources and each of those nodes hold it. Otherwise the
     nodes are chosen: the earliest start at which ``k`` nodes of the mode's type hold
     the whole mode (and the cluster-wide resources do), ties broken by best fit (the
@@ -430,6 +439,8 @@ def place_mode(
     dur = mode[m, MODE_DURATION]
     if k == 0:
         return place(table, index, seg_start, seg, m, dur, est, limit, reverse, n_glob, 0, -1, True)
+    if pin[m, 0] >= 0:
+        fixed = pin[m]
     if fixed[0] >= 0:
         t = est
         while True:
@@ -509,7 +520,7 @@ def _book_mode(table, index, seg_start, seg, mode, dims, m, t, reverse, on) -> N
 
 @njit(cache=True, inline="always")
 def _candidate(
-    table, index, seg_start, seg, mode_start, mode, node_type, dims, i, pref, est, limit, left,
+    table, index, seg_start, seg, mode_start, mode, node_type, pin, dims, i, pref, est, limit, left,
     key, fixed, plain, cand, out,
 ):  # fmt: skip
     """Mode and start for task ``i`` (see the module docstring); mode -1 if none is allowed.
@@ -526,16 +537,42 @@ def _candidate(
     lo, hi = mode_start[i], mode_start[i + 1]
     if plain and hi - lo == 1 and key < 0 and have == 0:
         return lo, place_mode(
-            table, index, seg_start, seg, mode, node_type, dims, lo, est, limit, False, fixed, out
+            table,
+            index,
+            seg_start,
+            seg,
+            mode,
+            node_type,
+            pin,
+            dims,
+            lo,
+            est,
+            limit,
+            False,
+            fixed,
+            out,
         )
-    if pref >= 0 and _allowed(mode, pref, left, key, have):
+    if pref >= 0 and _allowed(mode, pin, pref, left, key, fixed, have):
         return pref, place_mode(
-            table, index, seg_start, seg, mode, node_type, dims, pref, est, limit, False, fixed, out
+            table,
+            index,
+            seg_start,
+            seg,
+            mode,
+            node_type,
+            pin,
+            dims,
+            pref,
+            est,
+            limit,
+            False,
+            fixed,
+            out,
         )
     if pref >= 0:
         best, best_use, best_dur = -1, BIG, BIG
         for m in range(lo, hi):
-            if not _allowed(mode, m, left, key, have):
+            if not _allowed(mode, pin, m, left, key, fixed, have):
                 continue
             use = 0
             for k in range(left.shape[0]):
@@ -546,15 +583,41 @@ def _candidate(
         if best < 0:
             return -1, 0
         return best, place_mode(
-            table, index, seg_start, seg, mode, node_type, dims, best, est, limit, False, fixed, out
+            table,
+            index,
+            seg_start,
+            seg,
+            mode,
+            node_type,
+            pin,
+            dims,
+            best,
+            est,
+            limit,
+            False,
+            fixed,
+            out,
         )
     best, best_t, best_end = -1, 0, BIG
     for m in range(lo, hi):
-        if not _allowed(mode, m, left, key, have):
+        if not _allowed(mode, pin, m, left, key, fixed, have):
             continue
         dur = mode[m, MODE_DURATION]
         t = place_mode(
-            table, index, seg_start, seg, mode, node_type, dims, m, est, limit, False, fixed, cand
+            table,
+            index,
+            seg_start,
+            seg,
+            mode,
+            node_type,
+            pin,
+            dims,
+            m,
+            est,
+            limit,
+            False,
+            fixed,
+            cand,
         )
         if t + dur < best_end:
             best, best_t, best_end = m, t, t + dur
@@ -648,7 +711,7 @@ def serial_pass(d: Data, order, pref, start, chosen, placed, table, index):
     cand = np.empty(d.gang_max, dtype=np.int64)
     on = np.empty(d.gang_max, dtype=np.int64)
     dims = _dims(d)
-    pred_ptr, pred, task, node_type = d.pred_ptr, d.pred, d.task, d.node_type
+    pred_ptr, pred, task, node_type, pin = d.pred_ptr, d.pred, d.task, d.node_type, d.pin
     mode_start, mode, seg_start, seg = d.mode_start, d.mode, d.seg_start, d.seg
     plain = _plain(left)
     for k in range(d.n):
@@ -657,7 +720,7 @@ def serial_pass(d: Data, order, pref, start, chosen, placed, table, index):
         deadline = task[i, TASK_DEADLINE]
         limit = deadline if deadline >= 0 else BIG
         m, t = _candidate(
-            table, index, seg_start, seg, mode_start, mode, node_type, dims, i, pref[i], est,
+            table, index, seg_start, seg, mode_start, mode, node_type, pin, dims, i, pref[i], est,
             limit, left, _job_key(task, i, job_key), _job_nodes(task, i, job_nodes, none), plain,
             cand, on,
         )  # fmt: skip
@@ -702,7 +765,7 @@ def parallel_pass(d: Data, order, pref, start, chosen, placed, table, index):
     cand = np.empty(d.gang_max, dtype=np.int64)
     dims = _dims(d)
     task, mode, succ_ptr, succ = d.task, d.mode, d.succ_ptr, d.succ
-    seg_start, seg, node_type = d.seg_start, d.seg, d.node_type
+    seg_start, seg, node_type, pin = d.seg_start, d.seg, d.node_type, d.pin
     pos = np.empty(n, dtype=np.int64)
     for k in range(n):
         pos[order[k]] = k
@@ -738,7 +801,7 @@ def parallel_pass(d: Data, order, pref, start, chosen, placed, table, index):
         if valid:
             fixed = cache.nodes[j] if mode[m, MODE_GANG] else none
             t = place_mode(
-                table, index, seg_start, seg, mode, node_type, dims, m, at, at + dur, False,
+                table, index, seg_start, seg, mode, node_type, pin, dims, m, at, at + dur, False,
                 fixed, cand,
             )  # fmt: skip
             valid = t == at
@@ -808,7 +871,7 @@ def _evaluate_push(
     deadline = task[i, TASK_DEADLINE]
     limit = deadline if deadline >= 0 else BIG
     m, t = _candidate(
-        table, index, d.seg_start, d.seg, d.mode_start, mode, d.node_type, dims, i, pref[i],
+        table, index, d.seg_start, d.seg, d.mode_start, mode, d.node_type, d.pin, dims, i, pref[i],
         est, limit, left, _job_key(task, i, job_key), _job_nodes(task, i, job_nodes, none),
         plain, cand, cache.nodes[i],
     )  # fmt: skip
@@ -918,6 +981,7 @@ def _backward_pass(d: Data, start, chosen, placed, out, nodes, index) -> bool:
             seg,
             mode,
             d.node_type,
+            d.pin,
             dims,
             m,
             est,
