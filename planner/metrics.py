@@ -38,7 +38,10 @@ class Metrics:
     """Mean job completion time (finish of the job's last task minus its release)."""
     p99_jct: float | None = None
     utilisation: dict[str, float] = field(default_factory=dict)
-    """Per renewable resource: work done / capacity offered over the makespan."""
+    """Per renewable resource, and per node resource kind over all nodes: work done /
+    capacity offered over the makespan."""
+    node_utilisation: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Per node, per resource kind it has: work done / capacity offered over the makespan."""
     energy_kwh: float | None = None
     """Estimated energy; ``None`` when no resource has a power figure or a tick has no length."""
 
@@ -54,32 +57,48 @@ def schedule_metrics(
     done: dict[str, int] = {}
     released: dict[str, int] = {}
     work: dict[str, int] = {r.name: 0 for r in problem.renewables}
+    per_node: dict[str, dict[str, int]] = {
+        n.name: dict.fromkeys(n.capacity, 0) for n in problem.nodes
+    }
     for t in problem.tasks:
         mode = t.mode(schedule.modes[t.name])
         finish = schedule.starts[t.name] + mode.duration
         if t.job is not None:
             done[t.job] = max(done.get(t.job, 0), finish)
             released[t.job] = min(released.get(t.job, t.release), t.release)
+        on = schedule.nodes.get(t.name, ())
         for seg in mode.segments:
             for r, q in seg.demand.items():
-                work[r] += q * seg.duration
+                if r in work:
+                    work[r] += q * seg.duration
+                for node in on:
+                    per_node[node][r] = per_node[node].get(r, 0) + q * seg.duration
     metrics = Metrics(makespan=makespan)
     if done:
         jct = np.array([done[j] - released[j] for j in done], dtype=float)
         metrics.mean_jct = float(jct.mean())
         metrics.p99_jct = float(np.percentile(jct, 99))
     offered = {r.name: _offered(r, makespan) for r in problem.renewables}
+    for kind in problem.node_kinds:
+        work[kind] = sum(used.get(kind, 0) for used in per_node.values())
+        offered[kind] = sum(n.capacity.get(kind, 0) for n in problem.nodes) * makespan
     metrics.utilisation = {r: work[r] / offered[r] for r in work if offered[r]}
+    for n in problem.nodes:
+        metrics.node_utilisation[n.name] = {
+            k: per_node[n.name].get(k, 0) / (c * makespan)
+            for k, c in n.capacity.items()
+            if c and makespan
+        }
     tick = _tick_seconds(problem.time_unit)
     joules = 0.0
     known = False
-    for r in problem.renewables:
-        kind = r.name.rsplit(".", 1)[-1]
+    for name in [r.name for r in problem.renewables] + problem.node_kinds:
+        kind = name.rsplit(".", 1)[-1]
         if kind not in power or tick is None:
             continue
         known = True
         busy, idle = power[kind]
-        joules += (busy * work[r.name] + idle * (offered[r.name] - work[r.name])) * tick
+        joules += (busy * work[name] + idle * (offered[name] - work[name])) * tick
     if known:
         metrics.energy_kwh = joules / 3.6e6
     return metrics

@@ -12,6 +12,7 @@ import pytest
 from planner import Problem, validate
 from planner.errors import InputError
 from planner.instance import problem_from_data
+from planner.metrics import schedule_metrics
 from planner.schedule import Schedule
 from solvers import solve
 from solvers.sgs import Decoder, priorities
@@ -156,3 +157,16 @@ def test_exclusive_baselines_hold_the_peak_on_their_nodes(policy: str) -> None:
     assert validate(p, r.schedule).ok
     assert r.objective == 8
     assert solve(p, "sgs").objective == 6
+
+
+def test_metrics_count_node_work_per_node_and_over_all_nodes() -> None:
+    p = gang_first()
+    s = Schedule(
+        modes={t: "1" for t in ("G", "s1", "s2", "s3")},
+        starts={"G": 0, "s1": 4, "s2": 4, "s3": 7},
+        nodes={"G": ("n1", "n2"), "s1": ("n1",), "s2": ("n2",), "s3": ("n1",)},
+    )
+    assert validate(p, s).ok
+    m = schedule_metrics(p, s)
+    assert m.node_utilisation == {"n1": {"gpu": (32 + 15 + 15) / 80}, "n2": {"gpu": 47 / 80}}
+    assert m.utilisation == {"gpu": (32 + 32 + 45) / 160}
