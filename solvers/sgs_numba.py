@@ -60,10 +60,11 @@ TICKS, SKYLINE = 0, 1
 INDEX_KIND, INDEX_USED = 0, 1
 """Slots of a per-tick profile's index: its form; the first tick no pass has touched
 yet, so that the next pass resets only the ticks before it."""
-INDEX_COUNT, INDEX_WIDTH, INDEX_TOUCHED, INDEX_ANCHOR = 1, 2, 3, 4
-"""Slots of a skyline's index after ``INDEX_KIND``: nodes in use, ticks per bucket, the
-last bucket a pass touched; from ``INDEX_ANCHOR`` on, per bucket, a node that starts at
-or before the bucket's first tick (the nearest one seen so far)."""
+INDEX_COUNT, INDEX_WIDTH, INDEX_TOUCHED, INDEX_ROWS, INDEX_STRIDE, INDEX_ANCHOR = range(1, 7)
+"""Slots of each skyline part's index after ``INDEX_KIND``: nodes in use, ticks per
+bucket, the last bucket a pass touched, the part's first row in the node table, the
+length of a part's index; from ``INDEX_ANCHOR`` on, per bucket, a node that starts at or
+before the bucket's first tick (the nearest one seen so far)."""
 MAX_CELLS = 1 << 24
 """Largest per-tick profile (resources x ticks): 128 MiB of int64."""
 TICKS_PER_SEGMENT = 16
@@ -79,11 +80,14 @@ def new_capacity(d: Data, kind: int | None = None) -> tuple[np.ndarray, np.ndarr
 
     - ``TICKS``: an array of the capacity left per resource and tick, shape
       ``(R, H + 2)``, ``H`` the serial horizon. Checking a segment costs its ticks.
-    - ``SKYLINE``: a linked list of nodes, each the capacity left per resource from
+    - ``SKYLINE``: linked lists of nodes, each the capacity left per resource from
       its tick to the next node's. Booking a segment splits at most two nodes, so the
       table holds two nodes per segment a pass books, plus the capacity windows; the
       index maps buckets of ticks to nearby nodes, so that finding the node of a tick
       costs a few steps whatever the horizon. A pass costs what its segments cost.
+      There is one list (a *part*) for the cluster-wide resources and one per node of
+      the problem, with its own index, so that a search on a node walks that node's
+      changes only.
 
     ``kind`` chooses the form; by default ``TICKS`` for short segments and horizons
     (:data:`TICKS_PER_SEGMENT`, :data:`MAX_CELLS`), ``SKYLINE`` otherwise.
@@ -101,17 +105,33 @@ def new_capacity(d: Data, kind: int | None = None) -> tuple[np.ndarray, np.ndarr
         avail = np.empty((d.n_res, cells // max(d.n_res, 1)), dtype=np.int64)
         _fill(d, avail, 0, avail.shape[1], False, 0)
         return avail, np.array([TICKS, 0], dtype=np.int64)
-    # A mode on k nodes books each segment once for the cluster-wide demands and once
-    # per node: up to two new nodes each time.
-    per_mode = np.add.reduceat(d.seg[:, SEG_ACTIVE], d.seg_start[:-1]) * (1 + d.mode[:, MODE_GANG])
-    per_task = np.maximum.reduceat(per_mode, d.mode_start[:-1])
-    size = 4 + 2 * d.profile.shape[1] + 2 * int(per_task.sum())
-    buckets = min(MAX_BUCKETS, max(64, 2 * size))
-    nodes = np.zeros((size, NODE_AVAIL + d.n_res), dtype=np.int64)
-    index = np.zeros(INDEX_ANCHOR + buckets, dtype=np.int64)
+    # Each part gets room for every segment a pass could book on it (two new nodes per
+    # booking), plus its capacity windows: the cluster-wide part for the modes with
+    # cluster-wide demands, each node's part for the modes on nodes.
+    n_glob = d.n_glob
+    dem = d.seg[:, SEG_DEMAND:]
+    timed = d.seg[:, SEG_ACTIVE] == 1
+    parts = []
+    for cols in (slice(0, n_glob), slice(n_glob, dem.shape[1])):
+        used = (timed & (dem[:, cols] > 0).any(axis=1)).astype(np.int64)
+        per_mode = np.add.reduceat(used, d.seg_start[:-1]) if len(used) else used
+        per_task = np.maximum.reduceat(per_mode, d.mode_start[:-1]) if len(per_mode) else per_mode
+        parts.append(4 + 2 * d.profile.shape[1] + 2 * int(per_task.sum()))
+    sizes = [parts[0]] + [parts[1]] * d.n_node
+    buckets = min(MAX_BUCKETS, max(64, 2 * max(sizes)))
+    stride = INDEX_ANCHOR + buckets
+    width = max(n_glob, d.n_kind, 1)
+    nodes = np.zeros((sum(sizes), NODE_AVAIL + width), dtype=np.int64)
+    index = np.zeros(stride * len(sizes), dtype=np.int64)
     index[INDEX_KIND] = SKYLINE
-    index[INDEX_WIDTH] = max(1, -(-(d.horizon + d.profile.shape[1] + 1) // buckets))
-    index[INDEX_TOUCHED] = buckets - 1
+    rows = 0
+    for part, size in enumerate(sizes):
+        base = part * stride
+        index[base + INDEX_ROWS] = rows
+        index[base + INDEX_STRIDE] = stride
+        index[base + INDEX_WIDTH] = max(1, -(-(d.horizon + d.profile.shape[1] + 1) // buckets))
+        index[base + INDEX_TOUCHED] = buckets - 1
+        rows += size
     return nodes, index
 
 
@@ -242,24 +262,35 @@ def _tick_book(
     index[INDEX_USED] = max(index[INDEX_USED], start + dur_m)
 
 
+@njit(cache=True, inline="always")
+def _part(n_glob, n_kind, node):
+    """The skyline part of a placement (0: cluster-wide, ``v + 1``: node ``v``), the first
+    profile column of its resources and their number."""
+    if node < 0:
+        return 0, 0, n_glob
+    return node + 1, n_glob + node * n_kind, n_kind
+
+
 @njit(cache=True)
-def _append(nodes, index, t, prof, col, capacity) -> int:
-    """Append a node at tick ``t`` with the capacity of profile column ``col`` (base
-    capacity when ``col`` is outside the profile); returns its number."""
-    k = index[INDEX_COUNT]
-    index[INDEX_COUNT] = k + 1
+def _append(nodes, index, base, t, prof, col, capacity, c0, nc) -> int:
+    """Append a node at tick ``t`` to the part at index ``base``, with the capacity of
+    profile column ``col`` for resources ``c0 : c0 + nc`` (base capacity when ``col`` is
+    outside the profile); returns its row."""
+    k = index[base + INDEX_ROWS] + index[base + INDEX_COUNT]
+    index[base + INDEX_COUNT] += 1
     nodes[k, NODE_TIME] = t
     nodes[k, NODE_NEXT] = -1
-    for r in range(capacity.shape[0]):
-        nodes[k, NODE_AVAIL + r] = prof[r, col] if 0 <= col < prof.shape[1] else capacity[r]
-    if k > 0:
+    for r in range(nc):
+        c = c0 + r
+        nodes[k, NODE_AVAIL + r] = prof[c, col] if 0 <= col < prof.shape[1] else capacity[c]
+    if index[base + INDEX_COUNT] > 1:
         nodes[k - 1, NODE_NEXT] = k
     return k
 
 
 @njit(cache=True)
-def _same_column(prof, a, b, capacity) -> bool:
-    for r in range(capacity.shape[0]):
+def _same_column(prof, a, b, capacity, c0, nc) -> bool:
+    for r in range(c0, c0 + nc):
         x = prof[r, a] if 0 <= a < prof.shape[1] else capacity[r]
         y = prof[r, b] if 0 <= b < prof.shape[1] else capacity[r]
         if x != y:
@@ -269,52 +300,63 @@ def _same_column(prof, a, b, capacity) -> bool:
 
 @njit(cache=True)
 def _sky_reset(d: Data, nodes, index, reverse: bool, T: int) -> None:
-    """:func:`_reset` of a skyline."""
+    """:func:`_reset` of a skyline: every part, its windows (mirrored when ``reverse``)."""
     prof, capacity = d.profile, d.capacity
     width = prof.shape[1]
-    index[INDEX_COUNT] = 0
-    if reverse:
-        # Mirrored, the windows lie in (T - width, T]; before and after, the base capacity.
-        lo = max(0, T - width)
-        _append(nodes, index, 0, prof, T - 1, capacity)
-        for t in range(max(1, lo), T + 1):
-            if not _same_column(prof, T - 1 - t, T - t, capacity):
-                _append(nodes, index, t, prof, T - 1 - t, capacity)
-    else:
-        _append(nodes, index, 0, prof, 0, capacity)
-        for t in range(1, width + 1):
-            if not _same_column(prof, t, t - 1, capacity):
-                _append(nodes, index, t, prof, t, capacity)
-    for b in range(index[INDEX_TOUCHED] + 1):
-        index[INDEX_ANCHOR + b] = 0
-    index[INDEX_TOUCHED] = 0
+    stride = index[INDEX_STRIDE]
+    for part in range(d.n_node + 1):
+        base = part * stride
+        _, c0, nc = _part(d.n_glob, d.n_kind, part - 1)
+        index[base + INDEX_COUNT] = 0
+        if reverse:
+            # Mirrored, the windows lie in (T - width, T]; before and after, the base capacity.
+            lo = max(0, T - width)
+            _append(nodes, index, base, 0, prof, T - 1, capacity, c0, nc)
+            for t in range(max(1, lo), T + 1):
+                if not _same_column(prof, T - 1 - t, T - t, capacity, c0, nc):
+                    _append(nodes, index, base, t, prof, T - 1 - t, capacity, c0, nc)
+        else:
+            _append(nodes, index, base, 0, prof, 0, capacity, c0, nc)
+            for t in range(1, width + 1):
+                if not _same_column(prof, t, t - 1, capacity, c0, nc):
+                    _append(nodes, index, base, t, prof, t, capacity, c0, nc)
+        head = index[base + INDEX_ROWS]
+        for b in range(index[base + INDEX_TOUCHED] + 1):
+            index[base + INDEX_ANCHOR + b] = head
+        index[base + INDEX_TOUCHED] = 0
 
 
 @njit(cache=True, inline="always")
-def _find(nodes, index, x) -> int:
-    """The node whose span holds tick ``x``; the bucket's anchor moves to the nearest node
-    at or before the bucket's first tick that the walk passes."""
-    width = index[INDEX_WIDTH]
-    b = min(x // width, index.shape[0] - INDEX_ANCHOR - 1)
+def _find(nodes, index, base, x) -> int:
+    """The node of the part at index ``base`` whose span holds tick ``x``; the bucket's
+    anchor moves to the nearest node at or before the bucket's first tick that the walk
+    passes."""
+    width = index[base + INDEX_WIDTH]
+    buckets = index[INDEX_STRIDE] - INDEX_ANCHOR
+    b = min(x // width, buckets - 1)
     first = b * width
-    k = index[INDEX_ANCHOR + b]
+    k = index[base + INDEX_ANCHOR + b]
     while True:
         nxt = nodes[k, NODE_NEXT]
         if nxt < 0 or nodes[nxt, NODE_TIME] > x:
             return k
         k = nxt
         if nodes[k, NODE_TIME] <= first:
-            index[INDEX_ANCHOR + b] = k
+            index[base + INDEX_ANCHOR + b] = k
             # The next reset must clear this anchor: node numbers are reused.
-            index[INDEX_TOUCHED] = max(index[INDEX_TOUCHED], b)
+            index[base + INDEX_TOUCHED] = max(index[base + INDEX_TOUCHED], b)
 
 
 @njit(cache=True, inline="always")
 def _sky_place(
     nodes, index, seg_start, seg, m, dur_m, est, limit, reverse, n_glob, n_kind, node, glob
 ):
-    """:func:`place` on a skyline: a clash moves the start past the node that clashes."""
+    """:func:`place` on a skyline: a clash moves the start past the node that clashes. The
+    placement reads one part (``glob`` goes with ``node`` < 0)."""
     r_lo, r_hi = _span(n_glob, n_kind, node, glob)
+    part, _, _ = _part(n_glob, n_kind, node)
+    base = part * index[INDEX_STRIDE]
+    shift = n_glob if node >= 0 else 0
     t = est
     while t + dur_m <= limit:
         moved = False
@@ -324,13 +366,12 @@ def _sky_place(
             dur = seg[s, SEG_DURATION]
             off = dur_m - seg[s, SEG_OFFSET] - dur if reverse else seg[s, SEG_OFFSET]
             lo = t + off
-            k = _find(nodes, index, lo)
+            k = _find(nodes, index, base, lo)
             while k >= 0 and nodes[k, NODE_TIME] < lo + dur:
                 nxt = nodes[k, NODE_NEXT]
                 clash = False
                 for r in range(r_lo, r_hi):
-                    c = _col(r, n_glob, n_kind, node)
-                    if seg[s, SEG_DEMAND + r] > nodes[k, NODE_AVAIL + c]:
+                    if seg[s, SEG_DEMAND + r] > nodes[k, NODE_AVAIL + r - shift]:
                         clash = True
                         break
                 if clash:
@@ -347,10 +388,10 @@ def _sky_place(
 
 
 @njit(cache=True, inline="always")
-def _split(nodes, index, k, t) -> int:
+def _split(nodes, index, base, k, t) -> int:
     """A new node at tick ``t`` inside node ``k``'s span, with its capacity; returns it."""
-    j = index[INDEX_COUNT]
-    index[INDEX_COUNT] = j + 1
+    j = index[base + INDEX_ROWS] + index[base + INDEX_COUNT]
+    index[base + INDEX_COUNT] += 1
     nodes[j, NODE_TIME] = t
     nodes[j, NODE_NEXT] = nodes[k, NODE_NEXT]
     nodes[j, NODE_AVAIL:] = nodes[k, NODE_AVAIL:]
@@ -364,6 +405,10 @@ def _sky_book(
 ) -> None:
     """:func:`book` on a skyline (a segment with nothing to take splits no node)."""
     r_lo, r_hi = _span(n_glob, n_kind, node, glob)
+    part, _, _ = _part(n_glob, n_kind, node)
+    base = part * index[INDEX_STRIDE]
+    shift = n_glob if node >= 0 else 0
+    buckets = index[INDEX_STRIDE] - INDEX_ANCHOR
     for s in range(seg_start[m], seg_start[m + 1]):
         if seg[s, SEG_ACTIVE] == 0 or not _demands(seg, s, r_lo, r_hi):
             continue
@@ -371,18 +416,18 @@ def _sky_book(
         off = dur_m - seg[s, SEG_OFFSET] - dur if reverse else seg[s, SEG_OFFSET]
         lo = start + off
         hi = lo + dur
-        k = _find(nodes, index, lo)
+        k = _find(nodes, index, base, lo)
         if nodes[k, NODE_TIME] < lo:
-            k = _split(nodes, index, k, lo)
+            k = _split(nodes, index, base, k, lo)
         while k >= 0 and nodes[k, NODE_TIME] < hi:
             nxt = nodes[k, NODE_NEXT]
             if nxt < 0 or nodes[nxt, NODE_TIME] > hi:
-                nxt = _split(nodes, index, k, hi)
+                nxt = _split(nodes, index, base, k, hi)
             for r in range(r_lo, r_hi):
-                nodes[k, NODE_AVAIL + _col(r, n_glob, n_kind, node)] -= seg[s, SEG_DEMAND + r]
+                nodes[k, NODE_AVAIL + r - shift] -= seg[s, SEG_DEMAND + r]
             k = nxt
-        index[INDEX_TOUCHED] = max(
-            index[INDEX_TOUCHED], min(hi // index[INDEX_WIDTH], index.shape[0] - INDEX_ANCHOR - 1)
+        index[base + INDEX_TOUCHED] = max(
+            index[base + INDEX_TOUCHED], min(hi // index[base + INDEX_WIDTH], buckets - 1)
         )
 
 
@@ -411,11 +456,12 @@ def _allowed(mode, pin, m, left, key, fixed, have) -> bool:
 
 
 @njit(cache=True, inline="always")
-def _left_at(table, index, col, t) -> int:
-    """Capacity left in column ``col`` at tick ``t``."""
+def _left_at(table, index, n_glob, n_kind, node, r, t) -> int:
+    """Capacity left of node resource kind ``r`` on node ``node`` at tick ``t``."""
     if index[INDEX_KIND] == TICKS:
-        return table[col, t]
-    return table[_find(table, index, t), NODE_AVAIL + col]
+        return table[n_glob + node * n_kind + r, t]
+    base = (node + 1) * index[INDEX_STRIDE]
+    return table[_find(table, index, base, t), NODE_AVAIL + r]
 
 
 @njit(cache=True)
@@ -501,7 +547,7 @@ def place_mode(
                 continue
             room = 0
             for r in range(n_kind):
-                room += _left_at(table, index, n_glob + v * n_kind + r, t0)
+                room += _left_at(table, index, n_glob, n_kind, v, r, t0)
             if room < best_left:
                 best, best_left = v, room
         out[j] = best
