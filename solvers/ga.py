@@ -57,12 +57,20 @@ def _linked(pred_ptr, pred, a: int, b: int) -> bool:
 
 @njit(cache=True)
 def segment_use(d: Data) -> np.ndarray:
-    """Per segment, the sum over resources of its demand over the base capacity."""
+    """Per segment, the sum over resources of its demand over the base capacity (a node
+    resource: over the capacity of a node of mean size)."""
     out = np.zeros(d.seg.shape[0])
+    g, k = d.n_glob, d.n_kind
     for s in range(out.shape[0]):
-        for r in range(d.n_res):
+        for r in range(g):
             if d.capacity[r] > 0:
                 out[s] += d.seg[s, SEG_DEMAND + r] / d.capacity[r]
+        for r in range(k):
+            pooled = 0
+            for v in range(d.n_node):
+                pooled += d.capacity[g + v * k + r]
+            if pooled > 0:
+                out[s] += d.seg[s, SEG_DEMAND + g + r] * d.n_node / pooled
     return out
 
 

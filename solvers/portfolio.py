@@ -64,12 +64,16 @@ def heuristic_schedule(
     """The best schedule of serial SGS passes under ``rules`` and a parallel pass under ``grw``.
 
     The parallel ``grw`` pass packs batches of training jobs far better than the serial
-    rules. Once ``deadline`` (a :func:`time.perf_counter` reading) has passed, no further
-    pass starts, whatever is left of the first. ``keep`` is told every better schedule,
-    so that Ctrl-C during a later pass loses none. ``None`` if every pass fails.
+    rules; on a placed problem a serial ``grw`` pass (big jobs booked first, so that gangs
+    find their nodes) is better still (trace3', 4 blocks: 70,406 against 78,617). Once
+    ``deadline`` (a :func:`time.perf_counter` reading) has passed, no further pass starts,
+    whatever is left of the first. ``keep`` is told every better schedule, so that Ctrl-C
+    during a later pass loses none. ``None`` if every pass fails.
     """
     best: Schedule | None = None
     passes = [(serial_sgs, rule) for rule in rules] + [(parallel_sgs, "grw")]
+    if problem.nodes:
+        passes.append((serial_sgs, "grw"))
     for sgs, rule in passes:
         if best is not None and deadline is not None and time.perf_counter() > deadline:
             break

@@ -67,6 +67,11 @@ def priorities(problem: Problem, rule: str) -> np.ndarray:
         # the big jobs of a batch first, so that they do not trail at the end
         caps = np.maximum(a.capacity, 1).astype(float)
         seg_work = (a.seg_duration[:, None] * a.seg_demand / caps).sum(axis=1)
+        if a.node_names:
+            # a node resource: k nodes' demand over the capacity summed over the nodes
+            pooled = np.maximum(a.node_capacity.sum(axis=0), 1).astype(float)
+            on = np.repeat(a.mode_nodes, np.diff(a.seg_start))
+            seg_work += (a.seg_duration[:, None] * a.seg_local * on[:, None] / pooled).sum(axis=1)
         mode_work = np.add.reduceat(seg_work, a.seg_start[:-1]) if len(seg_work) else seg_work
         return -np.minimum.reduceat(mode_work, a.mode_start[:-1])
     if rule == "grpw":

@@ -15,6 +15,8 @@ from planner.instance import problem_from_data
 from planner.metrics import schedule_metrics
 from planner.schedule import Schedule
 from solvers import solve
+from solvers.encoding import compile_problem
+from solvers.ga import segment_use
 from solvers.sgs import Decoder, priorities
 from solvers.sgs_numba import SKYLINE, TICKS
 
@@ -170,3 +172,12 @@ def test_metrics_count_node_work_per_node_and_over_all_nodes() -> None:
     m = schedule_metrics(p, s)
     assert m.node_utilisation == {"n1": {"gpu": (32 + 15 + 15) / 80}, "n2": {"gpu": 47 / 80}}
     assert m.utilisation == {"gpu": (32 + 32 + 45) / 160}
+
+
+def test_resource_weights_count_node_resources() -> None:
+    """grw and the GA's segment weights see node work (a gang's on all its nodes)."""
+    p = gang_first()
+    # G: 4 ticks x 8 GPUs x 2 nodes over 16 GPUs; s_i: 3 x 5 x 1 over 16
+    assert priorities(p, "grw").tolist() == [-4.0, -15 / 16, -15 / 16, -15 / 16]
+    d = compile_problem(p)
+    assert segment_use(d).tolist() == [8 * 2 / 16, 5 * 2 / 16, 5 * 2 / 16, 5 * 2 / 16]
