@@ -4,6 +4,12 @@ It builds the model of :mod:`models.cpsat_model`, hints every variable from an
 optional ``initial_solution`` (whose makespan is then the horizon), searches and
 returns. Compositions with heuristics live in :mod:`solvers.portfolio`. Ctrl-C stops
 the search and keeps the best schedule found so far; so does the time limit.
+
+With ``stability`` and ``reference_starts`` (re-planning, :mod:`planner.replan`) the
+search minimises the objective plus ``stability`` times the total shift of the
+reference tasks' starts. Its bound then bounds that sum, not the objective, so the
+result's bound is the core's; a hint no longer caps the horizon (a longer makespan
+may shift less).
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from typing import Any
 
 from ortools.sat.python import cp_model
 
-from models.cpsat_model import Encoding, build_model, hint, scaled_bound
+from models.cpsat_model import CpsatModel, Encoding, build_model, hint, scaled_bound
 from planner.bounds import horizon as trivial_horizon
 from planner.bounds import lower_bound as core_bound
 from planner.errors import InputError
@@ -52,18 +58,25 @@ _STATUS = {
 class _Progress(cp_model.CpSolverSolutionCallback):
     """Passes every CP-SAT solution on as a :class:`Progress`, timed from ``t0``."""
 
-    def __init__(self, progress: Callable[[Progress], None], scale: int, t0: float) -> None:
+    def __init__(self, progress: Callable[[Progress], None], built: CpsatModel, t0: float) -> None:
         super().__init__()
         self.progress = progress
-        self.scale = scale
+        self.built = built
         self.t0 = t0
 
     def on_solution_callback(self) -> None:
+        built = self.built
+        # with a stability term, CP-SAT's bound is no bound of the problem's objective
+        bound = (
+            None
+            if built.shift_weight
+            else scaled_bound(self.best_objective_bound, built.objective_scale)
+        )
         self.progress(
             Progress(
                 elapsed=time.perf_counter() - self.t0,
-                objective=self.objective_value / self.scale,
-                bound=scaled_bound(self.best_objective_bound, self.scale),
+                objective=built.problem_objective(self.objective_value, self.value),
+                bound=bound,
                 message="CP-SAT",
             )
         )
@@ -82,6 +95,8 @@ def solve_cpsat(
     parameters: dict[str, Any] | None = None,
     initial_solution: Schedule | None = None,
     lower_bound: int | None = None,
+    stability: float = 0.0,
+    reference_starts: dict[str, int] | None = None,
 ) -> Result:
     """Solve ``problem`` exactly with CP-SAT.
 
@@ -111,6 +126,11 @@ def solve_cpsat(
         objective). Returned when the search ends with nothing better.
     lower_bound
         A lower bound on the makespan known from elsewhere; the core's bound by default.
+    stability
+        Weight (>= 0) of the total start shift of the tasks of ``reference_starts``,
+        added to the objective.
+    reference_starts
+        Per task name, the start to stay near (the old plan's, when re-planning).
 
     Returns
     -------
@@ -119,17 +139,27 @@ def solve_cpsat(
         ``infeasible`` (proven), or ``unknown`` (no schedule and no proof).
     """
     t0 = time.perf_counter()
+    if stability < 0:
+        raise InputError(f"option 'stability' of solver 'cpsat' must be >= 0, got {stability}")
     makespan = problem.objective == "makespan"
     lower = (core_bound(problem) if lower_bound is None else lower_bound) if makespan else 0
+    reference = reference_starts or {}
+    stable = stability > 0 and bool(reference)
     warm = initial_solution
     if warm is None:
         horizon = trivial_horizon(problem)
-    elif makespan:
+    elif makespan and not stable:
         horizon = warm.makespan(problem)
     else:
         horizon = max(trivial_horizon(problem), warm.makespan(problem))
     built = build_model(
-        problem, horizon, encoding=encoding, makespan_interval=makespan_interval, lower=lower
+        problem,
+        horizon,
+        encoding=encoding,
+        makespan_interval=makespan_interval,
+        lower=lower,
+        reference=reference,
+        stability=stability if stable else 0.0,
     )
     if warm is not None:
         hint(built, problem, warm)
@@ -150,7 +180,7 @@ def solve_cpsat(
         {**base, **(parameters or {})},
     )
     scale = built.objective_scale
-    callback = _Progress(progress, scale, t0) if progress else None
+    callback = _Progress(progress, built, t0) if progress else None
     code, interrupted = _run(solver, built.model, callback)
     stats: dict[str, object] = {
         "branches": solver.num_branches,
@@ -161,13 +191,22 @@ def solve_cpsat(
         "hint_makespan": None if warm is None else warm.makespan(problem),
         "encoding": encoding,
     }
+    if stable:
+        stats["stability"] = stability
     status = _STATUS.get(code, Status.UNKNOWN)
     schedule, bound, reason = None, None, None
     if status in (Status.OPTIMAL, Status.FEASIBLE):
         schedule = built.schedule(problem, solver.value)
-        bound = scaled_bound(solver.best_objective_bound, scale)
-        if makespan:
-            bound = max(bound, lower)
+        if stable:
+            # CP-SAT's bound bounds objective + stability x shift, not the objective
+            bound = lower if makespan else None
+            stats["shift"] = sum(abs(schedule.starts[t] - s) for t, s in reference.items())
+            if status is Status.OPTIMAL:
+                reason = f"optimal for the objective plus {stability:g} x the total shift"
+        else:
+            bound = scaled_bound(solver.best_objective_bound, scale)
+            if makespan:
+                bound = max(bound, lower)
     elif status is Status.UNKNOWN:
         reason = "stopped by Ctrl-C" if interrupted else "no CP-SAT solution within the time limit"
         if warm is not None:
@@ -176,11 +215,16 @@ def solve_cpsat(
             reason = f"{reason}; the initial solution is returned"
     elif status is Status.INFEASIBLE:
         reason = "CP-SAT proved that no schedule exists"
+
+    def score(s: Schedule) -> float:
+        shift = sum(abs(s.starts[t] - r) for t, r in reference.items()) if stable else 0
+        return s.objective(problem) + stability * shift
+
     if (
         status is Status.FEASIBLE
         and warm is not None
         and schedule is not warm
-        and warm.objective(problem) < schedule.objective(problem)
+        and score(warm) < score(schedule)
     ):
         # A hint is a hint: a search stopped early may not have found its way back to it.
         schedule = warm

@@ -30,11 +30,16 @@ Boolean per node, its node set: a task's node Booleans imply the job's, and the 
 has the size of the chosen mode's gang.
 Within each class of identical nodes, the first task that runs on nodes uses the
 lowest-numbered ones (see :mod:`models.placement`).
+
+Stability (re-planning): given reference starts for some tasks and a weight ``w``,
+the objective adds ``w`` times the total shift ``sum |start - reference|`` over those
+tasks, one shift variable per task (see :func:`build_model`).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Literal, get_args
@@ -85,6 +90,15 @@ class CpsatModel:
     """Per colocated job: node index -> whether the job's node set holds the node."""
     set_sizes: dict[int, int] = field(default_factory=dict)
     """Per colocated job whose node set always exists, its size."""
+    shifts: list[cp_model.IntVar] = field(default_factory=list)
+    """Per task with a reference start, its shift ``|start - reference|`` (stability)."""
+    shift_weight: int = 0
+    """Coefficient of every shift in the CP-SAT objective (0: no stability term)."""
+
+    def problem_objective(self, objective_value: float, value) -> float:
+        """The problem's objective from the CP-SAT objective (the stability term taken off)."""
+        shift = sum(value(d) for d in self.shifts) if self.shift_weight else 0
+        return (objective_value - self.shift_weight * shift) / self.objective_scale
 
     def schedule(self, problem: Problem, value) -> Schedule:
         """The schedule of a solution; ``value`` maps a variable to its value."""
@@ -119,6 +133,8 @@ class _Builder:
         encoding: Encoding,
         makespan_interval: bool,
         lower: int,
+        reference: Mapping[str, int],
+        stability: float,
     ) -> None:
         if encoding not in ENCODINGS:
             raise ValueError(f"unknown mode encoding {encoding!r}; choose one of {ENCODINGS}")
@@ -128,6 +144,8 @@ class _Builder:
         self.encoding = encoding
         self.makespan_interval = makespan_interval
         self.lower = lower
+        self.reference = reference
+        self.stability = stability
         self.m = cp_model.CpModel()
         # Per renewable resource: (interval, demand expression) pairs of the cumulative.
         self.uses: list[list[tuple[cp_model.IntervalVar, object]]] = [
@@ -409,9 +427,12 @@ class _Builder:
 
     def _objective(self) -> None:
         a = self.a
-        if self.p.objective == "weighted_completion":
-            scale = weight_scale([float(w) for w in a.job_weight])
-            terms = []
+        weighted = self.p.objective == "weighted_completion"
+        weights = [float(w) for w in a.job_weight] if weighted else []
+        stable = self.stability > 0 and bool(self.reference)
+        scale = weight_scale(weights + ([self.stability] if stable else []))
+        terms: list[object] = []
+        if weighted:
             for j, w in enumerate(a.job_weight):
                 ends = [self.end[i] for i in range(a.n_tasks) if a.task_job[i] == j]
                 if not ends:
@@ -421,17 +442,34 @@ class _Builder:
                 self.out.completion[j] = c
                 self.out.hinted.append((c, ("completion", j)))
                 terms.append(round(float(w) * scale) * c)
-            self.out.objective_scale = scale
-            self.m.minimize(sum(terms))
-            return
-        has_fs_succ = {int(b) for b, k in zip(a.prec_before, a.prec_kind, strict=True) if k == FS}
-        mk = self.m.new_int_var(self.lower, self.h, "makespan")
-        for i in range(a.n_tasks):
-            if i not in has_fs_succ:
-                self.m.add(mk >= self.end[i])
-        self.out.makespan = mk
-        self.out.hinted.append((mk, ("makespan",)))
-        self.m.minimize(mk)
+        else:
+            has_fs_succ = {
+                int(b) for b, k in zip(a.prec_before, a.prec_kind, strict=True) if k == FS
+            }
+            mk = self.m.new_int_var(self.lower, self.h, "makespan")
+            for i in range(a.n_tasks):
+                if i not in has_fs_succ:
+                    self.m.add(mk >= self.end[i])
+            self.out.makespan = mk
+            self.out.hinted.append((mk, ("makespan",)))
+            terms.append(scale * mk)
+        self.out.objective_scale = scale
+        if stable:
+            self._shifts(round(self.stability * scale))
+            terms.extend(self.out.shift_weight * d for d in self.out.shifts)
+        self.m.minimize(sum(terms))
+
+    def _shifts(self, weight: int) -> None:
+        """One shift variable ``|start - reference|`` per task with a reference start."""
+        self.out.shift_weight = weight
+        for i, task in enumerate(self.p.tasks):
+            if task.name not in self.reference:
+                continue
+            ref = int(self.reference[task.name])
+            d = self.m.new_int_var(0, max(self.h, ref), f"shift{i}")
+            self.m.add_abs_equality(d, self.out.start[i] - ref)
+            self.out.shifts.append(d)
+            self.out.hinted.append((d, ("shift", i, ref)))
 
     def _resources(self) -> None:
         a = self.a
@@ -499,6 +537,8 @@ def build_model(
     encoding: Encoding = "optional",
     makespan_interval: bool = False,
     lower: int = 0,
+    reference: Mapping[str, int] | None = None,
+    stability: float = 0.0,
 ) -> CpsatModel:
     """Build the CP-SAT model of ``problem`` with every task finishing by ``horizon``.
 
@@ -515,13 +555,22 @@ def build_model(
         the whole capacity of each cumulative.
     lower
         A lower bound on the makespan.
+    reference
+        Per task name, a start to stay near (the old plan's, when re-planning).
+    stability
+        Weight ``w >= 0`` of the total shift: the objective adds ``w * sum |start -
+        reference|`` over the tasks of ``reference`` (in the problem's objective units).
 
     Returns
     -------
     CpsatModel
         The model and its variables.
     """
-    return _Builder(problem, horizon, encoding, makespan_interval, lower).build()
+    if stability < 0:
+        raise ValueError(f"stability must be >= 0, got {stability}")
+    return _Builder(
+        problem, horizon, encoding, makespan_interval, lower, reference or {}, stability
+    ).build()
 
 
 def hint(built: CpsatModel, problem: Problem, schedule: Schedule) -> None:
@@ -582,6 +631,8 @@ def _hint_value(what: tuple, problem: Problem, schedule: Schedule, chosen: list,
         )
     if kind == "consumption":
         return int(a.mode_consumption[chosen[what[1]], what[2]])
+    if kind == "shift":
+        return abs(schedule.starts[problem.tasks[what[1]].name] - what[2])
     i, k = what[1], what[2]
     seg = int(a.seg_start[chosen[i]]) + k
     if kind == "size":

@@ -21,12 +21,13 @@ import yaml
 from planner import __version__
 from planner.bounds import critical_path_bound, energy_bound, horizon
 from planner.errors import InputError, PlannerError
-from planner.instance import load_instance, problem_from_data, save_instance
+from planner.instance import NATIVE, load_instance, problem_from_data, save_instance
 from planner.metrics import schedule_metrics
 from planner.model import Problem
+from planner.paths import check_output
 from planner.result import Progress, Result
 from planner.schedule import Schedule, load_schedule
-from planner.validate import validate
+from planner.validate import Report, validate
 
 app = typer.Typer(
     name="planner",
@@ -36,10 +37,12 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-log = logging.getLogger("planner")
-
 DEFAULT_TIME_LIMIT = 60.0
 """Seconds of ``planner solve`` for solvers with a time limit, unless ``--time-limit``."""
+SCHEDULE_FORMATS = (".json", ".csv")
+"""Suffixes of the schedule files ``planner solve -o`` writes."""
+SHOWN_VIOLATIONS = 3
+"""Violations ``planner gantt`` prints when it refuses an invalid schedule."""
 
 
 def _version(value: bool) -> None:
@@ -131,7 +134,11 @@ def _bound_text(result: Result) -> str:
 
 
 def metric_rows(problem: Problem, schedule: Schedule) -> list[tuple[str, object]]:
-    """Job completion times, utilisation and energy, for instances with jobs."""
+    """Job completion times, utilisation and energy, for instances with jobs.
+
+    On placed instances (with nodes) also the spread of the node utilisation
+    (:func:`node_spread`).
+    """
     if not problem.jobs:
         return []
     m = schedule_metrics(problem, schedule)
@@ -141,9 +148,35 @@ def metric_rows(problem: Problem, schedule: Schedule) -> list[tuple[str, object]
         ("p99 JCT", f"{m.p99_jct:.1f}{unit}"),
         ("utilisation", ", ".join(f"{r} {100 * u:.1f}%" for r, u in m.utilisation.items())),
     ]
+    spread = node_spread(problem, m.node_utilisation)
+    if spread is not None:
+        rows.append(spread)
     if m.energy_kwh is not None:
         rows.append(("energy", f"{m.energy_kwh:.1f} kWh (estimate)"))
     return rows
+
+
+def node_spread(
+    problem: Problem, node_utilisation: dict[str, dict[str, float]]
+) -> tuple[str, str] | None:
+    """The ``node GPU use`` line: min (and its node), mean and max (and its node) over nodes.
+
+    Of the node kind ``gpu``, or the first node kind if no node has GPUs
+    (:func:`planner.gantt.share_kind`); ``None`` without nodes (a pooled plan)
+    or when no node has a figure of that kind (an empty schedule).
+    """
+    from planner.gantt import share_kind
+
+    if not problem.nodes:
+        return None
+    kind = share_kind(problem)
+    use = {n: u[kind] for n, u in node_utilisation.items() if kind in u}
+    if not use:
+        return None
+    low, high = min(use, key=use.__getitem__), max(use, key=use.__getitem__)
+    mean = sum(use.values()) / len(use)
+    text = f"min {use[low]:.2f} ({low})  mean {mean:.2f}  max {use[high]:.2f} ({high})"
+    return f"node {kind.upper()} use", text
 
 
 @app.command()
@@ -191,10 +224,12 @@ def solve(
     from solvers.registry import options_of
 
     with guard():
-        if output is not None and output.suffix.lower() not in (".json", ".csv"):
-            raise InputError("the schedule file must end in .json or .csv", str(output))
-        if gantt is not None and gantt.suffix.lower() not in FORMATS:
-            raise InputError(f"the chart file must end in {', '.join(FORMATS)}", str(gantt))
+        if output is not None:
+            check_output(
+                output, inputs=[instance], suffixes=SCHEDULE_FORMATS, what="the schedule file"
+            )
+        if gantt is not None:
+            check_output(gantt, inputs=[instance], suffixes=FORMATS, what="the chart file")
         problem = load_instance(instance, check=True)
         options = {
             k: v
@@ -255,13 +290,13 @@ def validate_cmd(
         if schedule is None:
             typer.echo(f"{instance}: valid instance ({len(problem.tasks)} tasks)")
             return
-        report = validate(problem, load_schedule(schedule))
+        sched = load_schedule(schedule, problem)
+        report = validate(problem, sched)
         for v in report.violations:
             typer.echo(str(v))
         if not report.ok:
             typer.echo(f"{schedule}: {report}")
             raise typer.Exit(1)
-        sched = load_schedule(schedule)
         typer.echo(f"{schedule}: valid, {problem.objective} {sched.objective(problem):g}")
 
 
@@ -300,8 +335,7 @@ def convert(
 ) -> None:
     """Write an instance in the native problem form (JSON or YAML)."""
     with guard():
-        if output.suffix.lower() not in (".json", ".yaml", ".yml"):
-            raise InputError("the output must end in .json, .yaml or .yml", str(output))
+        check_output(output, inputs=[instance], suffixes=NATIVE)
         problem = load_instance(instance)
         save_instance(problem, output)
         typer.echo(f"{instance} -> {output} ({len(problem.tasks)} tasks)")
@@ -316,27 +350,58 @@ def gantt_cmd(
     output: Annotated[
         Path, typer.Option("--output", "-o", help="Chart file: .png, .svg, .pdf or .html.")
     ] = Path("gantt.png"),
+    force: Annotated[
+        bool, typer.Option(help="Draw an invalid schedule too, with INVALID in the title.")
+    ] = False,
+    by: Annotated[
+        str | None,
+        typer.Option(
+            help="Rows: task, job, or node (placed plans: the tasks on each node, stacked by "
+            "GPU share). Default: per task up to 60 tasks, else per job."
+        ),
+    ] = None,
 ) -> None:
-    """Draw a schedule's Gantt chart with the load on each renewable resource under it."""
-    from planner.gantt import FORMATS, save_gantt
+    """Draw a schedule's Gantt chart with the load on each renewable resource under it.
+
+    A schedule the validator rejects is not drawn (exit 1, its first violations
+    printed) unless ``--force``.
+    """
+    from planner.gantt import FORMATS, check_view, save_gantt
 
     with guard():
-        if output.suffix.lower() not in FORMATS:
-            raise InputError(f"the chart file must end in {', '.join(FORMATS)}", str(output))
-        sched = load_schedule(schedule)
+        inputs = [schedule] if instance is None else [schedule, instance]
+        check_output(output, inputs=inputs, suffixes=FORMATS, what="the chart file")
         if instance is None:
-            named = sched.meta.get("instance")
+            named = load_schedule(schedule).meta.get("instance")
             hint = f" (the schedule is of instance {named!r})" if named else ""
             raise InputError(f"pass the instance file with --instance{hint}", str(schedule))
         problem = load_instance(instance, check=True)
+        sched = load_schedule(schedule, problem)
+        if by is not None:
+            check_view(by, problem)
         report = validate(problem, sched)
         unknown = [v for v in report.violations if v.kind == "unknown"]
         if unknown:
             raise InputError(f"does not fit instance {problem.name!r}: {unknown[0]}", str(schedule))
-        if not report.ok:
-            log.warning("the schedule is not valid: %s", report.violations[0])
-        save_gantt(problem, sched, output)
+        if not report.ok and not force:
+            refuse_invalid(schedule, problem, report)
+        save_gantt(problem, sched, output, by=by)
         typer.echo(f"chart written to {output} ({report})")
+
+
+def refuse_invalid(schedule: Path, problem: Problem, report: Report) -> None:
+    """Print what is wrong with an invalid schedule (its first violations) and exit 1."""
+    typer.echo(
+        f"error: {schedule}: not a valid schedule of instance {problem.name!r} "
+        f"({len(report.violations)} violations); not drawn (--force draws it marked INVALID)",
+        err=True,
+    )
+    for violation in report.violations[:SHOWN_VIOLATIONS]:
+        typer.echo(f"  {violation}", err=True)
+    more = len(report.violations) - SHOWN_VIOLATIONS
+    if more > 0:
+        typer.echo(f"  and {more} more ('planner validate' lists them all)", err=True)
+    raise typer.Exit(1)
 
 
 @app.command()
@@ -361,6 +426,9 @@ def compare(
     resume: Annotated[
         bool, typer.Option(help="Keep the runs already in the results table and skip them.")
     ] = False,
+    force: Annotated[
+        bool, typer.Option(help="Start the results table afresh, discarding the runs in it.")
+    ] = False,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Local worker processes.")] = 1,
     dask: Annotated[
         str | None,
@@ -370,34 +438,69 @@ def compare(
         int | None,
         typer.Option(min=1, help="Threads per run: cpsat/milp search workers, ga parallel runs."),
     ] = None,
+    simulate: Annotated[
+        str | None,
+        typer.Option(
+            help="Also replay every schedule and rank the solvers by realized makespan, e.g. "
+            "noise=lognormal:0.1,slowdown=muri,runs=20 (keys noise, slowdown, fail, runs, seed, "
+            "work-conserving)."
+        ),
+    ] = None,
 ) -> None:
     """Run solvers on instances; write the results table, a summary (.md) and a performance profile.
 
-    Exit status 1 if any run returned an invalid schedule or failed with an error.
+    An existing results table is kept: ``--resume`` adds the missing runs to it,
+    ``--force`` starts it afresh. Ctrl-C stops the study; the runs it interrupts
+    are not recorded, so ``--resume`` runs them again. With ``--simulate`` every
+    valid schedule is replayed under the disturbances of the spec, and a second
+    table ranks the solvers by mean realized makespan. Exit status 1 if any run
+    returned an invalid schedule or failed with an error.
     """
-    from planner.compare import FAILED, markdown, run_study, save_profile, summarize
+    from planner.compare import (
+        FAILED,
+        markdown,
+        run_study,
+        save_profile,
+        summarize,
+        summarize_realized,
+    )
     from planner.reference import load_reference
 
     with guard():
-        if output.suffix.lower() != ".csv":
-            raise InputError("the results file must end in .csv", str(output))
-        refs = load_reference(reference) if reference is not None else None
-        table = run_study(
-            instances,
-            solver or ["sgs"],
-            output,
-            seeds=seeds,
-            time_limit=time_limit,
-            workers=workers,
-            reference=refs,
-            resume=resume,
-            jobs=jobs,
-            dask=dask,
-        )
-        text = markdown(summarize(table))
         summary_path = output.with_suffix(".md")
-        summary_path.write_text(text)
         profile_path = output.with_name(f"{output.stem}_profile.png")
+        inputs = instances if reference is None else [*instances, reference]
+        check_output(output, inputs=inputs, suffixes=(".csv",), what="the results file")
+        check_output(summary_path, inputs=inputs)
+        check_output(profile_path, inputs=inputs)
+        refs = load_reference(reference) if reference is not None else None
+        try:
+            table = run_study(
+                instances,
+                solver or ["sgs"],
+                output,
+                seeds=seeds,
+                time_limit=time_limit,
+                workers=workers,
+                reference=refs,
+                resume=resume,
+                force=force,
+                jobs=jobs,
+                dask=dask,
+                simulation=simulate,
+            )
+        except KeyboardInterrupt:
+            typer.echo(
+                f"interrupted: the finished runs are in {output}; "
+                "repeat the command with --resume to run the others",
+                err=True,
+            )
+            raise typer.Exit(130) from None
+        text = markdown(summarize(table))
+        if simulate is not None:
+            text += f"\nsolvers by realized makespan ({simulate}):\n\n"
+            text += markdown(summarize_realized(table))
+        summary_path.write_text(text)
         save_profile(table, profile_path)
         typer.echo(text, nl=False)
         typer.echo(f"results in {output}, summary in {summary_path}, profile in {profile_path}")
@@ -405,14 +508,17 @@ def compare(
             raise typer.Exit(1)
 
 
+PLACEMENT_HELP = (
+    "pooled: one resource per kind summed over the nodes; node: every task placed on whole nodes."
+)
+"""Help of the ``--placement`` option of ``planner import muri`` and ``planner generate``."""
+
 import_app = typer.Typer(help="Import workloads from other tools' formats.", no_args_is_help=True)
 app.add_typer(import_app, name="import")
 
 
 def _write_instance(data: dict, output: Path) -> Problem:
     """Validate cluster-form ``data`` by compiling it, then write it as JSON or YAML."""
-    if output.suffix.lower() not in (".json", ".yaml", ".yml"):
-        raise InputError("the output must end in .json, .yaml or .yml", str(output))
     problem = problem_from_data(data)
     text = json.dumps(data, indent=1) + "\n" if output.suffix.lower() == ".json" else None
     output.write_text(text if text is not None else yaml.safe_dump(data, sort_keys=False))
@@ -427,12 +533,14 @@ def import_muri_cmd(
     gpus_per_node: Annotated[int, typer.Option(min=1, help="GPUs per node.")] = 8,
     time_unit: Annotated[str, typer.Option(help="Length of a tick.")] = "1min",
     blocks: Annotated[int, typer.Option(min=1, help="Training blocks per job.")] = 1,
+    placement: Annotated[str, typer.Option(help=PLACEMENT_HELP)] = "pooled",
 ) -> None:
     """Read a Muri trace into a cluster-form instance (a data and a network slot per GPU)."""
     from planner.workloads import import_muri
 
     with guard():
-        data = import_muri(trace, nodes, gpus_per_node, time_unit, blocks)
+        check_output(output, inputs=[trace], suffixes=NATIVE)
+        data = import_muri(trace, nodes, gpus_per_node, time_unit, blocks, placement)
         problem = _write_instance(data, output)
         typer.echo(f"{trace} -> {output} ({len(data['jobs'])} jobs, {len(problem.tasks)} tasks)")
 
@@ -449,12 +557,14 @@ def generate(
     arrival_rate: Annotated[
         float | None, typer.Option(min=0, help="Jobs per hour (Poisson); default: all at 0.")
     ] = None,
+    placement: Annotated[str, typer.Option(help=PLACEMENT_HELP)] = "pooled",
 ) -> None:
     """Write a seeded synthetic batch of catalog training jobs (GPU mix of published traces)."""
     from planner.workloads import generate as make
 
     with guard():
-        data = make(jobs, seed, nodes, gpus_per_node, time_unit, blocks, arrival_rate)
+        check_output(output, suffixes=NATIVE)
+        data = make(jobs, seed, nodes, gpus_per_node, time_unit, blocks, arrival_rate, placement)
         problem = _write_instance(data, output)
         typer.echo(f"wrote {output} ({jobs} jobs, {len(problem.tasks)} tasks)")
 
@@ -462,7 +572,8 @@ def generate(
 @app.command()
 def schema(
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write to a file instead of stdout.")
+        Path | None,
+        typer.Option("--output", "-o", help="Write to a .json file instead of stdout."),
     ] = None,
 ) -> None:
     """Print the JSON Schema of native instance files."""
@@ -470,9 +581,15 @@ def schema(
 
     if output is None:
         typer.echo(schema_text(), nl=False)
-    else:
-        output.write_text(schema_text())
+        return
+    with guard():
+        check_output(output, suffixes=(".json",), what="the schema file")
+    output.write_text(schema_text())
 
+
+# The commands of their own modules register on ``app`` when imported.
+from planner import cli_simulate  # noqa: E402, F401
+from planner.cli_replan import replan_cmd  # noqa: E402, F401
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(app())

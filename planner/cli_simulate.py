@@ -34,12 +34,16 @@ from planner.simulate import (
 
 HISTOGRAM_FORMATS = (".png", ".svg", ".pdf")
 """Suffixes of the histogram ``--histogram`` writes."""
+ONLINE_TIME_LIMIT = 1.0
+"""Seconds per re-plan of ``--online`` for solvers with a time limit, unless ``--time-limit``."""
 
 
 @app.command("simulate")
 def simulate_cmd(
     instance: Annotated[Path, typer.Argument(help="Instance file of the plan.")],
-    schedule: Annotated[Path, typer.Argument(help="The plan: a schedule file (.json or .csv).")],
+    schedule: Annotated[
+        Path | None, typer.Argument(help="The plan: a schedule file (.json or .csv).")
+    ] = None,
     noise: Annotated[
         str | None,
         typer.Option(help="Noise on every segment's duration: lognormal:SIGMA or uniform:A."),
@@ -75,6 +79,27 @@ def simulate_cmd(
         Path | None,
         typer.Option(help="Histogram of the realized makespans (.png, .svg or .pdf; --runs >= 2)."),
     ] = None,
+    online: Annotated[
+        bool,
+        typer.Option(
+            "--online", help="Plan online: re-plan as jobs arrive (no SCHEDULE), see --solver."
+        ),
+    ] = False,
+    replan_every: Annotated[
+        str,
+        typer.Option(help="--online: re-plan at every 'arrival', or every SECONDS of the trace."),
+    ] = "arrival",
+    solver: Annotated[str, typer.Option(help="--online: the solver of every re-plan.")] = "sgs",
+    time_limit: Annotated[
+        float | None,
+        typer.Option(help=f"--online: seconds per re-plan (default {ONLINE_TIME_LIMIT:g})."),
+    ] = None,
+    baseline: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--baseline", help="--online: also replay with this solver, e.g. exclusive-srtf."
+        ),
+    ] = None,
 ) -> None:
     """Replay a plan under noise, interference and node failures; report what it delivers.
 
@@ -82,10 +107,36 @@ def simulate_cmd(
     (realized / planned makespan), utilisation, lost work and the validator's
     verdict on the realized schedule; with --runs N the distribution of the
     realized makespan and mean JCT over N seeded runs.
+
+    With --online (and no SCHEDULE) the jobs are planned as they arrive: at every
+    arrival (or every --replan-every seconds) what has not started is re-planned with
+    --solver; prints the mean and p99 JCT, the makespan, the queueing delay and the
+    planner time per re-plan, for the solver and every --baseline.
     """
     from planner.gantt import FORMATS
 
+    if online:
+        _online(
+            instance,
+            schedule,
+            noise,
+            slowdown,
+            fail or (),
+            work_conserving,
+            seed,
+            runs,
+            output,
+            gantt,
+            histogram,
+            replan_every,
+            solver,
+            time_limit,
+            baseline or [],
+        )
+        return
     with guard():
+        if schedule is None:
+            raise InputError("give the plan (SCHEDULE), or --online to plan as jobs arrive")
         inputs = [instance, schedule]
         if output is not None:
             check_output(output, inputs=inputs, suffixes=(".json",), what="the run file")
@@ -215,3 +266,94 @@ def _save_histogram(summaries: list[RunSummary], ex: Execution, path: Path) -> N
     draw_makespans(fig.add_subplot(), summaries, ex.planned_makespan, ex.problem.time_unit)
     fig.tight_layout()
     fig.savefig(path, format=path.suffix.lower()[1:])
+
+
+def _online(
+    instance: Path,
+    schedule: Path | None,
+    noise: str | None,
+    slowdown: str,
+    fail: list[str] | tuple[str, ...],
+    work_conserving: bool,
+    seed: int,
+    runs: int,
+    output: Path | None,
+    gantt: Path | None,
+    histogram: Path | None,
+    replan_every: str,
+    solver: str,
+    time_limit: float | None,
+    baselines: list[str],
+) -> None:
+    """``simulate --online``: the solver and each baseline under the same replay."""
+    from planner.cluster import tick_seconds
+    from planner.gantt import FORMATS
+    from planner.replan import simulate_online
+    from solvers.registry import applicable, options_of
+
+    with guard():
+        if schedule is not None:
+            raise InputError("--online plans as jobs arrive: give no SCHEDULE")
+        if runs > 1 or histogram is not None:
+            raise InputError("--online replays once: --runs and --histogram do not apply")
+        if output is not None:
+            check_output(output, inputs=[instance], suffixes=(".json",), what="the run file")
+        if gantt is not None:
+            check_output(gantt, inputs=[instance], suffixes=FORMATS, what="the chart file")
+        dist = Disturbances.parse(noise, slowdown, fail, work_conserving)
+        problem = load_instance(instance)
+        every: str | int = replan_every
+        if replan_every != "arrival":
+            try:
+                secs = float(replan_every)
+            except ValueError:
+                secs = -1.0
+            if not secs > 0:
+                raise InputError(
+                    f"--replan-every {replan_every!r}: expected 'arrival' or seconds > 0"
+                )
+            tick = tick_seconds(problem.time_unit) if problem.time_unit != "1" else 1.0
+            every = max(1, round(secs / tick))
+        runs_done = []
+        for name in [solver, *baselines]:
+            wanted = {"time_limit": ONLINE_TIME_LIMIT if time_limit is None else time_limit}
+            if time_limit is not None and name == solver and "time_limit" not in options_of(name):
+                raise InputError(f"solver {name!r} has no option 'time_limit'")
+            run = simulate_online(problem, name, every, dist, seed, **applicable(name, wanted))
+            runs_done.append(run)
+        show(
+            [
+                ("instance", f"{problem.name} ({len(problem.tasks)} tasks)"),
+                ("disturbances", _describe(dist)),
+                ("re-plans", f"at every {replan_every}" + ("" if every == "arrival" else " s")),
+            ]
+        )
+        typer.echo("")
+        header = ["solver", "re-plans", "mean JCT", "p99 JCT", "makespan", "queueing", "plan s"]
+        typer.echo("".join(f"{h:>16}" for h in header) + f"   (ticks of {problem.time_unit})")
+        for run in runs_done:
+            f = run.figures()
+            cells = [
+                run.solver,
+                f["replans"],
+                f"{f['mean_jct']:.1f}",
+                f"{f['p99_jct']:.1f}",
+                f["makespan"],
+                f"{f['mean_queueing']:.1f}",
+                f"{f['planner_mean_seconds']:.3f}",
+            ]
+            typer.echo("".join(f"{c:>16}" for c in cells))
+        verdicts = ", ".join(str(r.execution.report) for r in runs_done)
+        typer.echo(f"validator: {verdicts} (realized runs)")
+        main = runs_done[0]
+        if output is not None:
+            data = main.execution.to_json()
+            data["online"] = [r.figures() for r in runs_done]
+            output.write_text(json.dumps(data, indent=1) + "\n")
+            typer.echo(f"run written to {output}")
+        if gantt is not None:
+            save_run_gantt(main.execution, gantt)
+            typer.echo(f"chart written to {gantt}")
+    if any(not r.execution.report.ok for r in runs_done):
+        typer.echo("error: a realized schedule is invalid", err=True)
+        raise typer.Exit(1)

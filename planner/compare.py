@@ -3,14 +3,23 @@
 Each run goes through :func:`solvers.solve` and its schedule through the
 independent validator. Rows are appended to a CSV file as runs finish, so an
 interrupted study loses nothing: run it again with ``resume=True`` and the
-runs already in the file are skipped. Runs execute in this process, in local
-worker processes, or on a Dask distributed cluster (an existing scheduler or a
-local cluster started for the study).
+runs already in the file are skipped. A run that Ctrl-C stops is not a
+finished run: it is not written, and the study stops with it. An existing
+results file is never replaced unless asked (``force=True``). Runs execute in
+this process, in local worker processes, or on a Dask distributed cluster (an
+existing scheduler or a local cluster started for the study).
 
 Columns of the table (:data:`COLUMNS`): ``gap_bound`` is
 ``(objective - lower_bound) / objective`` (as ``planner solve`` prints it) and
 ``gap_reference`` is ``(objective - reference) / reference``, the relative
 deviation from the best known value used in the PSPLIB literature.
+
+A study may also judge every plan by what it delivers: with a simulation spec
+(:func:`planner.disturbances.parse_simulation`, e.g.
+``noise=lognormal:0.1,slowdown=muri,runs=20``) each valid schedule is replayed
+``runs`` times with the same seeds (:func:`planner.simulate.rank_by_realized`),
+and the table gets the columns :data:`REALIZED`: the spec and the mean and 95th
+percentile of the realized makespan and the mean realized JCT.
 """
 
 from __future__ import annotations
@@ -28,11 +37,14 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from planner.disturbances import Simulation, parse_simulation
 from planner.errors import InputError
 from planner.instance import load_instance
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
+
+    from planner.model import Problem
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +63,8 @@ COLUMNS = [
     "error",
 ]
 """Columns of the results table, in file order."""
+REALIZED = ["simulation", "realized_makespan_mean", "realized_makespan_p95", "realized_jct_mean"]
+"""Columns a study with a simulation adds after :data:`COLUMNS`."""
 FAILED = ("invalid", "error")
 """Statuses of runs that failed: a schedule the validator rejects, or an exception."""
 
@@ -70,21 +84,38 @@ class Run:
         return (self.instance, self.solver, self.seed)
 
 
+def columns(simulated: bool) -> list[str]:
+    """Columns of a results table, with the :data:`REALIZED` ones if the study simulates."""
+    return COLUMNS + REALIZED if simulated else list(COLUMNS)
+
+
 def run_one(
-    run: Run, time_limit: float | None = None, workers: int | None = None
+    run: Run,
+    time_limit: float | None = None,
+    workers: int | None = None,
+    simulation: str | None = None,
 ) -> dict[str, Any]:
     """Execute ``run`` and return its row (without the reference columns).
 
     Never raises for a failing solver: a schedule the validator rejects gives
     status ``invalid``, any other exception status ``error``, with the message
-    in ``error``.
+    in ``error``. With a ``simulation`` spec the row also has the :data:`REALIZED`
+    columns, filled in for a valid schedule.
+
+    Raises
+    ------
+    KeyboardInterrupt
+        If Ctrl-C stopped the solve (``Result.interrupted``): its figures are
+        those of a cut-short run, not a result of the study.
     """
     from planner.validate import validate
     from solvers import SolverError, solve
     from solvers.registry import applicable
 
-    row: dict[str, Any] = {c: None for c in COLUMNS}
+    row: dict[str, Any] = {c: None for c in columns(simulation is not None)}
     row.update(instance=run.instance, solver=run.solver, seed=run.seed, error="")
+    if simulation is not None:
+        row["simulation"] = simulation
     options: dict[str, Any] = {"time_limit": time_limit, "seed": run.seed}
     if workers is not None:
         options["workers"] = workers
@@ -98,6 +129,8 @@ def run_one(
     except Exception as exc:
         row.update(status="error", error=f"{exc.__class__.__name__}: {exc}")
         return row
+    if result.interrupted:
+        raise KeyboardInterrupt
     row.update(
         status=result.status.value,
         objective=result.objective,
@@ -109,10 +142,35 @@ def run_one(
         row["valid"] = validate(problem, result.schedule).ok
         if not row["valid"]:
             row["status"] = "invalid"
+        elif simulation is not None:
+            _realize(row, problem, result.schedule, parse_simulation(simulation))
     return row
 
 
-def plan_runs(instances: list[Path], solvers: list[str], seeds: int) -> list[Run]:
+def _realize(row: dict[str, Any], problem: Problem, schedule: Any, sim: Simulation) -> None:
+    """Fill in the realized figures of ``row``'s plan (status ``error`` if replaying fails)."""
+    from planner.simulate import rank_by_realized
+
+    try:
+        (rank,) = rank_by_realized(
+            problem, {row["solver"]: schedule}, sim.disturbances, sim.runs, sim.seed
+        )
+    # A replay that fails is a failed run of the study, not the end of it.
+    except Exception as exc:
+        row.update(status="error", error=f"simulation: {exc.__class__.__name__}: {exc}")
+        return
+    row["realized_makespan_mean"] = rank.makespan["mean"]
+    row["realized_makespan_p95"] = rank.makespan["p95"]
+    if rank.mean_jct is not None:
+        row["realized_jct_mean"] = rank.mean_jct["mean"]
+
+
+def plan_runs(
+    instances: list[Path],
+    solvers: list[str],
+    seeds: int,
+    simulation: Simulation | None = None,
+) -> list[Run]:
     """Every (instance, solver, seed) run, instance by instance.
 
     Instances are named by file stem; each file is loaded once here so that bad
@@ -121,7 +179,8 @@ def plan_runs(instances: list[Path], solvers: list[str], seeds: int) -> list[Run
     Raises
     ------
     InputError
-        If a file cannot be loaded, two files share a stem, or a solver is unknown.
+        If a file cannot be loaded, two files share a stem, a solver is unknown,
+        or a failure of ``simulation`` names a node an instance does not have.
     """
     from solvers import SOLVERS
 
@@ -132,7 +191,9 @@ def plan_runs(instances: list[Path], solvers: list[str], seeds: int) -> list[Run
         raise InputError(f"seeds must be at least 1, got {seeds}")
     names: dict[str, Path] = {}
     for path in instances:
-        load_instance(path)
+        problem = load_instance(path)
+        if simulation is not None:
+            _check_failures(problem, simulation, str(path))
         if path.stem in names:
             raise InputError(f"two instance files named {path.stem!r}", str(path))
         names[path.stem] = path
@@ -144,6 +205,21 @@ def plan_runs(instances: list[Path], solvers: list[str], seeds: int) -> list[Run
     ]
 
 
+def _check_failures(problem: Problem, simulation: Simulation, name: str) -> None:
+    """Refuse failures on nodes that ``problem`` does not have (pooled plans have none)."""
+    nodes = [n.name for n in problem.nodes]
+    nodes += [m.placement for t in problem.tasks for m in t.modes if m.placement]
+    for failure in simulation.disturbances.failures:
+        if not nodes:
+            raise InputError(
+                f"simulation: failure {failure}: the instance is pooled (no nodes); "
+                "failures need a placed instance",
+                name,
+            )
+        if failure.node not in nodes:
+            raise InputError(f"simulation: failure {failure}: no node {failure.node!r}", name)
+
+
 def read_results(path: Path) -> list[dict[str, str]]:
     """Rows of a results file, without a last line cut short by an interruption.
 
@@ -152,6 +228,11 @@ def read_results(path: Path) -> list[dict[str, str]]:
     InputError
         If the file is not a results table (other header).
     """
+    return _read(path)[1]
+
+
+def _read(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    """The header and the rows of a results file (see :func:`read_results`)."""
     text = path.read_text()
     lines = text.splitlines(keepends=True)
     if lines and not lines[-1].endswith("\n"):
@@ -159,21 +240,70 @@ def read_results(path: Path) -> list[dict[str, str]]:
     reader = csv.reader(lines)
     header = next(reader, None)
     if header is None:
-        return []
-    if header != COLUMNS:
+        return [], []
+    if header not in (columns(False), columns(True)):
         raise InputError(
             f"not a results table of a comparison (columns {', '.join(COLUMNS)})", str(path)
         )
     rows = []
     for fields in reader:
-        if len(fields) == len(COLUMNS) and fields[2].isdigit():
-            rows.append(dict(zip(COLUMNS, fields, strict=True)))
-    return rows
+        if len(fields) == len(header) and fields[2].isdigit():
+            rows.append(dict(zip(header, fields, strict=True)))
+    return header, rows
 
 
-def _rewrite(path: Path, rows: list[dict[str, Any]]) -> None:
+def _refuse_to_replace(output: Path) -> None:
+    try:
+        runs = len(read_results(output))
+    except InputError:
+        raise InputError(
+            "is not a results table; choose another file, or pass --force to replace it",
+            str(output),
+        ) from None
+    raise InputError(
+        f"holds {runs} runs of an earlier study; pass --resume to keep them and add "
+        "the missing runs, or --force to start afresh",
+        str(output),
+    )
+
+
+def _check_resumed(
+    output: Path, header: list[str], rows: list[dict[str, str]], sim: str | None
+) -> None:
+    """Refuse to resume a study with another simulation than the one its rows were run with."""
+    if not rows:
+        return
+    if sim is None and header != COLUMNS:
+        raise InputError(
+            f"holds runs simulated with {rows[0]['simulation']!r}; resume with --simulate "
+            f"{rows[0]['simulation']!r}, or pass --force to start afresh",
+            str(output),
+        )
+    if sim is None:
+        return
+    if header == COLUMNS:
+        raise InputError(
+            "holds runs of a study without --simulate; resume it without --simulate, "
+            "or pass --force to start afresh",
+            str(output),
+        )
+    wanted = parse_simulation(sim)
+    for row in rows:
+        try:
+            same = parse_simulation(row["simulation"]) == wanted
+        except InputError:
+            same = False
+        if not same:
+            raise InputError(
+                f"holds runs simulated with {row['simulation']!r}, not {sim!r}; resume with "
+                f"--simulate {row['simulation']!r}, or pass --force to start afresh",
+                str(output),
+            )
+
+
+def _rewrite(path: Path, rows: list[dict[str, Any]], fields: list[str]) -> None:
     with path.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=COLUMNS)
+        writer = csv.DictWriter(f, fieldnames=fields)
         writer.writeheader()
         writer.writerows(rows)
 
@@ -194,6 +324,7 @@ def execute(
     workers: int | None = None,
     jobs: int = 1,
     dask: str | None = None,
+    simulation: str | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Run ``runs`` and yield each row as soon as its run finishes.
 
@@ -208,25 +339,26 @@ def execute(
     dask
         ``tcp://HOST:PORT`` of a running Dask scheduler, or ``local:N`` to
         start a local Dask cluster of N worker processes. Overrides ``jobs``.
+    simulation
+        A simulation spec: every valid schedule is also replayed (:func:`run_one`).
     """
+    args = (time_limit, workers, simulation)
     if dask is not None:
-        yield from _on_dask(runs, dask, time_limit, workers)
+        yield from _on_dask(runs, dask, args)
     elif jobs <= 1:
         for run in runs:
-            yield run_one(run, time_limit, workers)
+            yield run_one(run, *args)
     else:
-        yield from _on_processes(runs, jobs, time_limit, workers)
+        yield from _on_processes(runs, jobs, args)
 
 
-def _on_processes(
-    runs: list[Run], jobs: int, time_limit: float | None, workers: int | None
-) -> Iterator[dict[str, Any]]:
+def _on_processes(runs: list[Run], jobs: int, args: tuple[Any, ...]) -> Iterator[dict[str, Any]]:
     before = set(active_children())
     # Fresh interpreters: forking a process that runs threads (the progress bar's, a
     # solver's) can leave a lock held in the child forever.
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn"))
     try:
-        pending = {pool.submit(run_one, r, time_limit, workers) for r in runs}
+        pending = {pool.submit(run_one, r, *args) for r in runs}
         while pending:
             # Waking up now and then lets Ctrl-C through: a signal that lands on
             # another thread would not interrupt an endless wait.
@@ -263,9 +395,7 @@ def parse_dask(spec: str) -> int | None:
     return None
 
 
-def _on_dask(
-    runs: list[Run], address: str, time_limit: float | None, workers: int | None
-) -> Iterator[dict[str, Any]]:
+def _on_dask(runs: list[Run], address: str, args: tuple[Any, ...]) -> Iterator[dict[str, Any]]:
     try:
         from distributed import Client, LocalCluster
         from distributed import as_completed as completed
@@ -293,7 +423,7 @@ def _on_dask(
             cluster.close()
         raise InputError(f"cannot reach the Dask scheduler at {address} ({exc})") from None
     try:
-        futures = [client.submit(run_one, r, time_limit, workers, pure=False) for r in runs]
+        futures = [client.submit(run_one, r, *args, pure=False) for r in runs]
         for future in completed(futures):
             yield future.result()
     finally:
@@ -312,8 +442,10 @@ def run_study(
     workers: int | None = None,
     reference: dict[str, float] | None = None,
     resume: bool = False,
+    force: bool = False,
     jobs: int = 1,
     dask: str | None = None,
+    simulation: str | None = None,
     progress: bool = True,
     on_row: Callable[[dict[str, Any]], None] | None = None,
 ) -> pd.DataFrame:
@@ -326,7 +458,8 @@ def run_study(
     solvers
         Registered solver names.
     output
-        The results CSV. Without ``resume`` it is started afresh.
+        The results CSV. If it holds rows already, ``resume`` or ``force`` says
+        what to do with them.
     seeds
         Seeds ``0 .. seeds - 1`` per instance and solver.
     time_limit, workers
@@ -335,8 +468,14 @@ def run_study(
         Reference values by lower-case instance name (:func:`planner.reference.load_reference`).
     resume
         Keep the rows already in ``output`` and skip their runs.
+    force
+        Start ``output`` afresh, discarding what it holds.
     jobs, dask
         Where runs execute (:func:`execute`).
+    simulation
+        A simulation spec (:func:`planner.disturbances.parse_simulation`): every
+        valid schedule is replayed and its realized figures fill the
+        :data:`REALIZED` columns. A resumed study must use the spec of its rows.
     progress
         Show a progress bar with the time left on stderr.
     on_row
@@ -346,17 +485,36 @@ def run_study(
     -------
     pandas.DataFrame
         The rows of this study's runs (old and new), in plan order.
+
+    Raises
+    ------
+    InputError
+        If ``output`` is not empty and neither ``resume`` nor ``force`` is
+        given (or both are), if a resumed table was run with another simulation,
+        or on bad input (:func:`plan_runs`, :func:`planner.disturbances.parse_simulation`).
+    KeyboardInterrupt
+        On Ctrl-C; the rows of the runs finished before it are in ``output``,
+        the run it interrupted is not.
     """
     from tqdm import tqdm
 
-    runs = plan_runs(instances, solvers, seeds)
+    if resume and force:
+        raise InputError(
+            "--resume keeps the runs of the results table and --force discards them: pass one"
+        )
+    if not (resume or force) and output.is_file() and output.stat().st_size > 0:
+        _refuse_to_replace(output)
+    sim = parse_simulation(simulation) if simulation is not None else None
+    runs = plan_runs(instances, solvers, seeds, sim)
     if dask is not None:
         parse_dask(dask)
     reference = reference or {}
+    fields = columns(simulation is not None)
     kept: list[dict[str, str]] = []
     if resume and output.is_file():
-        kept = read_results(output)
-    _rewrite(output, kept)
+        header, kept = _read(output)
+        _check_resumed(output, header, kept, simulation)
+    _rewrite(output, kept, fields)
     done = {(r["instance"], r["solver"], int(r["seed"])) for r in kept}
     todo = [r for r in runs if r.key not in done]
     log.info(
@@ -364,8 +522,9 @@ def run_study(
     )
     bar = tqdm(total=len(todo), unit="run", file=sys.stderr, disable=not progress or not todo)
     with output.open("a", newline="") as f, bar:
-        writer = csv.DictWriter(f, fieldnames=COLUMNS)
-        for row in execute(todo, time_limit=time_limit, workers=workers, jobs=jobs, dask=dask):
+        writer = csv.DictWriter(f, fieldnames=fields)
+        where = {"jobs": jobs, "dask": dask, "simulation": simulation}
+        for row in execute(todo, time_limit=time_limit, workers=workers, **where):
             row = _with_reference(row, reference)
             writer.writerow(row)
             f.flush()
@@ -383,10 +542,11 @@ def run_study(
 
 def load_table(path: Path) -> pd.DataFrame:
     """The results file as a typed table (numbers as floats, ``valid`` as booleans or NA)."""
-    rows = read_results(path)
-    table = pd.DataFrame(rows, columns=COLUMNS)
+    header, rows = _read(path)
+    table = pd.DataFrame(rows, columns=header or COLUMNS)
     table["seed"] = table["seed"].astype(int)
-    for c in ("objective", "lower_bound", "gap_bound", "reference", "gap_reference", "runtime"):
+    numbers = ["objective", "lower_bound", "gap_bound", "reference", "gap_reference", "runtime"]
+    for c in numbers + [c for c in REALIZED[1:] if c in table]:
         table[c] = pd.to_numeric(table[c], errors="coerce")
     table["valid"] = table["valid"].map({"True": True, "False": False}).astype("boolean")
     table["instance"] = table["instance"].astype(str)
@@ -428,6 +588,31 @@ def summarize(table: pd.DataFrame) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(out)
+
+
+def summarize_realized(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per solver of a simulated study, best first: means of the :data:`REALIZED` figures.
+
+    ``replayed`` counts the runs whose schedule was replayed; the means are over
+    them (a solver without one gets NaN and comes last). Solvers are ordered by
+    mean realized makespan, then its 95th percentile, then name, as
+    :func:`planner.simulate.rank_by_realized` ranks plans.
+    """
+    out = []
+    for solver, group in table.groupby("solver", sort=False):
+        done = group[group["realized_makespan_mean"].notna()]
+        out.append(
+            {
+                "solver": solver,
+                "replayed": len(done),
+                "realized_makespan_mean": float(done["realized_makespan_mean"].mean()),
+                "realized_makespan_p95": float(done["realized_makespan_p95"].mean()),
+                "realized_jct_mean": float(done["realized_jct_mean"].mean()),
+            }
+        )
+    ranked = pd.DataFrame(out, columns=["solver", "replayed", *REALIZED[1:]])
+    keys = ["realized_makespan_mean", "realized_makespan_p95", "solver"]
+    return ranked.sort_values(keys, na_position="last").reset_index(drop=True)
 
 
 def _mean_percent(values: pd.Series) -> float:

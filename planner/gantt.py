@@ -10,7 +10,13 @@ in (saved as PNG, SVG or PDF), and an interactive plotly figure with details on
 hover, saved as one self-contained HTML file. :func:`save_gantt` picks by file
 suffix. Large schedules stay readable: rows are jobs, row labels are thinned so
 they never overlap, and segments thinner than a pixel are merged per row into a
-bar coloured by the stage that dominates it.
+bar coloured by the stage that dominates it. The chart of a schedule the
+validator rejects says ``INVALID`` in its title.
+
+Placed plans can also be drawn by node (``by="node"``): one row per node, each
+task on it a bar whose height is its share of the node's GPUs (``g`` of the
+node's ``G`` GPUs: ``g / G`` of the row), stacked where tasks overlap in time.
+A gang (a task on several nodes) appears on each of its nodes.
 """
 
 from __future__ import annotations
@@ -23,19 +29,26 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from planner.errors import InputError
+from planner.validate import validate
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
     from plotly.graph_objects import Figure as PlotlyFigure
 
-    from planner.model import Problem
+    from planner.model import Mode, Node, Problem
     from planner.schedule import Schedule
 
 TASK_ROWS_MAX = 60
 """Instances with at most this many tasks get one row per task; larger ones one row per job."""
+VIEWS = ("task", "job", "node")
+"""Rows of a chart: one per task, per job, or per node (placed plans only)."""
+MIN_SHARE = 0.05
+"""Height (share of a node's row) of a task on a node that holds none of the node's resources."""
 STATIC_FORMATS = (".png", ".svg", ".pdf")
 FORMATS = (*STATIC_FORMATS, ".html")
 _DPI = 100
+_Span = tuple[int, int, str, str, str, str, str]
+"""A timed segment: start, finish, colour key, task, job, mode and segment name."""
 _LABEL_CHARS = 28
 _FONT_PT = 8
 
@@ -55,6 +68,10 @@ class Bar:
     segment: str
     merged: int = 1
     """Number of segments in the bar."""
+    base: float = 0.0
+    """Where the bar starts within its row's band, from the top, as a share of the band."""
+    height: float = 1.0
+    """The bar's share of its row's band (a task's share of a node's GPUs, by node)."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +84,13 @@ class GanttLayout:
     """Colour keys in order of first appearance."""
     by_job: bool
     makespan: int
+    by_node: bool = False
+    """Rows are nodes (:func:`node_layout`)."""
+
+    @property
+    def axis(self) -> str:
+        """What a row is: ``node``, ``job`` or ``task``."""
+        return "node" if self.by_node else "job" if self.by_job else "task"
 
 
 def gantt_layout(problem: Problem, schedule: Schedule, by_job: bool | None = None) -> GanttLayout:
@@ -91,31 +115,12 @@ def gantt_layout(problem: Problem, schedule: Schedule, by_job: bool | None = Non
     has_jobs = any(t.job for t in problem.tasks)
     if by_job is None:
         by_job = has_jobs and len(problem.tasks) > TASK_ROWS_MAX
-    index = problem.task_index
-    spans: dict[str, list[tuple[int, int, str, str, str, str]]] = {}
+    spans: dict[str, list[_Span]] = {}
     for name, start in schedule.starts.items():
-        if name not in index:
-            raise InputError(f"task {name!r} of the schedule is not in instance {problem.name!r}")
-        task = problem.tasks[index[name]]
-        try:
-            mode = task.mode(schedule.modes[name])
-        except KeyError:
-            raise InputError(f"task {name!r} has no mode {schedule.modes[name]!r}") from None
-        row = task.job if by_job and task.job else name
-        at = start
-        for k, seg in enumerate(mode.segments):
-            label = seg.name or str(k + 1)
-            if seg.name:
-                key = seg.name
-            elif problem.multi_mode:
-                key = f"mode {mode.name}"
-            else:
-                key = "task"
-            if seg.duration:
-                spans.setdefault(row, []).append(
-                    (at, at + seg.duration, key, name, task.job or "", mode.name or "", label)
-                )
-            at += seg.duration
+        job, mode = _mode_of(problem, schedule, name)
+        row = job if by_job and job else name
+        spans.setdefault(row, []).extend(_segments(problem, name, job, mode, start))
+    spans = {row: spread for row, spread in spans.items() if spread}
     rows = sorted(
         spans, key=lambda r: (min(s[0] for s in spans[r]), max(s[1] for s in spans[r]), r)
     )
@@ -129,10 +134,158 @@ def gantt_layout(problem: Problem, schedule: Schedule, by_job: bool | None = Non
     return GanttLayout(rows, bars, list(keys), by_job, makespan)
 
 
-def merge_thin(bars: list[Bar], min_width: float) -> list[Bar]:
-    """Merge, per row, touching bars narrower than ``min_width`` ticks.
+def _mode_of(problem: Problem, schedule: Schedule, name: str) -> tuple[str, Mode]:
+    """The job (``""`` if none) and the scheduled mode of task ``name``."""
+    if name not in problem.task_index:
+        raise InputError(f"task {name!r} of the schedule is not in instance {problem.name!r}")
+    task = problem.tasks[problem.task_index[name]]
+    try:
+        return task.job or "", task.mode(schedule.modes[name])
+    except KeyError:
+        raise InputError(f"task {name!r} has no mode {schedule.modes[name]!r}") from None
 
-    A run of bars on one row, each starting within ``min_width`` of the last
+
+def _segments(problem: Problem, name: str, job: str, mode: Mode, start: int) -> list[_Span]:
+    """``(start, finish, colour key, task, job, mode, segment)`` of each timed segment."""
+    out = []
+    at = start
+    for k, seg in enumerate(mode.segments):
+        if seg.name:
+            key = seg.name
+        elif problem.multi_mode:
+            key = f"mode {mode.name}"
+        else:
+            key = "task"
+        if seg.duration:
+            out.append(
+                (at, at + seg.duration, key, name, job, mode.name or "", seg.name or str(k + 1))
+            )
+        at += seg.duration
+    return out
+
+
+def share_kind(problem: Problem) -> str:
+    """The node kind a task's share of a node is measured in: ``gpu``, else the first node kind."""
+    kinds = problem.node_kinds
+    return "gpu" if "gpu" in kinds or not kinds else kinds[0]
+
+
+def check_view(by: str, problem: Problem) -> None:
+    """Raise :class:`InputError` unless ``by`` is one of :data:`VIEWS` that ``problem`` can show.
+
+    Rows by node need a placed plan: a problem with nodes.
+    """
+    if by not in VIEWS:
+        raise InputError(f"rows by {by!r}: expected one of {', '.join(VIEWS)}")
+    if by == "node" and not problem.nodes:
+        raise InputError(
+            f"rows by node: the plan is pooled (instance {problem.name!r} has no nodes); "
+            "only a placed plan (placement: node) has nodes to draw"
+        )
+
+
+def chart_layout(problem: Problem, schedule: Schedule, by: str | None = None) -> GanttLayout:
+    """Rows and bars of the chart with rows ``by`` task, job or node (:data:`VIEWS`).
+
+    By default the rows are those of :func:`gantt_layout`.
+
+    Raises
+    ------
+    InputError
+        If ``by`` is no view, or ``node`` for a pooled plan (:func:`check_view`),
+        or the schedule does not fit the instance.
+    """
+    if by is None:
+        return gantt_layout(problem, schedule)
+    check_view(by, problem)
+    if by == "node":
+        return node_layout(problem, schedule)
+    return gantt_layout(problem, schedule, by_job=by == "job")
+
+
+def node_layout(problem: Problem, schedule: Schedule) -> GanttLayout:
+    """One row per node of a placed plan, its tasks' bars stacked by their share of it.
+
+    A task holding ``g`` of a node's ``G`` GPUs (its largest demand over its
+    segments, :func:`share_kind`) gets bars of height ``g / G`` of the node's
+    row; a task that holds no GPU gets its largest share of another node kind
+    (at least :data:`MIN_SHARE`). Tasks that overlap in time are stacked (first
+    fit from the top); where interleaved tasks hold more than the whole node
+    together (one loads data while another computes), the row is scaled to fit.
+    A gang appears on each of its nodes; tasks on no node are not drawn.
+
+    Raises
+    ------
+    InputError
+        If the schedule names a task, mode or node the instance does not have.
+    """
+    kind = share_kind(problem)
+    nodes = {n.name: n for n in problem.nodes}
+    placed: dict[str, list[tuple[int, int, float, list[_Span]]]] = {n: [] for n in nodes}
+    index = problem.task_index
+    for name in sorted(schedule.starts, key=lambda t: (schedule.starts[t], index.get(t, 0))):
+        job, mode = _mode_of(problem, schedule, name)
+        segments = _segments(problem, name, job, mode, schedule.starts[name])
+        for node in schedule.nodes.get(name, ()):
+            if node not in nodes:
+                raise InputError(
+                    f"task {name!r} runs on node {node!r}, which instance {problem.name!r} "
+                    "does not have"
+                )
+            if segments:
+                share = _share(mode, nodes[node], kind)
+                placed[node].append((segments[0][0], segments[-1][1], share, segments))
+    bars: list[Bar] = []
+    keys: dict[str, None] = {}
+    for row, node in enumerate(nodes):
+        spans = placed[node]
+        bases = _stack([(s, f, h) for s, f, h, _ in spans])
+        scale = 1 / max(1.0, *(b + h for b, (_, _, h, _) in zip(bases, spans, strict=True)))
+        for base, (_, _, share, segments) in zip(bases, spans, strict=True):
+            for start, finish, key, task, job, mode_name, seg in segments:
+                keys.setdefault(key)
+                bar = Bar(row, start, finish, key, task, job, mode_name, seg)
+                bars.append(replace(bar, base=base * scale, height=share * scale))
+    makespan = max((b.finish for b in bars), default=0)
+    return GanttLayout(list(nodes), bars, list(keys), False, makespan, by_node=True)
+
+
+def _share(mode: Mode, node: Node, kind: str) -> float:
+    """A task's share of ``node``: of its ``kind``, else its largest share of another kind."""
+
+    def of(k: str) -> float:
+        capacity = node.capacity.get(k, 0)
+        held = max((seg.demand.get(k, 0) for seg in mode.segments), default=0)
+        return held / capacity if capacity else 0.0
+
+    share = of(kind) or max((of(k) for k in node.capacity), default=0.0)
+    return min(1.0, max(share, MIN_SHARE))
+
+
+def _stack(spans: list[tuple[int, int, float]]) -> list[float]:
+    """First-fit offsets from the top of ``(start, finish, height)`` spans, in the given order.
+
+    Spans that overlap in time get offsets whose ``[offset, offset + height)`` do not overlap.
+    """
+    done: list[tuple[int, int, float, float]] = []
+    out = []
+    for start, finish, height in spans:
+        busy = sorted((b, b + h) for s, f, b, h in done if s < finish and start < f)
+        base = 0.0
+        for low, high in busy:
+            if base + height <= low + 1e-9:
+                break
+            base = max(base, high)
+        done.append((start, finish, base, height))
+        out.append(base)
+    return out
+
+
+def merge_thin(bars: list[Bar], min_width: float) -> list[Bar]:
+    """Merge, per row (per lane of a row: bars of the same base and height), touching bars
+    narrower than ``min_width`` ticks.
+
+    A run of bars on one lane, each starting within ``min_width`` of the last
     one's end, is merged while the merged bar or the next bar is still narrower
     than ``min_width``; the merged bar takes the colour key that covers most of
     its time. Wide bars are kept as they are.
@@ -162,11 +315,14 @@ def merge_thin(bars: list[Bar], min_width: float) -> list[Bar]:
             )
         group.clear()
 
-    for bar in sorted(bars, key=lambda b: (b.row, b.start, b.finish)):
+    def lane(b: Bar) -> tuple[int, float, float]:
+        return b.row, b.base, b.height
+
+    for bar in sorted(bars, key=lambda b: (*lane(b), b.start, b.finish)):
         if group:
             end = max(b.finish for b in group)
             narrow = end - group[0].start < min_width or bar.finish - bar.start < min_width
-            if bar.row == group[0].row and bar.start - end <= min_width and narrow:
+            if lane(bar) == lane(group[0]) and bar.start - end <= min_width and narrow:
                 group.append(bar)
                 continue
             flush()
@@ -197,7 +353,8 @@ def resource_profiles(
             if seg.duration and seg.demand:
                 row = [0] * len(ren)
                 for res, q in seg.demand.items():
-                    row[r_index[res]] = q
+                    if res in r_index:  # a node kind's demand is on the task's nodes
+                        row[r_index[res]] = q
                 times += [at, at + seg.duration]
                 deltas += [row, [-q for q in row]]
             at += seg.duration
@@ -233,6 +390,9 @@ def _short(label: str) -> str:
 def _title(problem: Problem, schedule: Schedule) -> str:
     solver = schedule.meta.get("solver")
     parts = [problem.name, f"{problem.objective} {schedule.objective(problem):g}"]
+    if not validate(problem, schedule).ok:
+        # A chart of an invalid schedule must never pass for a plan.
+        parts.insert(0, "INVALID")
     if solver:
         parts.append(f"solver {solver}")
     parts.append(f"{len(schedule.starts)} tasks")
@@ -244,29 +404,37 @@ def _time_label(problem: Problem) -> str:
     return "time (ticks)" if unit == "1" else f"time (ticks of {unit})"
 
 
-def figure_size(n_rows: int, n_resources: int) -> tuple[float, float, list[float]]:
-    """Width, height (inches) and panel height ratios of a static chart."""
-    gantt = min(max(0.22 * n_rows + 0.4, 2.0), 11.0)
+def figure_size(
+    n_rows: int, n_resources: int, row_inches: float = 0.22
+) -> tuple[float, float, list[float]]:
+    """Width, height (inches) and panel height ratios of a static chart (``row_inches`` a row)."""
+    gantt = min(max(row_inches * n_rows + 0.4, 2.0), 11.0)
     panel = 1.1 if n_resources <= 4 else 0.85
     heights = [gantt] + [panel] * n_resources
     return 12.0, sum(heights) + 1.2, heights
 
 
-def new_figure(problem: Problem, schedule: Schedule) -> Figure:
-    """An empty matplotlib figure sized for the chart of ``schedule``."""
+def _row_inches(layout: GanttLayout) -> float:
+    # A node's row holds a stack of bars: it gets the height of a few task rows.
+    return 0.6 if layout.by_node else 0.22
+
+
+def new_figure(problem: Problem, schedule: Schedule, by: str | None = None) -> Figure:
+    """An empty matplotlib figure sized for the chart of ``schedule`` (rows ``by``)."""
     from matplotlib.figure import Figure
 
-    rows = len(gantt_layout(problem, schedule).rows)
-    width, height, _ = figure_size(rows, len(problem.renewables))
+    layout = chart_layout(problem, schedule, by)
+    width, height, _ = figure_size(len(layout.rows), len(problem.renewables), _row_inches(layout))
     return Figure(figsize=(width, height), dpi=_DPI)
 
 
-def draw_gantt(fig: Figure, problem: Problem, schedule: Schedule) -> Figure:
+def draw_gantt(fig: Figure, problem: Problem, schedule: Schedule, by: str | None = None) -> Figure:
     """Draw the chart of ``schedule`` on the matplotlib figure ``fig``.
 
     The figure gets a Gantt panel and one panel per renewable resource, sharing
     the time axis. Bars narrower than a pixel at the figure's size are merged
     per row (:func:`merge_thin`); row labels are thinned so they do not overlap.
+    ``by`` chooses the rows (:func:`chart_layout`).
 
     Returns
     -------
@@ -277,9 +445,9 @@ def draw_gantt(fig: Figure, problem: Problem, schedule: Schedule) -> Figure:
     from matplotlib.patches import Patch
     from matplotlib.ticker import MaxNLocator
 
-    layout = gantt_layout(problem, schedule)
+    layout = chart_layout(problem, schedule, by)
     ren = problem.renewables
-    _, _, heights = figure_size(len(layout.rows), len(ren))
+    _, _, heights = figure_size(len(layout.rows), len(ren), _row_inches(layout))
     width_in, height_in = fig.get_size_inches()
     left, right = 0.14, 0.86
     top = 1 - 0.55 / height_in
@@ -301,7 +469,8 @@ def draw_gantt(fig: Figure, problem: Problem, schedule: Schedule) -> Figure:
     colours = _colours(layout.keys)
     by_key: dict[str, list[list[tuple[float, float]]]] = {}
     for b in bars:
-        y0, y1 = b.row - 0.4, b.row + 0.4
+        y0 = b.row - 0.4 + 0.8 * b.base
+        y1 = y0 + 0.8 * b.height
         by_key.setdefault(b.key, []).append(
             [(b.start, y0), (b.finish, y0), (b.finish, y1), (b.start, y1)]
         )
@@ -314,7 +483,7 @@ def draw_gantt(fig: Figure, problem: Problem, schedule: Schedule) -> Figure:
     step = max(1, math.ceil(_FONT_PT / 72 * fig.dpi * 1.15 / row_px))
     ticks = list(range(0, n, step))
     ax.set_yticks(ticks, [_short(layout.rows[i]) for i in ticks], fontsize=_FONT_PT)
-    ax.set_ylabel("job" if layout.by_job else "task")
+    ax.set_ylabel(layout.axis)
     ax.grid(axis="x", linewidth=0.3, alpha=0.5)
     ax.set_title(_title(problem, schedule), fontsize=10, loc="left")
     if layout.keys != ["task"]:
@@ -352,17 +521,21 @@ def draw_gantt(fig: Figure, problem: Problem, schedule: Schedule) -> Figure:
     return fig
 
 
-def plotly_gantt(problem: Problem, schedule: Schedule) -> PlotlyFigure:
-    """An interactive plotly chart of ``schedule``: bars with details on hover, load panels."""
+def plotly_gantt(problem: Problem, schedule: Schedule, by: str | None = None) -> PlotlyFigure:
+    """An interactive plotly chart of ``schedule``: bars with details on hover, load panels.
+
+    ``by`` chooses the rows (:func:`chart_layout`).
+    """
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    layout = gantt_layout(problem, schedule)
+    layout = chart_layout(problem, schedule, by)
     ren = problem.renewables
     span = max(layout.makespan, 1)
     # A wide screen shows about 4000 pixels: merging below that keeps the file small.
     bars = merge_thin(layout.bars, span / 4000)
-    gantt_px = min(max(16 * len(layout.rows) + 80, 300), 1600)
+    row_px = 44 if layout.by_node else 16
+    gantt_px = min(max(row_px * len(layout.rows) + 80, 300), 1600)
     panel_px = 150
     fig = make_subplots(
         rows=1 + len(ren),
@@ -385,7 +558,8 @@ def plotly_gantt(problem: Problem, schedule: Schedule) -> PlotlyFigure:
                 y=[layout.rows[b.row] for b in mine],
                 base=[b.start for b in mine],
                 x=[b.finish - b.start for b in mine],
-                width=0.8,
+                offset=[0.8 * b.base - 0.4 for b in mine],
+                width=[0.8 * b.height for b in mine],
                 marker_color=colours[key],
                 marker_line_width=0,
                 customdata=[_hover(b) for b in mine],
@@ -432,7 +606,7 @@ def plotly_gantt(problem: Problem, schedule: Schedule) -> PlotlyFigure:
         categoryorder="array",
         categoryarray=layout.rows,
         autorange="reversed",
-        title_text="job" if layout.by_job else "task",
+        title_text=layout.axis,
     )
     fig.update_xaxes(range=[0, span])
     fig.update_xaxes(title_text=_time_label(problem), row=1 + len(ren), col=1)
@@ -453,13 +627,18 @@ def _hover(b: Bar) -> str:
     return "<br>".join(lines)
 
 
-def save_gantt(problem: Problem, schedule: Schedule, path: str | Path) -> None:
+def save_gantt(
+    problem: Problem, schedule: Schedule, path: str | Path, by: str | None = None
+) -> None:
     """Write the chart of ``schedule`` to ``path``: PNG, SVG, PDF or self-contained HTML.
+
+    ``by`` chooses the rows: ``task``, ``job`` or ``node`` (:func:`chart_layout`).
 
     Raises
     ------
     InputError
-        If the suffix is none of ``.png``, ``.svg``, ``.pdf``, ``.html``.
+        If the suffix is none of ``.png``, ``.svg``, ``.pdf``, ``.html``, or
+        ``by`` is not a view of the plan (:func:`check_view`).
     """
     path = Path(path)
     suffix = path.suffix.lower()
@@ -470,7 +649,7 @@ def save_gantt(problem: Problem, schedule: Schedule, path: str | Path) -> None:
         )
     if suffix == ".html":
         options: dict[str, Any] = {"include_plotlyjs": True, "full_html": True}
-        plotly_gantt(problem, schedule).write_html(str(path), **options)
+        plotly_gantt(problem, schedule, by).write_html(str(path), **options)
         return
-    fig = draw_gantt(new_figure(problem, schedule), problem, schedule)
+    fig = draw_gantt(new_figure(problem, schedule, by), problem, schedule, by)
     fig.savefig(path, format=suffix[1:], dpi=_DPI)

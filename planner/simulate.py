@@ -191,6 +191,9 @@ class Execution:
                     "lost": [list(a) for a in r.lost],
                     "waited": r.waited,
                     "segments": by_task[r.task],
+                    "lost_segments": [
+                        by_task[f"{r.task}#lost{k}"] for k in range(1, len(r.lost) + 1)
+                    ],
                 }
                 for r in self.runs
             ],
@@ -240,6 +243,24 @@ def simulate(
     dist = disturbances if disturbances is not None else Disturbances()
     check_inputs(problem, schedule, dist)
     return _Replay(problem, schedule, dist, seed).execution()
+
+
+def dispatch(
+    problem: Problem,
+    plan: Schedule,
+    disturbances: Disturbances,
+    seed: int,
+    noise_keys: Sequence[int],
+) -> Execution:
+    """Replay ``plan`` as :func:`simulate` does, without requiring it to be valid.
+
+    Online planning (:func:`planner.replan.simulate_online`) replays a composite plan:
+    what has started keeps the entries it ran under, the rest follows the latest plan.
+    Such a plan need not be valid (the realized run is valid by construction, and
+    checked). Each task's noise factors are drawn from ``(seed, noise_keys[i])``, so a
+    task sees the same factors whatever the other tasks of the replay are.
+    """
+    return _Replay(problem, plan, disturbances, seed, noise_keys).execution()
 
 
 def check_inputs(problem: Problem, schedule: Schedule, disturbances: Disturbances) -> None:
@@ -539,7 +560,14 @@ class _Replay:
     node and node kind. A segment's demand is a list of ``(slot, quantity)``.
     """
 
-    def __init__(self, problem: Problem, schedule: Schedule, dist: Disturbances, seed: int) -> None:
+    def __init__(
+        self,
+        problem: Problem,
+        schedule: Schedule,
+        dist: Disturbances,
+        seed: int,
+        noise_keys: Sequence[int] | None = None,
+    ) -> None:
         self.problem, self.plan, self.dist, self.seed = problem, schedule, dist, seed
         self.slow = dist.slowdown
         tasks = problem.tasks
@@ -551,7 +579,14 @@ class _Replay:
             [self._demand(seg.demand, i) for seg in m.segments] for i, m in enumerate(self.modes)
         ]
         durations = np.array([s.duration for m in self.modes for s in m.segments], dtype=float)
-        if dist.noise is not None:
+        if dist.noise is not None and noise_keys is not None:
+            durations *= np.concatenate(
+                [
+                    dist.noise.factors(np.random.default_rng([seed, key]), len(m.segments))
+                    for key, m in zip(noise_keys, self.modes, strict=True)
+                ]
+            )
+        elif dist.noise is not None:
             durations *= dist.noise.factors(np.random.default_rng(seed), len(durations))
         flat = durations.tolist()
         self.work: list[list[float]] = []

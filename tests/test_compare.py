@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import csv
+import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ from planner.bounds import lower_bound
 from planner.cli import app
 from planner.compare import (
     COLUMNS,
+    REALIZED,
     load_table,
     markdown,
     plan_runs,
@@ -19,12 +22,15 @@ from planner.compare import (
     run_study,
     save_profile,
     summarize,
+    summarize_realized,
 )
+from planner.disturbances import parse_simulation
 from planner.errors import InputError
 from planner.instance import load_instance
 from planner.model import Problem
 from planner.result import Result, Status
 from planner.schedule import Schedule
+from planner.simulate import rank_by_realized
 from planner.validate import validate
 from solvers import SOLVERS, solve
 from tests.conftest import INSTANCES
@@ -170,11 +176,41 @@ def test_resume_repeats_no_finished_run(tmp_path: Path) -> None:
     assert rerun == []
 
 
-def test_without_resume_the_table_starts_afresh(tmp_path: Path) -> None:
+def test_force_starts_the_table_afresh(tmp_path: Path) -> None:
     out = tmp_path / "results.csv"
     run_study([J301], ["sgs"], out, seeds=2, progress=False)
-    run_study([J3013], ["sgs"], out, progress=False)
+    run_study([J3013], ["sgs"], out, force=True, progress=False)
     assert [r["instance"] for r in read_results(out)] == ["j3013_1"]
+
+
+def test_without_resume_or_force_an_earlier_study_is_kept(tmp_path: Path) -> None:
+    out = tmp_path / "results.csv"
+    run_study([J301], ["sgs"], out, seeds=2, progress=False)
+    before = out.read_text()
+    with pytest.raises(InputError) as caught:
+        run_study([J3013], ["sgs"], out, progress=False)
+    assert str(caught.value) == (
+        f"{out}: holds 2 runs of an earlier study; pass --resume to keep them and add the "
+        "missing runs, or --force to start afresh"
+    )
+    assert out.read_text() == before
+    with pytest.raises(InputError) as caught:
+        run_study([J3013], ["sgs"], out, resume=True, force=True, progress=False)
+    assert str(caught.value) == (
+        "--resume keeps the runs of the results table and --force discards them: pass one"
+    )
+    assert out.read_text() == before
+    other = tmp_path / "notes.csv"
+    other.write_text("a,b\n1,2\n")
+    with pytest.raises(InputError) as caught:
+        run_study([J301], ["sgs"], other, progress=False)
+    assert str(caught.value) == (
+        f"{other}: is not a results table; choose another file, or pass --force to replace it"
+    )
+    assert other.read_text() == "a,b\n1,2\n"
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")  # nothing to keep: the study starts in it
+    assert len(run_study([J301], ["sgs"], empty, progress=False)) == 1
 
 
 def test_resume_refuses_a_file_that_is_not_a_results_table(tmp_path: Path) -> None:
@@ -198,10 +234,17 @@ def solve_crashing(problem: Problem, **_: object) -> Result:
     raise RuntimeError("out of memory")
 
 
+def solve_interrupted(problem: Problem, **_: object) -> Result:
+    """A solve that Ctrl-C stopped: a valid schedule, the best found so far."""
+    found = solve(problem, "sgs")
+    return replace(found, solver="stopped", interrupted=True)
+
+
 @pytest.fixture
 def faulty_solvers(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(SOLVERS, "broken", "tests.test_compare:solve_broken")
     monkeypatch.setitem(SOLVERS, "crashing", "tests.test_compare:solve_crashing")
+    monkeypatch.setitem(SOLVERS, "stopped", "tests.test_compare:solve_interrupted")
 
 
 def test_invalid_schedules_and_crashes_are_recorded_not_raised(
@@ -221,6 +264,28 @@ def test_invalid_schedules_and_crashes_are_recorded_not_raised(
     assert summary.loc["broken", "invalid"] == 1 and summary.loc["broken", "best"] == 0
     assert summary.loc["crashing", "errors"] == 1
     assert summary.loc["sgs", "best"] == 1
+
+
+def test_an_interrupted_run_is_not_recorded_and_stops_the_study(
+    tmp_path: Path, faulty_solvers: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "r.csv"
+    with pytest.raises(KeyboardInterrupt):
+        run_study([J301, J3013], ["sgs", "stopped"], out, progress=False)
+    # j301_1 with sgs finished; Ctrl-C stopped j301_1 with "stopped"; nothing ran after it.
+    assert [(r["instance"], r["solver"]) for r in read_results(out)] == [("j301_1", "sgs")]
+    monkeypatch.setitem(SOLVERS, "stopped", "solvers.sgs:solve_sgs")  # it now runs to its end
+    rerun: list[tuple[str, str]] = []
+    table = run_study(
+        [J301, J3013],
+        ["sgs", "stopped"],
+        out,
+        resume=True,
+        progress=False,
+        on_row=lambda row: rerun.append((row["instance"], row["solver"])),
+    )
+    assert rerun == [("j301_1", "stopped"), ("j3013_1", "sgs"), ("j3013_1", "stopped")]
+    assert len(table) == 4 and set(table["status"]) == {"feasible"}
 
 
 def test_plan_refuses_bad_input(tmp_path: Path) -> None:
@@ -316,6 +381,48 @@ def test_cli_compare_exits_1_on_an_invalid_schedule(tmp_path: Path, faulty_solve
     assert "| broken | 1 | 0 | 0 | 0 | 1 | 0 |" in result.stdout
 
 
+def test_cli_compare_never_replaces_an_earlier_study(tmp_path: Path) -> None:
+    out = tmp_path / "study.csv"
+    first = runner.invoke(app, ["compare", str(J301), str(J3013), "-s", "sgs", "-o", str(out)])
+    assert first.exit_code == 0, first.output
+    kept = {p: p.read_bytes() for p in (out, tmp_path / "study.md", tmp_path / "study_profile.png")}
+    args = ["compare", str(INSTANCES / "psplib" / "j301_2.sm"), "-s", "sgs", "-o", str(out)]
+    again = runner.invoke(app, args)
+    assert again.exit_code == 2
+    assert again.stderr == (
+        f"error: {out}: holds 2 runs of an earlier study; pass --resume to keep them and add "
+        "the missing runs, or --force to start afresh\n"
+    )
+    assert again.stdout == ""
+    assert {p: p.read_bytes() for p in kept} == kept
+    both = runner.invoke(app, [*args, "--resume", "--force"])
+    assert both.exit_code == 2
+    assert {p: p.read_bytes() for p in kept} == kept
+    resumed = runner.invoke(app, [*args, "--resume"])
+    assert resumed.exit_code == 0, resumed.output
+    assert [r["instance"] for r in read_results(out)] == ["j301_1", "j3013_1", "j301_2"]
+    assert "| sgs | 1 | 1 |" in resumed.stdout  # the summary is of this study's runs
+    forced = runner.invoke(app, [*args, "--force"])
+    assert forced.exit_code == 0, forced.output
+    assert [r["instance"] for r in read_results(out)] == ["j301_2"]
+
+
+def test_cli_compare_stops_at_ctrl_c_and_says_how_to_go_on(
+    tmp_path: Path, faulty_solvers: None
+) -> None:
+    out = tmp_path / "r.csv"
+    result = runner.invoke(
+        app, ["compare", str(J301), str(J3013), "-s", "sgs", "-s", "stopped", "-o", str(out)]
+    )
+    assert result.exit_code == 130
+    assert result.stderr.splitlines()[-1] == (
+        f"interrupted: the finished runs are in {out}; "
+        "repeat the command with --resume to run the others"
+    )
+    assert [(r["instance"], r["solver"]) for r in read_results(out)] == [("j301_1", "sgs")]
+    assert not (tmp_path / "r.md").exists()
+
+
 @pytest.mark.parametrize(
     "args",
     [
@@ -363,3 +470,146 @@ def test_cli_compare_through_a_real_process_resumes_a_finished_study(tmp_path: P
     assert again.returncode == 0, again.stderr
     assert out.read_text() == before
     assert "| sgs | 1 | 1 |" in again.stdout
+
+
+SIMULATION = "noise=lognormal:0.1,slowdown=muri,runs=2"
+"""A small replay study: two noisy runs per plan with Muri's slowdown."""
+
+
+@pytest.fixture(scope="module")
+def placed_batch(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Six generated jobs placed on two nodes of four GPUs."""
+    from planner.workloads import generate
+
+    out = tmp_path_factory.mktemp("batch") / "batch.json"
+    out.write_text(json.dumps(generate(6, seed=1, nodes=2, gpus_per_node=4, placement="node")))
+    return out
+
+
+def test_study_with_a_simulation_records_the_realized_figures(
+    tmp_path: Path, placed_batch: Path
+) -> None:
+    out = tmp_path / "results.csv"
+    solvers = ["sgs", "exclusive-fifo"]
+    table = run_study([placed_batch], solvers, out, simulation=SIMULATION, progress=False)
+    assert list(table.columns) == COLUMNS + REALIZED
+    with out.open() as f:
+        assert next(csv.reader(f)) == COLUMNS + REALIZED
+    problem = load_instance(placed_batch)
+    sim = parse_simulation(SIMULATION)
+    plans = {s: solve(problem, s).schedule for s in solvers}
+    ranked = rank_by_realized(problem, plans, sim.disturbances, sim.runs, sim.seed)
+    for rank in ranked:
+        (row,) = table[table["solver"] == rank.name].itertuples(index=False)
+        assert row.simulation == SIMULATION
+        assert row.realized_makespan_mean == pytest.approx(rank.makespan["mean"])
+        assert row.realized_makespan_p95 == pytest.approx(rank.makespan["p95"])
+        assert row.realized_jct_mean == pytest.approx(rank.mean_jct["mean"])
+        assert row.realized_makespan_mean != row.objective  # the noise moved it
+    realized = summarize_realized(table)
+    assert list(realized["solver"]) == [r.name for r in ranked]
+    assert list(realized["replayed"]) == [1, 1]
+    assert list(realized["realized_makespan_mean"]) == pytest.approx(
+        [r.makespan["mean"] for r in ranked]
+    )
+
+
+def test_a_simulated_study_resumes_only_with_its_simulation(
+    tmp_path: Path, placed_batch: Path
+) -> None:
+    out = tmp_path / "results.csv"
+    run_study([placed_batch], ["sgs"], out, simulation=SIMULATION, progress=False)
+    before = out.read_text()
+    rerun: list[dict] = []
+    again = run_study(
+        [placed_batch],
+        ["sgs"],
+        out,
+        simulation=" noise=lognormal:0.1, runs=2",  # the same spec, written otherwise
+        resume=True,
+        progress=False,
+        on_row=rerun.append,
+    )
+    assert rerun == []
+    assert out.read_text() == before
+    assert again["realized_makespan_mean"].notna().all()
+    with pytest.raises(InputError) as caught:
+        run_study([placed_batch], ["sgs"], out, simulation="runs=3", resume=True, progress=False)
+    assert str(caught.value) == (
+        f"{out}: holds runs simulated with {SIMULATION!r}, not 'runs=3'; resume with "
+        f"--simulate {SIMULATION!r}, or pass --force to start afresh"
+    )
+    with pytest.raises(InputError) as caught:
+        run_study([placed_batch], ["sgs"], out, resume=True, progress=False)
+    assert str(caught.value) == (
+        f"{out}: holds runs simulated with {SIMULATION!r}; resume with --simulate "
+        f"{SIMULATION!r}, or pass --force to start afresh"
+    )
+    plain = tmp_path / "plain.csv"
+    run_study([placed_batch], ["sgs"], plain, progress=False)
+    with pytest.raises(InputError) as caught:
+        run_study(
+            [placed_batch], ["sgs"], plain, simulation=SIMULATION, resume=True, progress=False
+        )
+    assert str(caught.value) == (
+        f"{plain}: holds runs of a study without --simulate; resume it without --simulate, "
+        "or pass --force to start afresh"
+    )
+    assert out.read_text() == before
+
+
+def test_cli_compare_ranks_solvers_by_realized_makespan(tmp_path: Path, placed_batch: Path) -> None:
+    out = tmp_path / "study.csv"
+    args = ["compare", str(placed_batch), "-s", "sgs", "-s", "exclusive-fifo", "-o", str(out)]
+    result = runner.invoke(app, [*args, "--simulate", SIMULATION])
+    assert result.exit_code == 0, result.output
+    table = load_table(out)
+    realized = summarize_realized(table)
+    planned = markdown(summarize(table))
+    expected = planned + f"\nsolvers by realized makespan ({SIMULATION}):\n\n" + markdown(realized)
+    assert result.stdout == expected + (
+        f"results in {out}, summary in {tmp_path / 'study.md'}, "
+        f"profile in {tmp_path / 'study_profile.png'}\n"
+    )
+    assert (tmp_path / "study.md").read_text() == expected
+    best = realized.iloc[0]
+    assert (
+        f"| {best['solver']} | 1 | {best['realized_makespan_mean']:.2f} | "
+        f"{best['realized_makespan_p95']:.2f} | {best['realized_jct_mean']:.2f} |"
+    ) in result.stdout
+    assert best["realized_makespan_mean"] <= realized.iloc[1]["realized_makespan_mean"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        # no replay at all
+        ("runs=0", "simulation 'runs=0': runs must be a whole number >= 1"),
+        # an unknown key
+        (
+            "speed=2",
+            "simulation 'speed=2': expected key=value pairs with keys noise, slowdown, "
+            "fail, runs, seed, work-conserving, got 'speed=2'",
+        ),
+        # a failure of a node the instance does not have
+        ("fail=node9@5", "{batch}: simulation: failure node9@5: no node 'node9'"),
+    ],
+)
+def test_cli_compare_bad_simulation_is_one_line(
+    tmp_path: Path, placed_batch: Path, spec: str, message: str
+) -> None:
+    out = tmp_path / "r.csv"
+    args = ["compare", str(placed_batch), "-s", "sgs", "-o", str(out), "--simulate", spec]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert result.stderr == f"error: {message.format(batch=placed_batch)}\n"
+    assert not out.exists()
+
+
+def test_failures_of_a_pooled_instance_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(InputError) as caught:
+        run_study([J301], ["sgs"], tmp_path / "r.csv", simulation="fail=n1@3", progress=False)
+    assert str(caught.value) == (
+        f"{J301}: simulation: failure n1@3: the instance is pooled (no nodes); "
+        "failures need a placed instance"
+    )

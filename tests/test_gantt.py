@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from itertools import pairwise
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from planner.cluster import ClusterInstance
 from planner.errors import InputError
 from planner.gantt import (
     Bar,
+    chart_layout,
     draw_gantt,
     gantt_layout,
     merge_thin,
@@ -29,9 +31,10 @@ from planner.gantt import (
     resource_profiles,
     save_gantt,
 )
-from planner.instance import load_instance
+from planner.instance import load_instance, save_instance
 from planner.model import Problem
-from planner.schedule import Schedule
+from planner.schedule import Schedule, load_schedule
+from planner.validate import validate
 from solvers import solve
 from tests.conftest import INSTANCES
 
@@ -296,6 +299,44 @@ def test_cli_gantt_bad_input_is_one_line(tmp_path: Path, args: list[str]) -> Non
     assert len(result.stderr.strip().splitlines()) == 1
 
 
+def test_cli_gantt_refuses_an_invalid_schedule_unless_forced(tmp_path: Path) -> None:
+    sched = tmp_path / "s.json"
+    other = INSTANCES / "psplib" / "j301_2.sm"
+    problem = load_instance(other)
+    solved = solve(problem, "sgs").schedule
+    # every task at tick 0, finishes consistent with the starts: precedences and capacity broken
+    replace(solved, starts=dict.fromkeys(solved.starts, 0)).save(sched, problem)
+    report = validate(problem, load_schedule(sched, problem))
+    assert len(report.violations) > 3
+    out = tmp_path / "g.svg"
+    args = ["gantt", str(sched), "--instance", str(other), "-o", str(out)]
+    refused = runner.invoke(app, args)
+    assert refused.exit_code == 1
+    assert refused.stderr.splitlines() == [
+        f"error: {sched}: not a valid schedule of instance 'j301_2' "
+        f"({len(report.violations)} violations); not drawn (--force draws it marked INVALID)",
+        *[f"  {v}" for v in report.violations[:3]],
+        f"  and {len(report.violations) - 3} more ('planner validate' lists them all)",
+    ]
+    assert not out.exists()
+    forced = runner.invoke(app, [*args, "--force"])
+    assert forced.exit_code == 0, forced.output
+    assert forced.stdout == f"chart written to {out} ({report})\n"
+    # matplotlib draws text as glyph paths, each text preceded by a comment holding it
+    assert "<!-- INVALID — j301_2 — makespan " in out.read_text()
+
+
+def test_only_the_chart_of_an_invalid_schedule_says_invalid(j301) -> None:
+    problem, schedule = j301
+    wrong = replace(schedule, starts=dict.fromkeys(schedule.starts, 0))
+    assert not validate(problem, wrong).ok
+    titles = [plotly_gantt(problem, s).layout.annotations[0].text for s in (schedule, wrong)]
+    assert not titles[0].startswith("INVALID")
+    assert titles[1] == "INVALID — " + titles[0].replace(
+        f"makespan {schedule.makespan(problem):g}", f"makespan {wrong.makespan(problem):g}"
+    )
+
+
 def test_cli_solve_writes_a_chart(tmp_path: Path) -> None:
     out = tmp_path / "g.html"
     result = runner.invoke(app, ["solve", str(J301), "-s", "sgs", "--gantt", str(out)])
@@ -309,3 +350,167 @@ def test_cli_solve_refuses_a_bad_chart_name_before_solving(tmp_path: Path) -> No
     assert result.exit_code == 2
     assert "chart file" in result.stderr
     assert "makespan" not in result.stdout
+
+
+def placed_task(name: str, train: int, gpus: int, nodes: int) -> dict:
+    """A task of its own job on ``nodes`` whole nodes: 2 ticks of loading, then training."""
+    segments = [
+        {"name": "load", "duration": 2, "demand": {"io": 1}},
+        {"name": "train", "duration": train, "demand": {"gpu": gpus}},
+    ]
+    return {"name": name, "job": name.upper(), "modes": [{"nodes": nodes, "segments": segments}]}
+
+
+@pytest.fixture
+def placed() -> tuple[Problem, Schedule]:
+    """Two nodes of 4 GPUs: a gang g on both (2 GPUs each), b beside it on n1, c and d on n2.
+
+    d loads on n2 while g trains there (interleaved), then trains on all 4 GPUs.
+    """
+    problem = Problem.model_validate(
+        {
+            "name": "placed",
+            "nodes": [
+                {"name": "n1", "capacity": {"gpu": 4, "io": 2}},
+                {"name": "n2", "capacity": {"gpu": 4, "io": 2}},
+            ],
+            "jobs": [{"name": j} for j in "GBCD"],
+            "tasks": [
+                placed_task("g", 4, 2, 2),
+                placed_task("b", 4, 2, 1),
+                placed_task("c", 3, 1, 1),
+                placed_task("d", 4, 4, 1),
+            ],
+        }
+    )
+    schedule = Schedule(
+        modes=dict.fromkeys("gbcd", "1"),
+        starts={"g": 0, "b": 1, "d": 4, "c": 10},
+        nodes={"g": ("n1", "n2"), "b": ("n1",), "c": ("n2",), "d": ("n2",)},
+    )
+    assert validate(problem, schedule).ok
+    return problem, schedule
+
+
+def test_node_rows_stack_tasks_by_gpu_share(placed) -> None:
+    problem, schedule = placed
+    layout = chart_layout(problem, schedule, "node")
+    assert layout.by_node and layout.axis == "node"
+    assert layout.rows == ["n1", "n2"]
+    got = {
+        (layout.rows[b.row], b.task, b.segment): (b.start, b.finish, b.base, b.height)
+        for b in layout.bars
+    }
+    assert got == {
+        # n1: the gang's 2 of 4 GPUs on top, b's 2 under it (they overlap from tick 1)
+        ("n1", "g", "load"): (0, 2, 0.0, 0.5),
+        ("n1", "g", "train"): (2, 6, 0.0, 0.5),
+        ("n1", "b", "load"): (1, 3, 0.5, 0.5),
+        ("n1", "b", "train"): (3, 7, 0.5, 0.5),
+        # n2: g (1/2) and d (4/4) overlap while d loads: 1.5 nodes, scaled to fit the row
+        ("n2", "g", "load"): (0, 2, 0.0, pytest.approx(1 / 3)),
+        ("n2", "g", "train"): (2, 6, 0.0, pytest.approx(1 / 3)),
+        ("n2", "d", "load"): (4, 6, pytest.approx(1 / 3), pytest.approx(2 / 3)),
+        ("n2", "d", "train"): (6, 10, pytest.approx(1 / 3), pytest.approx(2 / 3)),
+        # c starts when d is done: back at the top, 1 of 4 GPUs (scaled with its row)
+        ("n2", "c", "load"): (10, 12, 0.0, pytest.approx(0.25 / 1.5)),
+        ("n2", "c", "train"): (12, 15, 0.0, pytest.approx(0.25 / 1.5)),
+    }
+    assert chart_layout(problem, schedule) == gantt_layout(problem, schedule)  # default: per task
+
+
+def test_node_chart_files_have_one_row_per_node_and_the_gang_on_both(
+    placed, tmp_path: Path
+) -> None:
+    problem, schedule = placed
+    svg = tmp_path / "nodes.svg"
+    save_gantt(problem, schedule, svg, by="node")
+    text = svg.read_text()
+    # matplotlib writes each text as a comment before its glyphs
+    assert [text.count(f"<!-- {n} -->") for n in ("n1", "n2")] == [1, 1]
+    assert "<!-- node -->" in text  # the axis title
+    fig = plotly_gantt(problem, schedule, by="node")
+    rows = {
+        (y, text.split("<br>")[0])
+        for t in fig.data
+        if t.type == "bar"
+        for y, text in zip(t.y, t.customdata, strict=True)
+    }
+    assert rows == {("n1", "task g"), ("n2", "task g"), ("n1", "task b")} | {
+        ("n2", "task c"),
+        ("n2", "task d"),
+    }
+    assert list(fig.layout.yaxis.categoryarray) == ["n1", "n2"]
+    html = tmp_path / "nodes.html"
+    save_gantt(problem, schedule, html, by="node")
+    assert '"n1"' in html.read_text() and '"n2"' in html.read_text()
+
+
+def test_rows_by_node_need_a_placed_plan(j301) -> None:
+    problem, schedule = j301
+    with pytest.raises(InputError) as caught:
+        chart_layout(problem, schedule, "node")
+    assert str(caught.value) == (
+        "rows by node: the plan is pooled (instance 'j301_1' has no nodes); "
+        "only a placed plan (placement: node) has nodes to draw"
+    )
+    with pytest.raises(InputError, match="rows by 'gpu': expected one of task, job, node"):
+        chart_layout(problem, schedule, "gpu")
+
+
+@pytest.mark.parametrize(
+    ("by", "message"),
+    [
+        # a pooled plan has no nodes
+        (
+            "node",
+            "rows by node: the plan is pooled (instance 'j301_1' has no nodes); "
+            "only a placed plan (placement: node) has nodes to draw",
+        ),
+        # no such view
+        ("nodes", "rows by 'nodes': expected one of task, job, node"),
+    ],
+)
+def test_cli_gantt_by_node_of_a_pooled_plan_is_one_line(
+    tmp_path: Path, by: str, message: str
+) -> None:
+    sched = tmp_path / "s.json"
+    assert runner.invoke(app, ["solve", str(J301), "-s", "sgs", "-o", str(sched)]).exit_code == 0
+    out = tmp_path / "g.png"
+    result = runner.invoke(app, ["gantt", str(sched), "-i", str(J301), "--by", by, "-o", str(out)])
+    assert result.exit_code == 2
+    assert result.stderr == f"error: {message}\n"
+    assert not out.exists()
+
+
+def test_cli_gantt_by_node_draws_a_placed_plan(placed, tmp_path: Path) -> None:
+    problem, schedule = placed
+    instance, sched = tmp_path / "placed.json", tmp_path / "s.json"
+    save_instance(problem, instance)
+    schedule.save(sched, problem)
+    out = tmp_path / "g.svg"
+    args = ["gantt", str(sched), "-i", str(instance), "--by", "node", "-o", str(out)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == f"chart written to {out} (valid)\n"
+    assert [out.read_text().count(f"<!-- {n} -->") for n in ("n1", "n2")] == [1, 1]
+
+
+def test_cli_gantt_refuses_a_finish_that_contradicts_the_start(tmp_path: Path) -> None:
+    sched = tmp_path / "s.json"
+    assert runner.invoke(app, ["solve", str(J301), "-s", "sgs", "-o", str(sched)]).exit_code == 0
+    data = json.loads(sched.read_text())
+    first = data["tasks"][1]
+    first["finish"] += 1
+    sched.write_text(json.dumps(data))
+    result = runner.invoke(
+        app, ["gantt", str(sched), "-i", str(J301), "-o", str(tmp_path / "g.png")]
+    )
+    assert result.exit_code == 2
+    duration = first["finish"] - 1 - first["start"]
+    assert result.stderr == (
+        f"error: {sched}: tasks[1]: finish {first['finish']} contradicts the start: task "
+        f"{first['task']!r} (mode {first['mode']!r}) starts at {first['start']} and runs "
+        f"{duration} ticks, so it finishes at {first['finish'] - 1}\n"
+    )
+    assert not (tmp_path / "g.png").exists()

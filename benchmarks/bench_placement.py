@@ -1,0 +1,236 @@
+"""Placement benchmark: Muri's trace 3 placed on nodes and pooled, at scale, long horizons.
+
+Measures what the placement issue asks, every schedule validated:
+
+- ``trace``: ``muri_trace3_offline.csv`` imported at each ``--blocks`` count, with
+  ``placement: node`` and pooled; per instance every ``--solver`` spec runs and the best
+  makespan is compared with the fluid bound (3,207,558 s) and Muri-L's makespan with
+  ideal interleaving on the same 8 x 8 GPUs (3,302,449 s).
+- ``overhead``: one decoder pass (serial and parallel, ``grw``), placed against pooled.
+- ``horizon``: the same pass at one-second ticks against one-minute ticks.
+- ``scale``: generated traces of ``--scale-jobs`` jobs, placed, seeds ``--seeds``: one
+  parallel ``grw`` pass per seed; on the slowest seed, ``--scale-solver`` with time limits
+  of 60 s and 120 s in fresh processes (time of the first incumbent, makespan against the
+  energy bound, peak memory).
+
+    python benchmarks/bench_placement.py --benchmarks ../shared/benchmarks \\
+        --solver sgs:rule=grw,scheme=serial --solver portfolio:time_limit=300
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from planner.bounds import energy_bound
+from planner.cluster import tick_seconds
+from planner.instance import problem_from_data
+from planner.model import Problem
+from planner.validate import validate
+from planner.workloads import import_muri
+from solvers import solve
+from solvers.kernels import load_kernels
+from solvers.sgs import Decoder, priorities
+
+FLUID = 3_207_558
+"""Fluid lower bound of trace 3 (s): max over stages of GPUs x iterations x time / 64."""
+MURI_L_IDEAL = 3_302_449
+"""Muri-L's makespan with ideal interleaving, placing on the same 8 x 8 GPUs (s)."""
+
+
+def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
+    """``name:key=value,key=value`` -> (name, options)."""
+    name, _, rest = spec.partition(":")
+    options: dict[str, Any] = {}
+    for item in filter(None, rest.split(",")):
+        key, _, value = item.partition("=")
+        try:
+            options[key] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key] = value
+    return name, options
+
+
+def trace_problem(trace: Path, blocks: int, placement: str, time_unit: str) -> Problem:
+    """Trace 3 as a problem: ``blocks`` per job, placed or pooled."""
+    data = import_muri(trace, time_unit=time_unit, blocks=blocks, placement=placement)
+    return problem_from_data(data)
+
+
+def one_pass(problem: Problem, parallel: bool) -> tuple[float, int, bool]:
+    """(seconds, makespan in ticks, valid) of one ``grw`` pass."""
+    dec = Decoder(problem)
+    order = dec.order(priorities(problem, "grw"))
+    t0 = time.perf_counter()
+    dec.run(order, parallel=parallel)
+    took = time.perf_counter() - t0
+    schedule = dec.schedule()
+    return took, schedule.makespan(problem), validate(problem, schedule).ok
+
+
+def trace_rows(trace: Path, blocks: list[int], specs: list[str]) -> list[dict[str, Any]]:
+    """Every spec on every (blocks, placement) instance; makespans in seconds."""
+    rows = []
+    for b in blocks:
+        for placement in ("node", "pooled"):
+            problem = trace_problem(trace, b, placement, "1min")
+            for spec in specs:
+                name, options = parse_spec(spec)
+                r = solve(problem, name, **options)
+                ms = None if r.objective is None else r.objective * 60
+                rows.append(
+                    {
+                        "blocks": b,
+                        "placement": placement,
+                        "solver": spec,
+                        "makespan (s)": ms,
+                        "vs fluid": None if ms is None else f"{100 * (ms / FLUID - 1):.1f}%",
+                        "vs Muri-L ideal": None if ms is None else f"{ms / MURI_L_IDEAL:.3f}",
+                        "runtime (s)": round(r.runtime, 1),
+                        "valid": bool(r.valid),
+                    }
+                )
+                print(rows[-1], file=sys.stderr, flush=True)
+    return rows
+
+
+def overhead_rows(trace: Path) -> list[dict[str, Any]]:
+    """One grw pass placed and pooled (4 blocks, minute ticks), and at one-second ticks."""
+    rows = []
+    for unit in ("1min", "1s"):
+        for placement in ("pooled", "node"):
+            problem = trace_problem(trace, 4, placement, unit)
+            for parallel in (False, True):
+                took, ms, ok = one_pass(problem, parallel)
+                rows.append(
+                    {
+                        "ticks": unit,
+                        "placement": placement,
+                        "pass": "parallel" if parallel else "serial",
+                        "pass (s)": round(took, 2),
+                        "makespan (s)": ms * tick_seconds(unit),
+                        "valid": ok,
+                    }
+                )
+                print(rows[-1], file=sys.stderr, flush=True)
+    return rows
+
+
+SCALE = """
+import json, resource, sys, time
+t0 = time.perf_counter()
+from planner.bounds import energy_bound
+from planner.instance import problem_from_data
+from planner.workloads import generate
+from solvers import solve
+from solvers.kernels import load_kernels
+load_kernels()
+problem = problem_from_data(generate({jobs}, seed={seed}, placement="node"))
+t1 = time.perf_counter()
+first = []
+def progress(p):
+    if p.objective is not None and not first:
+        first.append(p.elapsed)
+result = solve(problem, {name!r}, progress=progress, **json.loads({options!r}))
+t2 = time.perf_counter()
+print(json.dumps({{"tasks": len(problem.tasks), "build (s)": round(t1 - t0, 1),
+    "plan (s)": round(t2 - t1, 1), "first incumbent (s)": round(first[0], 1) if first else None,
+    "makespan": result.objective, "energy bound": energy_bound(problem),
+    "valid": bool(result.valid),
+    "peak memory (MB)": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}}))
+"""
+
+
+def scale_run(jobs: int, seed: int, spec: str) -> dict[str, Any]:
+    """Generate a placed trace and plan it with ``spec`` in a fresh process."""
+    name, options = parse_spec(spec)
+    code = SCALE.format(jobs=jobs, seed=seed, name=name, options=json.dumps(options))
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=root, check=True
+    )
+    row = json.loads(out.stdout.strip().splitlines()[-1])
+    row["vs bound"] = f"{row['makespan'] / row['energy bound']:.3f}" if row["makespan"] else None
+    return {"seed": seed, "solver": spec, **row}
+
+
+def scale_rows(jobs: int, seeds: list[int], spec: str) -> list[dict[str, Any]]:
+    """One pass per seed; ``spec`` at 60 s and 120 s on the slowest seed."""
+    from planner.workloads import generate
+
+    passes = []
+    for seed in seeds:
+        problem = problem_from_data(generate(jobs, seed=seed, placement="node"))
+        took, ms, ok = one_pass(problem, True)
+        passes.append(
+            {
+                "seed": seed,
+                "tasks": len(problem.tasks),
+                "parallel grw pass (s)": round(took, 2),
+                "makespan": ms,
+                "energy bound": energy_bound(problem),
+                "vs bound": f"{ms / energy_bound(problem):.3f}",
+                "valid": ok,
+            }
+        )
+        print(passes[-1], file=sys.stderr, flush=True)
+    slowest = max(passes, key=lambda r: r["parallel grw pass (s)"])["seed"]
+    runs = [scale_run(jobs, slowest, f"{spec},time_limit={t}") for t in (60, 120)]
+    return passes + runs
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    """A Markdown table of ``rows`` (the keys of all rows, in order of appearance)."""
+    header = list(dict.fromkeys(k for row in rows for k in row))
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for row in rows:
+        lines.append("| " + " | ".join(_cell(row.get(k)) for k in header) + " |")
+    return "\n".join(lines)
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.2f}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    return str(value)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the parts asked for and print their tables."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--benchmarks", type=Path, default=Path("../shared/benchmarks"))
+    parser.add_argument("--solver", action="append", default=[], help="name:key=value,...")
+    parser.add_argument("--blocks", type=int, action="append", default=[])
+    parser.add_argument(
+        "--part", action="append", choices=["trace", "overhead", "scale"], default=[]
+    )
+    parser.add_argument("--scale-jobs", type=int, default=5755)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    parser.add_argument("--scale-solver", default="portfolio")
+    args = parser.parse_args(argv)
+    trace = args.benchmarks / "dl" / "muri_trace3_offline.csv"
+    parts = args.part or ["trace", "overhead", "scale"]
+    load_kernels()
+    if "trace" in parts:
+        specs = args.solver or ["sgs:rule=grw,scheme=serial", "sgs:rule=grw,scheme=parallel"]
+        print(f"## trace 3 placed and pooled (fluid bound {FLUID:,} s)\n")
+        print(table(trace_rows(trace, args.blocks or [1, 4, 16], specs)) + "\n", flush=True)
+    if "overhead" in parts:
+        print("## one grw pass, 4 blocks: placed against pooled, 1 s against 1 min\n")
+        print(table(overhead_rows(trace)) + "\n", flush=True)
+    if "scale" in parts:
+        print(f"## {args.scale_jobs} generated jobs, placed\n")
+        print(table(scale_rows(args.scale_jobs, args.seeds, args.scale_solver)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,126 @@
+"""``planner replan``: freeze what ran before T, apply events, plan the rest.
+
+The command is registered on :data:`planner.cli.app` when this module is
+imported, which the last line of :mod:`planner.cli` does.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from planner.cli import DEFAULT_TIME_LIMIT, SCHEDULE_FORMATS, app, guard, show
+from planner.errors import InputError
+from planner.instance import NATIVE, load_instance, read_text, save_instance
+from planner.paths import check_output
+from planner.replan import parse_event, prepare, state_from_run
+from planner.schedule import load_schedule
+
+
+@app.command("replan")
+def replan_cmd(
+    instance: Annotated[Path, typer.Argument(help="Instance file of the plan.")],
+    schedule: Annotated[Path, typer.Argument(help="The old plan: a schedule file (.json, .csv).")],
+    at: Annotated[int, typer.Option("--at", min=0, help="The re-planning tick T.")],
+    event: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--event",
+            help="fail:NODE[+DOWN], overrun:TASK:FACTOR, arrive:FILE or cancel:JOB (repeat).",
+        ),
+    ] = None,
+    executed: Annotated[
+        Path | None,
+        typer.Option(help="A realized run (planner simulate -o run.json): the state at T."),
+    ] = None,
+    solver: Annotated[str, typer.Option(help="Solver of the rest.")] = "portfolio",
+    time_limit: Annotated[
+        float | None,
+        typer.Option(help=f"Seconds (solvers with a time limit; default {DEFAULT_TIME_LIMIT:g})."),
+    ] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed (solvers with a seed).")] = None,
+    stability: Annotated[
+        float, typer.Option(min=0.0, help="Weight of the total start shift of unfinished tasks.")
+    ] = 0.0,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Write the complete schedule (.json or .csv)."),
+    ] = None,
+    instance_out: Annotated[
+        Path | None,
+        typer.Option(help="Write the re-planned instance (.json, .yaml): the schedule's instance."),
+    ] = None,
+) -> None:
+    """Re-plan at tick T: keep what ran, apply the events, plan the rest with any solver.
+
+    Tasks finished before T are frozen; running ones continue on their nodes unless
+    a node failed under them (then they restart). The rest is planned warm from
+    the old plan's order. Prints the new makespan, the tasks moved and the total
+    shift; the schedule is complete and valid for the instance plus the events.
+    """
+    from solvers.registry import applicable
+
+    with guard():
+        inputs = [instance, schedule, *([executed] if executed else [])]
+        if output is not None:
+            check_output(output, inputs=inputs, suffixes=SCHEDULE_FORMATS, what="the schedule")
+        if instance_out is not None:
+            check_output(instance_out, inputs=inputs, suffixes=NATIVE, what="the instance file")
+        events = [parse_event(e) for e in event or ()]
+        problem = load_instance(instance)
+        plan = load_schedule(schedule, problem)
+        state = None
+        if executed is not None:
+            try:
+                run = json.loads(read_text(executed))
+            except json.JSONDecodeError as exc:
+                raise InputError(
+                    f"invalid JSON: {exc.msg}", str(executed), f"line {exc.lineno}"
+                ) from None
+            state = state_from_run(problem, run, at, str(executed))
+        built = prepare(problem, plan, at, events, state)
+        wanted = {"time_limit": DEFAULT_TIME_LIMIT if time_limit is None else time_limit}
+        if seed is not None:
+            wanted["seed"] = seed
+        options = applicable(solver, wanted)
+        for name in ("time_limit", "seed"):
+            given = time_limit if name == "time_limit" else seed
+            if given is not None and name not in options:
+                raise InputError(f"solver {solver!r} has no option {name!r}")
+        result = built.solve(solver, stability, **options)
+        rows: list[tuple[str, object]] = [
+            ("instance", f"{problem.name} ({len(problem.tasks)} tasks)"),
+            ("re-planned at", f"tick {at}" + (f" (state from {executed})" if executed else "")),
+            ("events", ", ".join(map(str, events)) or "none"),
+            ("solver", solver),
+            ("status", result.status.value + (f" ({result.reason})" if result.reason else "")),
+        ]
+        if result.schedule is None:
+            show(rows)
+            typer.echo("error: no schedule found", err=True)
+            raise typer.Exit(1)
+        f = result.stats["replan"]
+        rows += [
+            (
+                "state at T",
+                f"{f['finished']} finished, {f['running']} running, {f['killed']} killed, "
+                f"{f['cancelled']} cancelled, {f['arrived']} arrived",
+            ),
+            ("makespan", f"{f['makespan']} (old plan {f['old_makespan']})"),
+            ("moved", f"{f['moved']} of {len(built.reference)} unfinished tasks"),
+            ("total shift", f"{f['shift']} ticks"),
+            ("re-placed", f"{f['replaced']} tasks on other nodes"),
+            ("lost work", f"{f['lost_gpu_ticks']} GPU-ticks, {f['lost_task_ticks']} task-ticks"),
+            ("runtime", f"{result.runtime:.2f} s"),
+            ("validator", "valid (instance plus events)"),
+        ]
+        show(rows)
+        if output is not None:
+            result.schedule.save(output, built.instance)
+            typer.echo(f"schedule written to {output}")
+        if instance_out is not None:
+            save_instance(built.instance, instance_out)
+            typer.echo(f"re-planned instance written to {instance_out}")

@@ -1,0 +1,1218 @@
+"""Re-planning: freeze what has run before a tick T, apply events, plan the rest.
+
+:func:`prepare` builds the **re-planned instance**: the instance plus the events at
+``T``, in which every schedule of the rest is a complete schedule, checked by the
+independent validator like any other:
+
+- **State at T.** It comes from the old plan (:func:`state_from_schedule`) or from a
+  realized run of ``planner simulate`` (:func:`state_from_run`). A task whose attempt
+  started before ``T`` has *started*; it has *finished* if it ends by ``T``.
+- **Frozen tasks.** A finished task, and a running one whose nodes did not fail,
+  keep what they did: one mode, their realized segments (waits between segments
+  included, as demand-free ``wait`` segments) and, for a running task, the rest of
+  its planned segments from ``T``; release = start, deadline = finish, pinned
+  (``Mode.on``) to their nodes. Attempts lost before ``T`` (a realized run's
+  failures) and attempts killed at ``T`` are frozen as ``TASK#lostK`` (no job).
+- **Unfrozen tasks** (not started, or killed at ``T``) keep all their modes and are
+  released at ``T`` at the earliest. Precedences between kept tasks stay, but one
+  from an unfrozen task to a frozen one is dropped: it held when the frozen task
+  started (an ``SS`` successor of a task that is now killed).
+- ``fail:NODE+DOWN``: the tasks running on ``NODE`` (gangs through it included) are
+  killed at ``T`` and restart from scratch (restart cost 0: the cluster form has no
+  restart cost yet); a task ``NODE#down`` pinned to the node holds its whole capacity
+  over ``[T, T + DOWN)`` (``+0``: the node restarts at once). A colocated job whose
+  frozen tasks ran on the node restarts there once it is back.
+  ``fail:NODE`` (no ``DOWN``): the node is gone for good. It stays in the instance
+  (frozen tasks ran on it) but is given the type ``gone`` (``TYPE (gone)`` on a typed
+  cluster) and the unfrozen modes that could run on any node ask for the type ``up``
+  of the others, so no unfrozen task can use it; modes that no longer fit are
+  dropped. A colocated job that ran on it moves: its frozen tasks become job
+  ``JOB#ran``, so that the rest of the job may run on other nodes.
+- ``overrun:TASK:FACTOR``: the remaining duration of a running or unstarted task is
+  multiplied by ``FACTOR`` (every segment from ``T``, rounded up to whole ticks).
+- ``arrive:FILE``: more jobs (cluster or problem form, on the same nodes, resources
+  and time unit). A job that arrives before ``T`` is refused.
+- ``cancel:JOB``: the job's unfinished tasks are dropped (a running one is kept as
+  ``TASK#cancelled``, its segments until ``T``), with their precedences.
+
+The solvers see one more zero-duration task ``#replan`` at ``T``, after every frozen
+task and before every unfrozen one (``SS`` precedences of lag 0, which every
+precedence-feasible activity list respects), so that decoders place the frozen
+tasks first; it is left out of the schedule returned.
+
+:meth:`Replanning.solve` plans the rest with any solver of the registry. The score of
+a re-plan is its objective plus ``stability`` times the **total shift**, the sum of
+``|new start - old start|`` over the unfrozen tasks of the old plan. ``cpsat``
+minimises it exactly (:mod:`models.cpsat`), hinted with the old plan's order decoded
+by the serial SGS. The other solvers (``sgs``, ``ga``, ``pso``, ``portfolio``,
+``milp``) plan the re-planned instance as they would any other; their schedule and
+the decoded old order (the better of two decodes: free, and keeping every task in its
+old mode on its old nodes where they are up) compete by the score, the shift breaking ties (so with
+``stability`` 0 the shift is a tie-break). The ``exclusive-*`` baselines dispatch the
+unfrozen jobs by their rule, holding their peak demands; they take no stability.
+
+:func:`simulate_online` is the offline planner used as an online scheduler.
+
+The module is part of the app layer: it imports the solvers lazily, in functions.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from planner.errors import InputError, PlannerError
+from planner.model import Job, Mode, Node, Precedence, Problem, Segment, Task
+from planner.result import Result, Status
+from planner.schedule import Schedule
+from planner.validate import validate
+
+if TYPE_CHECKING:
+    from planner.disturbances import Disturbances
+    from planner.simulate import Execution
+
+log = logging.getLogger(__name__)
+
+MILESTONE = "#replan"
+"""The zero-duration task at ``T`` that orders frozen tasks before unfrozen ones."""
+EVENT_FORMS = "fail:NODE[+DOWN], overrun:TASK:FACTOR, arrive:FILE or cancel:JOB"
+
+
+# Events.
+
+
+@dataclass(frozen=True)
+class NodeFailure:
+    """Node ``node`` fails at ``T``; back after ``down`` ticks, or gone for good (``None``)."""
+
+    node: str
+    down: int | None = None
+
+    def __str__(self) -> str:
+        return f"fail:{self.node}" + ("" if self.down is None else f"+{self.down}")
+
+
+@dataclass(frozen=True)
+class Overrun:
+    """The remaining duration of task ``task`` is ``factor`` times longer."""
+
+    task: str
+    factor: float
+
+    def __str__(self) -> str:
+        return f"overrun:{self.task}:{self.factor:g}"
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """More jobs: the tasks, precedences and jobs of ``jobs``, read from ``source``."""
+
+    jobs: Problem
+    source: str
+
+    def __str__(self) -> str:
+        return f"arrive:{self.source}"
+
+
+@dataclass(frozen=True)
+class Cancel:
+    """Job ``job`` is cancelled: its unfinished tasks are dropped."""
+
+    job: str
+
+    def __str__(self) -> str:
+        return f"cancel:{self.job}"
+
+
+Event = NodeFailure | Overrun | Arrival | Cancel
+
+
+def parse_event(spec: str) -> Event:
+    """Read one event: ``fail:NODE[+DOWN]``, ``overrun:TASK:FACTOR``, ``arrive:FILE`` or
+    ``cancel:JOB`` (an arrival's file is loaded).
+
+    Raises
+    ------
+    InputError
+        For a malformed spec, in one line that names it.
+    """
+    kind, sep, rest = spec.strip().partition(":")
+    if not sep or not rest or kind not in ("fail", "overrun", "arrive", "cancel"):
+        raise InputError(f"event {spec!r}: expected {EVENT_FORMS}")
+    if kind == "fail":
+        node, plus, down = rest.partition("+")
+        if not node:
+            raise InputError(f"event {spec!r}: expected fail:NODE[+DOWN]")
+        if not plus:
+            return NodeFailure(node)
+        if not down.isdigit():
+            raise InputError(f"event {spec!r}: DOWN {down!r} is not a whole number of ticks")
+        return NodeFailure(node, int(down))
+    if kind == "overrun":
+        task, colon, factor = rest.rpartition(":")
+        if not colon or not task:
+            raise InputError(f"event {spec!r}: expected overrun:TASK:FACTOR")
+        try:
+            value = float(factor)
+        except ValueError:
+            raise InputError(f"event {spec!r}: FACTOR {factor!r} is not a number") from None
+        if not math.isfinite(value) or value <= 0:
+            raise InputError(f"event {spec!r}: FACTOR must be a number > 0")
+        return Overrun(task, value)
+    if kind == "arrive":
+        from planner.instance import load_instance
+
+        return Arrival(load_instance(rest), rest)
+    return Cancel(rest)
+
+
+# The state at T.
+
+
+@dataclass
+class Started:
+    """A task's attempt that started before ``T``: what it did, and what it has left."""
+
+    mode: str
+    nodes: tuple[str, ...]
+    start: int
+    past: list[Segment]
+    """Its segments until ``T`` (or its finish), with their demands; waits demand-free."""
+    rest: list[Segment] = field(default_factory=list)
+    """Its planned segments from ``T`` (empty once finished)."""
+
+    @property
+    def finish(self) -> int:
+        """Its finish tick: past and rest back to back from the start."""
+        return self.start + sum(s.duration for s in self.past) + sum(s.duration for s in self.rest)
+
+
+@dataclass
+class State:
+    """What has happened by tick ``at``."""
+
+    at: int
+    started: dict[str, Started]
+    """The attempt of every task started before ``at`` that was not lost before it."""
+    lost: dict[str, list[Started]] = field(default_factory=dict)
+    """Per task, its attempts lost before ``at``."""
+
+
+def _split(segments: Sequence[Segment], start: int, at: int) -> tuple[list[Segment], list[Segment]]:
+    """``segments`` run back to back from ``start``, cut at ``at``: before and from it."""
+    past: list[Segment] = []
+    rest: list[Segment] = []
+    t = start
+    for seg in segments:
+        if t + seg.duration <= at:
+            past.append(seg)
+        elif t >= at:
+            rest.append(seg)
+        else:
+            past.append(seg.model_copy(update={"duration": at - t}))
+            rest.append(seg.model_copy(update={"duration": t + seg.duration - at}))
+        t += seg.duration
+    return past, rest
+
+
+def state_from_schedule(problem: Problem, schedule: Schedule, at: int) -> State:
+    """The state at ``at`` if ``schedule`` ran as planned."""
+    started = {}
+    for t in problem.tasks:
+        start = schedule.starts[t.name]
+        if start < at:
+            mode = t.mode(schedule.modes[t.name])
+            past, rest = _split(mode.segments, start, at)
+            started[t.name] = Started(
+                mode.name,  # type: ignore[arg-type]
+                tuple(schedule.nodes.get(t.name, ())),
+                start,
+                past,
+                rest,
+            )
+    return State(at, started)
+
+
+def state_from_run(
+    problem: Problem, run: Mapping[str, Any], at: int, file: str | None = None
+) -> State:
+    """The state at ``at`` of a realized run (the JSON of ``planner simulate -o``).
+
+    Segments that ended by ``at`` keep their realized durations. The segment running
+    at ``at`` has left what its planned duration has not yet covered (at least 0), and
+    the segments after it their planned durations: the future is not known at ``at``.
+
+    Raises
+    ------
+    InputError
+        If the run is not one of this instance (a task missing, another mode).
+    """
+    rows = run.get("tasks") if isinstance(run, Mapping) else None
+    if not isinstance(rows, list):
+        raise InputError("expected a run of planner simulate (an object with 'tasks')", file)
+    by_name = {r.get("task"): r for r in rows if isinstance(r, dict)}
+    started: dict[str, Started] = {}
+    lost: dict[str, list[Started]] = {}
+    for t in problem.tasks:
+        row = by_name.get(t.name)
+        if row is None:
+            raise InputError(f"task {t.name!r} of the instance is not in the run", file)
+        try:
+            mode = t.mode(str(row["mode"]))
+            nodes = tuple(row.get("nodes") or ())
+            attempts = [
+                (int(a), int(b), segs)
+                for (a, b), segs in zip(row["lost"], row["lost_segments"], strict=True)
+            ]
+            attempts.append((int(row["start"]), int(row["finish"]), row["segments"]))
+            parsed = [_attempt(mode, nodes, a, b, segs, at) for a, b, segs in attempts]
+        except (KeyError, TypeError, ValueError, IndexError):
+            raise InputError(
+                f"task {t.name!r}: not a task of a run of planner simulate "
+                "(mode, nodes, start, lost, segments and lost_segments)",
+                file,
+            ) from None
+        for k, attempt in enumerate(parsed):
+            if attempt is None:
+                continue
+            if k < len(parsed) - 1 and attempts[k][1] <= at:
+                lost.setdefault(t.name, []).append(attempt)
+            else:
+                started[t.name] = attempt
+    return State(at, started, lost)
+
+
+def _attempt(
+    mode: Mode, nodes: tuple[str, ...], start: int, end: int, rows: list[dict[str, Any]], at: int
+) -> Started | None:
+    """One attempt ending at ``end``, from its realized segments; ``None`` if it starts at
+    ``at`` or later. An attempt still running at ``at`` gets the rest of its mode."""
+    if start >= at:
+        return None
+    past: list[Segment] = []
+    rest: list[Segment] = []
+    j = 0
+    for row in rows:
+        a, b = int(row["start"]), int(row["finish"])
+        if a >= at and b > a:
+            break
+        real = j < len(mode.segments) and not (
+            row.get("name") == "wait" and mode.segments[j].name != "wait"
+        )
+        if not real:
+            past.append(Segment(name="wait", duration=min(b, at) - a))
+            continue
+        seg = mode.segments[j]
+        j += 1
+        past.append(seg.model_copy(update={"duration": min(b, at) - a}))
+        if b > at:
+            # running at ``at``: what its planned duration has not covered is left
+            rest.append(seg.model_copy(update={"duration": max(0, seg.duration - (at - a))}))
+            break
+    if end > at:
+        rest.extend(mode.segments[j:])
+    if not past:
+        past.append(Segment(name="wait", duration=min(end, at) - start))
+    return Started(mode.name, nodes, start, past, rest)  # type: ignore[arg-type]
+
+
+# The re-planned instance.
+
+
+@dataclass
+class Replanning:
+    """The re-planned instance at ``at`` and what is needed to plan and judge its rest."""
+
+    instance: Problem
+    """The instance plus the events: every complete schedule is valid for it."""
+    problem: Problem
+    """What the solvers see: :attr:`instance` and the :data:`MILESTONE` when both frozen
+    and unfrozen tasks exist."""
+    at: int
+    frozen: dict[str, int]
+    """Start of every frozen task (``TASK#lostK``, ``TASK#cancelled``, ``NODE#down``
+    included)."""
+    reference: dict[str, int]
+    """Old start of every unfrozen task of the old plan."""
+    old_nodes: dict[str, tuple[str, ...]]
+    old_modes: dict[str, str]
+    failed: set[str]
+    """The nodes that fail at ``at``."""
+    old_makespan: int | None
+    figures: dict[str, Any]
+    """Counts of the state and the events (finished, running, killed, lost work, ...)."""
+
+    @property
+    def unfrozen(self) -> list[str]:
+        """The tasks to plan, in instance order."""
+        return [t.name for t in self.instance.tasks if t.name not in self.frozen]
+
+    def frozen_schedule(self) -> Schedule:
+        """The frozen tasks alone, where they ran."""
+        modes, nodes = {}, {}
+        for name in self.frozen:
+            mode = self.instance.task(name).modes[0]
+            modes[name] = mode.name
+            if mode.on:
+                nodes[name] = tuple(mode.on)
+        return Schedule(modes=modes, starts=dict(self.frozen), nodes=nodes)  # type: ignore[arg-type]
+
+    def shift(self, schedule: Schedule) -> tuple[int, int, int]:
+        """(tasks moved, total shift, tasks on other nodes) of ``schedule`` against the old plan."""
+        moved = shift = replaced = 0
+        for name, old in self.reference.items():
+            d = abs(schedule.starts[name] - old)
+            moved += d > 0
+            shift += d
+            replaced += set(schedule.nodes.get(name, ())) != set(self.old_nodes.get(name, ()))
+        return moved, shift, replaced
+
+    def score(self, schedule: Schedule, stability: float) -> tuple[float, int]:
+        """(objective + ``stability`` x total shift, total shift): smaller is better.
+
+        ``schedule`` is one of :attr:`problem` (or of :attr:`instance`).
+        """
+        shift = self.shift(schedule)[1]
+        return schedule.objective(self.problem) + stability * shift, shift
+
+    def solve(self, solver: str = "portfolio", stability: float = 0.0, **options: Any) -> Result:
+        """Plan the unfrozen tasks with ``solver`` (see the module docstring).
+
+        Parameters
+        ----------
+        solver
+            A solver of the registry (:data:`solvers.registry.SOLVERS`).
+        stability
+            Weight (>= 0) of the total shift in the score.
+        options
+            The solver's options (``time_limit``, ``seed``, ...).
+
+        Returns
+        -------
+        Result
+            A complete schedule of :attr:`instance`, validated; ``stats["replan"]`` holds
+            the figures (makespan, moved, shift, re-placed, and those of the state).
+
+        Raises
+        ------
+        InputError
+            For an unknown solver or option, a negative stability, stability with an
+            ``exclusive-*`` baseline, or a re-planned instance proven infeasible.
+        PlannerError
+            If a schedule fails the validator (a bug).
+        """
+        from solvers.registry import SolverError
+        from solvers.registry import solve as run
+
+        if not math.isfinite(stability) or stability < 0:
+            raise InputError(f"stability must be a number >= 0, got {stability}")
+        t0 = time.perf_counter()
+        chosen = "solver"
+        if not self.unfrozen:
+            frozen = self.frozen_schedule()
+            result = Result(
+                solver,
+                Status.OPTIMAL,
+                frozen,
+                objective=frozen.objective(self.instance),
+                reason="nothing is left to plan",
+            )
+        elif solver.startswith("exclusive-"):
+            if stability:
+                raise InputError(
+                    f"stability: solver {solver!r} dispatches by its rule; it takes no "
+                    "stability weight"
+                )
+            result = self._exclusive(solver, **options)
+        else:
+            warm = self._warm(stability)
+            if solver == "cpsat":
+                opts = dict(options)
+                if warm is not None:
+                    opts.setdefault("initial_solution", warm)
+                if stability and self.reference:
+                    opts.update(stability=float(stability), reference_starts=self.reference)
+                result = run(self.problem, "cpsat", **opts)
+            else:
+                result = run(self.problem, solver, **options)
+                if warm is not None and (
+                    result.schedule is None
+                    or self.score(warm, stability) < self.score(result.schedule, stability)
+                ):
+                    chosen = "old order"
+                    result = replace(
+                        result,
+                        schedule=warm,
+                        objective=warm.objective(self.problem),
+                        status=Status.FEASIBLE,
+                        reason="the old plan's order, decoded by the serial SGS, scores better "
+                        "than the solver's schedule",
+                    )
+        if result.schedule is None:
+            return replace(result, runtime=time.perf_counter() - t0)
+        schedule = _without_milestone(result.schedule)
+        report = validate(self.instance, schedule)
+        if not report.ok:
+            raise SolverError(f"solver {solver!r}: the re-plan is invalid: {report.violations[0]}")
+        moved, shift, replaced = self.shift(schedule)
+        makespan = schedule.makespan(self.instance)
+        figures = {
+            **self.figures,
+            "makespan": makespan,
+            "old_makespan": self.old_makespan,
+            "moved": moved,
+            "shift": shift,
+            "replaced": replaced,
+            "stability": stability,
+            "chosen": chosen,
+        }
+        schedule.meta.setdefault("solver", solver)
+        return replace(
+            result,
+            schedule=schedule,
+            objective=schedule.objective(self.instance),
+            valid=True,
+            runtime=time.perf_counter() - t0,
+            stats={**result.stats, "replan": figures},
+        )
+
+    def _priorities(self, values: Mapping[str, float]) -> np.ndarray:
+        """Per task of :attr:`problem`: frozen tasks and the milestone first, then ``values``."""
+        first = -1.0 - max((abs(v) for v in values.values()), default=0.0)
+        return np.array([values.get(t.name, first) for t in self.problem.tasks], dtype=float)
+
+    def _warm(self, stability: float) -> Schedule | None:
+        """The old plan's order (arrivals by release) decoded by the serial SGS, if it fits.
+
+        Two decodes: one free to choose modes and nodes, one that keeps every task of
+        the old plan in its old mode on its old nodes where they are still up (tasks on
+        a failed node go free); the one of better score (``stability``) is returned.
+        """
+        from solvers.sgs import serial_sgs
+
+        keys = {
+            name: float(self.reference.get(name, self.instance.task(name).release))
+            for name in self.unfrozen
+        }
+        order = self._priorities(keys)
+        found = [serial_sgs(self.problem, order)[0], serial_sgs(self._kept(), order)[0]]
+        found = [s for s in found if s is not None]
+        return min(found, key=lambda s: self.score(s, stability), default=None)
+
+    def _kept(self) -> Problem:
+        """:attr:`problem` with the old plan's tasks pinned to their old mode and nodes."""
+        failed = self.failed
+        tasks = []
+        for t in self.problem.tasks:
+            mode = self.old_modes.get(t.name)
+            nodes = self.old_nodes.get(t.name, ())
+            kept = next((m for m in t.modes if m.name == mode), None)
+            if kept is None or set(nodes) & failed or (kept.nodes and len(nodes) != kept.nodes):
+                tasks.append(t)
+                continue
+            pinned = kept.model_copy(update={"on": list(nodes)}) if kept.nodes else kept
+            tasks.append(t.model_copy(update={"modes": [pinned]}))
+        return self.problem.model_copy(update={"tasks": tasks})
+
+    def _exclusive(self, solver: str, **options: Any) -> Result:
+        """An ``exclusive-*`` baseline over the unfrozen jobs; the frozen tasks as they ran."""
+        from solvers.exclusive import exclusive_problem, job_ranks
+        from solvers.kernels import load_kernels
+        from solvers.registry import check_options, solver_function
+        from solvers.sgs import serial_sgs
+
+        check_options(solver, solver_function(solver), options)
+        policy = solver.removeprefix("exclusive-")
+        load_kernels(options.get("progress"))
+        t0 = time.perf_counter()
+        free = set(self.unfrozen)
+        sub = self.problem.model_copy(
+            update={
+                "tasks": [t for t in self.problem.tasks if t.name in free],
+                "precedences": [
+                    p for p in self.problem.precedences if p.before in free and p.after in free
+                ],
+            }
+        )
+        ranks = job_ranks(sub, policy)
+        held = {t.name: t for t in exclusive_problem(sub).tasks}
+        tasks = [held.get(t.name, t) for t in self.problem.tasks]
+        peak = self.problem.model_copy(update={"tasks": tasks})
+        keys = {t.name: float(r) for t, r in zip(sub.tasks, ranks, strict=True)}
+        schedule, why = serial_sgs(peak, self._priorities(keys))
+        runtime = time.perf_counter() - t0
+        if schedule is None:
+            return Result(solver, Status.UNKNOWN, runtime=runtime, reason=why)
+        return Result(
+            solver,
+            Status.FEASIBLE,
+            schedule,
+            objective=schedule.objective(self.problem),
+            runtime=runtime,
+        )
+
+
+def _without_milestone(schedule: Schedule) -> Schedule:
+    keep = [t for t in schedule.starts if t != MILESTONE]
+    return Schedule(
+        modes={t: schedule.modes[t] for t in keep},
+        starts={t: schedule.starts[t] for t in keep},
+        nodes={t: n for t, n in schedule.nodes.items() if t != MILESTONE},
+        meta=dict(schedule.meta),
+    )
+
+
+def prepare(
+    problem: Problem,
+    schedule: Schedule | None,
+    at: int,
+    events: Iterable[Event] = (),
+    state: State | None = None,
+) -> Replanning:
+    """The re-planned instance of ``problem`` at ``at`` under ``events``.
+
+    Parameters
+    ----------
+    problem
+        The instance.
+    schedule
+        The old plan: the order of the warm start and the starts the shift is measured
+        from and, unless ``state`` is given, the state at ``at`` (it must then be valid
+        for ``problem``). ``None``: no old plan.
+    at
+        The re-planning tick ``T`` (>= 0).
+    events
+        What happens at ``at`` (:func:`parse_event`).
+    state
+        What has happened by ``at``, e.g. :func:`state_from_run` of a realized run.
+
+    Raises
+    ------
+    InputError
+        For an invalid old plan, an event that names no node, task or job of the
+        instance, an overrun of a finished task, an arrival before ``at`` or that
+        clashes with the instance, or a task left without a mode that fits.
+    """
+    if isinstance(at, bool) or not isinstance(at, int) or at < 0:
+        raise InputError(f"the re-planning time must be a whole number of ticks >= 0, got {at!r}")
+    if state is None and schedule is not None:
+        report = validate(problem, schedule)
+        if not report.ok:
+            raise InputError(f"the schedule is not valid for the instance: {report.violations[0]}")
+        state = state_from_schedule(problem, schedule, at)
+    elif state is None:
+        state = State(at, {})
+    events = list(events)
+    failures = _failures(problem, events)
+    builder = _Build(problem, state, failures)
+    for ev in events:
+        if isinstance(ev, Overrun):
+            builder.overrun(ev)
+        elif isinstance(ev, Cancel):
+            builder.cancel(ev)
+    builder.tasks()
+    for ev in events:
+        if isinstance(ev, Arrival):
+            builder.arrive(ev)
+    instance = builder.instance()
+    solved = _with_milestone(instance, builder.frozen, at)
+    reference: dict[str, int] = {}
+    old_nodes: dict[str, tuple[str, ...]] = {}
+    old_modes: dict[str, str] = {}
+    if schedule is not None:
+        for t in instance.tasks:
+            if t.name not in builder.frozen and t.name in schedule.starts:
+                reference[t.name] = schedule.starts[t.name]
+                old_nodes[t.name] = tuple(schedule.nodes.get(t.name, ()))
+                old_modes[t.name] = schedule.modes[t.name]
+    return Replanning(
+        instance=instance,
+        problem=solved,
+        at=at,
+        frozen=builder.frozen,
+        reference=reference,
+        old_nodes=old_nodes,
+        old_modes=old_modes,
+        failed=set(failures),
+        old_makespan=None if schedule is None else _makespan(problem, schedule),
+        figures=builder.figures,
+    )
+
+
+def replan(
+    problem: Problem,
+    schedule: Schedule | None,
+    at: int,
+    events: Iterable[Event] = (),
+    solver: str = "portfolio",
+    *,
+    state: State | None = None,
+    stability: float = 0.0,
+    **options: Any,
+) -> Result:
+    """Re-plan ``problem`` at ``at``: freeze what ran, apply ``events``, plan the rest.
+
+    :func:`prepare` then :meth:`Replanning.solve` (see the module docstring). The
+    schedule returned is complete and valid for the re-planned instance (the instance
+    plus the events); ``stats["replan"]`` holds the new makespan, the tasks moved, the
+    total shift and the figures of the state.
+
+    Raises
+    ------
+    InputError
+        As :func:`prepare` and :meth:`Replanning.solve`.
+    """
+    built = prepare(problem, schedule, at, events, state)
+    return built.solve(solver, stability, **options)
+
+
+def _makespan(problem: Problem, schedule: Schedule) -> int:
+    """Latest finish of the tasks of ``problem`` in ``schedule``."""
+    return max((schedule.finish(problem, t.name) for t in problem.tasks), default=0)
+
+
+def _failures(problem: Problem, events: list[Event]) -> dict[str, int | None]:
+    """Failed node -> ticks down (``None``: gone for good), each checked."""
+    names = [n.name for n in problem.nodes]
+    out: dict[str, int | None] = {}
+    for ev in events:
+        if not isinstance(ev, NodeFailure):
+            continue
+        if not names:
+            raise InputError(f"event {ev}: the instance has no nodes (a pooled instance)")
+        if ev.node not in names:
+            shown = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
+            raise InputError(f"event {ev}: no node {ev.node!r} (nodes: {shown})")
+        if ev.node in out:
+            raise InputError(f"event {ev}: node {ev.node!r} fails twice")
+        out[ev.node] = ev.down
+    return out
+
+
+def _scaled(segments: Iterable[Segment], factor: float) -> list[Segment]:
+    return [
+        s.model_copy(update={"duration": math.ceil(round(s.duration * factor, 9))})
+        for s in segments
+    ]
+
+
+def _gpu_ticks(mode: Mode, started: Started, at: int) -> int:
+    """GPUs (per node times nodes) times ticks of an attempt cut at ``at``."""
+    gpus = max(
+        (q for s in mode.segments for r, q in s.demand.items() if "gpu" in r.split(".")), default=0
+    )
+    return gpus * max(1, mode.nodes) * (at - started.start)
+
+
+class _Build:
+    """The re-planned instance, one task family at a time (see :func:`prepare`)."""
+
+    def __init__(self, problem: Problem, state: State, failures: dict[str, int | None]) -> None:
+        self.p = problem
+        self.state = state
+        self.at = state.at
+        self.failures = failures
+        self.gone = {n for n, d in failures.items() if d is None}
+        self.factor: dict[str, float] = {}
+        self.cancelled: set[str] = set()
+        self.out: list[Task] = []
+        self.frozen: dict[str, int] = {}
+        self.dropped: set[str] = set()
+        self.extra_precedences: list[Precedence] = []
+        self.extra_jobs: list[Job] = []
+        self.nodes = self._nodes()
+        self.figures: dict[str, Any] = {
+            "at": self.at,
+            "finished": 0,
+            "running": 0,
+            "killed": 0,
+            "lost_gpu_ticks": 0,
+            "lost_task_ticks": 0,
+            "cancelled": 0,
+            "arrived": 0,
+        }
+
+    # Events that change tasks.
+
+    def overrun(self, ev: Overrun) -> None:
+        if ev.task not in self.p.task_index:
+            raise InputError(f"event {ev}: no task {ev.task!r} in the instance")
+        st = self.state.started.get(ev.task)
+        if st is not None and st.finish <= self.at:
+            raise InputError(
+                f"event {ev}: task {ev.task!r} finished at tick {st.finish}, by the "
+                f"re-planning time {self.at}"
+            )
+        self.factor[ev.task] = self.factor.get(ev.task, 1.0) * ev.factor
+
+    def cancel(self, ev: Cancel) -> None:
+        if ev.job not in {j.name for j in self.p.jobs}:
+            raise InputError(f"event {ev}: no job {ev.job!r} in the instance")
+        self.cancelled.add(ev.job)
+
+    # Nodes.
+
+    def _nodes(self) -> list[Node]:
+        """The nodes, those gone for good retyped (see the module docstring)."""
+        if not self.gone:
+            return list(self.p.nodes)
+        typed = {n.type is not None for n in self.p.nodes}
+        if len(typed) > 1:
+            raise InputError(
+                f"event fail:{sorted(self.gone)[0]}: a node gone for good on a cluster whose "
+                "nodes are partly typed; give fail:NODE+DOWN"
+            )
+        self.untyped = typed == {False}
+        out = []
+        for n in self.p.nodes:
+            if n.name in self.gone:
+                kind = "gone" if n.type is None else f"{n.type} (gone)"
+            else:
+                kind = "up" if n.type is None else n.type
+            out.append(n.model_copy(update={"type": kind}))
+        return out
+
+    def _usable(self, task: Task, modes: list[Mode]) -> list[Mode]:
+        """``modes`` that avoid the nodes gone for good (untyped ones ask for ``up``)."""
+        if not self.gone:
+            return modes
+        out = []
+        for m in modes:
+            if not m.nodes:
+                out.append(m)
+                continue
+            if m.on is not None and set(m.on) & self.gone:
+                continue
+            kind = "up" if m.node_type is None else m.node_type
+            have = sum(n.type == kind for n in self.nodes)
+            if m.nodes <= have:
+                out.append(m.model_copy(update={"node_type": kind}))
+        if not out:
+            need = min(m.nodes for m in modes)
+            raise InputError(
+                f"event fail:{sorted(self.gone)[0]}: task {task.name!r} needs {need} nodes; "
+                "too few are left"
+            )
+        return out
+
+    # Tasks.
+
+    def _frozen(self, name: str, job: str | None, mode: Mode, st: Started, rest: bool) -> None:
+        segments = [*st.past, *(st.rest if rest else [])]
+        frozen = Mode(
+            name=mode.name,
+            segments=segments,
+            consumes=mode.consumes if rest else {},
+            placement=mode.placement,
+            nodes=mode.nodes,
+            on=list(st.nodes) if mode.nodes else None,
+        )
+        end = st.start + sum(s.duration for s in segments)
+        self.out.append(Task(name=name, job=job, modes=[frozen], release=st.start, deadline=end))
+        self.frozen[name] = st.start
+
+    def tasks(self) -> None:
+        at, state = self.at, self.state
+        moving = self._moving_jobs()
+        for t in self.p.tasks:
+            for k, attempt in enumerate(state.lost.get(t.name, ()), start=1):
+                mode = t.mode(attempt.mode)
+                self._record(f"{t.name}#lost{k}", mode, attempt)
+            st = state.started.get(t.name)
+            mode = t.mode(st.mode) if st is not None else None
+            job = t.job
+            if st is not None and st.finish <= at:
+                self.figures["finished"] += 1
+                if job in moving:
+                    job = f"{job}#ran"
+                self._frozen(t.name, job, mode, st, rest=True)  # type: ignore[arg-type]
+                continue
+            if t.job in self.cancelled:
+                self.figures["cancelled"] += 1
+                self.dropped.add(t.name)
+                if st is not None:
+                    self._record(f"{t.name}#cancelled", mode, st)  # type: ignore[arg-type]
+                continue
+            if st is not None and not set(st.nodes) & set(self.failures):
+                self.figures["running"] += 1
+                st = replace(st, rest=_scaled(st.rest, self.factor.get(t.name, 1.0)))
+                self._frozen(t.name, job, mode, st, rest=True)  # type: ignore[arg-type]
+                continue
+            if st is not None:
+                self.figures["killed"] += 1
+                self.figures["lost_task_ticks"] += at - st.start
+                self.figures["lost_gpu_ticks"] += _gpu_ticks(mode, st, at)  # type: ignore[arg-type]
+                lost = len(state.lost.get(t.name, ())) + 1
+                self._record(f"{t.name}#lost{lost}", mode, st)  # type: ignore[arg-type]
+            self._unfrozen(t)
+        for node, down in self.failures.items():
+            if down:
+                self._down(node, down)
+        for name in moving:
+            self.extra_jobs.append(Job(name=f"{name}#ran", weight=self.p.job_weight(name)))
+
+    def _record(self, name: str, mode: Mode, st: Started) -> None:
+        """An attempt that ran until ``T`` (or its loss) and no further: frozen, no job."""
+        self._frozen(name, None, mode, replace(st, rest=[]), rest=False)
+
+    def _unfrozen(self, t: Task) -> None:
+        factor = self.factor.get(t.name, 1.0)
+        modes = [
+            m.model_copy(update={"segments": _scaled(m.segments, factor)}) if factor != 1 else m
+            for m in t.modes
+        ]
+        modes = self._usable(t, modes)
+        self.out.append(t.model_copy(update={"modes": modes, "release": max(t.release, self.at)}))
+
+    def _down(self, node: str, down: int) -> None:
+        cap = {
+            k: q for k, q in next(n for n in self.p.nodes if n.name == node).capacity.items() if q
+        }
+        hold = Mode(
+            name="down",
+            segments=[Segment(name="down", duration=down, demand=cap)],
+            nodes=1,
+            on=[node],
+        )
+        name = f"{node}#down"
+        self.out.append(Task(name=name, modes=[hold], release=self.at, deadline=self.at + down))
+        self.frozen[name] = self.at
+
+    def _moving_jobs(self) -> set[str]:
+        """Colocated jobs with a task finished on a node gone for good and work left."""
+        if not self.gone:
+            return set()
+        colocated = {j.name for j in self.p.jobs if j.colocate}
+        ran, left = set(), set()
+        for t in self.p.tasks:
+            st = self.state.started.get(t.name)
+            if t.job not in colocated or t.job in self.cancelled:
+                continue
+            if st is not None and st.finish <= self.at:
+                if set(st.nodes) & self.gone:
+                    ran.add(t.job)
+            else:
+                left.add(t.job)
+        return ran & left
+
+    # Arrivals.
+
+    def arrive(self, ev: Arrival) -> None:
+        a, p = ev.jobs, self.p
+        where = f"event {ev}"
+        if a.time_unit != p.time_unit:
+            raise InputError(
+                f"{where}: its time unit {a.time_unit!r} is not the instance's {p.time_unit!r}"
+            )
+        ours = {(n.name, tuple(sorted(n.capacity.items())), n.type) for n in p.nodes}
+        if (
+            a.nodes
+            and {(n.name, tuple(sorted(n.capacity.items())), n.type) for n in a.nodes} != ours
+        ):
+            raise InputError(f"{where}: its nodes are not the instance's")
+        kinds = {r.name: r.kind for r in p.resources}
+        for r in a.resources:
+            if kinds.get(r.name) != r.kind:
+                raise InputError(f"{where}: resource {r.name!r} is not one of the instance's")
+        names = {t.name for t in self.out} | self.dropped | set(p.task_index)
+        jobs = {j.name for j in [*p.jobs, *self.extra_jobs]}
+        for t in a.tasks:
+            if t.name in names:
+                raise InputError(f"{where}: task {t.name!r} is already in the instance")
+        for j in a.jobs:
+            if j.name in jobs:
+                raise InputError(f"{where}: job {j.name!r} is already in the instance")
+        has_pred = {q.after for q in a.precedences}
+        for t in a.tasks:
+            if t.name not in has_pred and t.release < self.at:
+                what = f"job {t.job!r}" if t.job else f"task {t.name!r}"
+                raise InputError(
+                    f"{where}: {what} arrives at tick {t.release}, before the re-planning "
+                    f"time {self.at}"
+                )
+        for t in a.tasks:
+            self._unfrozen(t)
+        self.extra_precedences.extend(a.precedences)
+        self.extra_jobs.extend(a.jobs)
+        self.figures["arrived"] += len(a.jobs) or len(a.tasks)
+
+    def instance(self) -> Problem:
+        from planner.instance import validated
+
+        kept = {t.name for t in self.out}
+        precedences = [
+            q
+            for q in self.p.precedences
+            if q.before in kept
+            and q.after in kept
+            and not (q.after in self.frozen and q.before not in self.frozen)
+        ]
+        data = {
+            "name": f"{self.p.name} (re-planned at {self.at})",
+            "time_unit": self.p.time_unit,
+            "objective": self.p.objective,
+            "resources": self.p.resources,
+            "nodes": self.nodes,
+            "tasks": self.out,
+            "precedences": [*precedences, *self.extra_precedences],
+            "jobs": [*self.p.jobs, *self.extra_jobs],
+        }
+        return validated(Problem, data)
+
+
+def _node_keys(nodes: Iterable[Node]) -> set[tuple[Any, ...]]:
+    return {(n.name, tuple(sorted(n.capacity.items())), n.type) for n in nodes}
+
+
+def _with_milestone(instance: Problem, frozen: Mapping[str, int], at: int) -> Problem:
+    """``instance`` plus the :data:`MILESTONE` between frozen and unfrozen tasks, if both exist."""
+    free = [t.name for t in instance.tasks if t.name not in frozen]
+    if not frozen or not free:
+        return instance
+    has_free_pred = {q.after for q in instance.precedences if q.before not in frozen}
+    mark = Task(
+        name=MILESTONE,
+        modes=[Mode(name="T", segments=[Segment(name="T", duration=0)])],
+        release=at,
+        deadline=at,
+    )
+    links = [Precedence(before=name, after=MILESTONE, kind="SS") for name in frozen]
+    links += [
+        Precedence(before=MILESTONE, after=name, kind="SS")
+        for name in free
+        if name not in has_free_pred
+    ]
+    return instance.model_copy(
+        update={
+            "tasks": [*instance.tasks, mark],
+            "precedences": [*instance.precedences, *links],
+        }
+    )
+
+
+# Online planning.
+
+
+@dataclass
+class OnlineRun:
+    """An online run: the offline planner re-planning as jobs arrive, under disturbances."""
+
+    solver: str
+    execution: Execution
+    """The realized run of every job (the replay after the last re-plan)."""
+    events: list[int]
+    """The ticks of the re-plans."""
+    planner_seconds: list[float]
+    """Wall time of each re-plan (building the instance and solving)."""
+    mean_jct: float | None
+    p99_jct: float | None
+    mean_queueing: float | None
+    """Mean over jobs of first start - arrival (release), in ticks."""
+    makespan: int
+
+    def figures(self) -> dict[str, Any]:
+        """The figures as plain data."""
+        secs = self.planner_seconds
+        return {
+            "solver": self.solver,
+            "replans": len(self.events),
+            "makespan": self.makespan,
+            "mean_jct": self.mean_jct,
+            "p99_jct": self.p99_jct,
+            "mean_queueing": self.mean_queueing,
+            "planner_mean_seconds": float(np.mean(secs)) if secs else 0.0,
+            "planner_max_seconds": max(secs, default=0.0),
+            "validator": str(self.execution.report),
+        }
+
+
+def simulate_online(
+    problem: Problem,
+    solver: str = "sgs",
+    every: str | int = "arrival",
+    disturbances: Disturbances | None = None,
+    seed: int = 0,
+    stability: float = 0.0,
+    progress: Callable[[int, int], None] | None = None,
+    **options: Any,
+) -> OnlineRun:
+    """Replay ``problem``'s jobs as they arrive, re-planning with ``solver`` at events.
+
+    A job arrives at its release (the least release of its tasks; a task without a
+    job is a job alone) and is unknown before. At each event the jobs that have
+    arrived and are not yet planned join; the state comes from the replay so far
+    (:func:`state_from_run`); :func:`replan` plans what has not started with the
+    per-re-plan ``options`` (e.g. ``time_limit``). The replay (:func:`planner.simulate.
+    dispatch`, under ``disturbances``) then runs what has started under the plan
+    it started with and the rest under the new plan. Replaying from tick 0 each
+    time reproduces the run so far exactly (checked), since what has not started
+    is released at the event at the earliest and each task's noise is its own.
+
+    Parameters
+    ----------
+    problem
+        The workload, with release times.
+    solver
+        Any solver of the registry; ``exclusive-*`` dispatch by their rule.
+    every
+        ``"arrival"``: re-plan at every arrival; a whole number of ticks ``P >= 1``:
+        every ``P`` ticks from the first arrival, until every job has arrived (jobs
+        arrived in between wait for the next event).
+    disturbances, seed
+        As for :func:`planner.simulate.simulate`.
+    stability
+        As for :func:`replan`.
+    progress
+        Called with (re-plans done, re-plans in all) after each.
+
+    Raises
+    ------
+    InputError
+        For a bad ``every``, a failure of a node the problem lacks, or a solver option.
+    PlannerError
+        If the replay diverges from the run so far (a bug).
+    """
+    from planner.disturbances import Disturbances
+    from planner.simulate import dispatch
+
+    dist = disturbances if disturbances is not None else Disturbances()
+    names = {n.name for n in problem.nodes}
+    for f in dist.failures:
+        if f.node not in names:
+            raise InputError(f"failure {f}: no node {f.node!r} in the instance")
+    groups: dict[str, list[Task]] = {}
+    for t in problem.tasks:
+        groups.setdefault(t.job if t.job is not None else f"\0{t.name}", []).append(t)
+    arrival = {g: min(t.release for t in ts) for g, ts in groups.items()}
+    times = _event_times(sorted(set(arrival.values())), every)
+    keys = problem.task_index
+    known: set[str] = set()
+    plan: dict[str, tuple[str, tuple[str, ...], int]] = {}
+    current: Problem | None = None
+    execution: Execution | None = None
+    last: Schedule | None = None
+    seconds: list[float] = []
+    for k, t in enumerate(times):
+        t0 = time.perf_counter()
+        new = {g for g in groups if arrival[g] <= t and g not in known}
+        known |= new
+        if current is None:
+            built = prepare(_restrict(problem, known, t), None, t)
+            state = State(t, {})
+        else:
+            state = state_from_run(current, execution.to_json(), t)  # type: ignore[union-attr]
+            events = [Arrival(_restrict(problem, new, t), f"{len(new)} jobs")] if new else []
+            built = prepare(current, last, t, events, state)
+        result = built.solve(solver, stability, **options)
+        if result.schedule is None:
+            raise PlannerError(f"online: no re-plan at tick {t}: {result.reason}")
+        seconds.append(time.perf_counter() - t0)
+        last = result.schedule
+        current = _restrict(problem, known, 0)
+        started = set(state.started) | set(state.lost)
+        for task in current.tasks:
+            if task.name not in started:
+                plan[task.name] = (
+                    last.modes[task.name],
+                    tuple(last.nodes.get(task.name, ())),
+                    last.starts[task.name],
+                )
+        replay = current.model_copy(
+            update={
+                "tasks": [
+                    task
+                    if task.name in started
+                    else task.model_copy(update={"release": max(task.release, t)})
+                    for task in current.tasks
+                ]
+            }
+        )
+        composite = Schedule(
+            modes={n: e[0] for n, e in plan.items()},
+            starts={n: e[2] for n, e in plan.items()},
+            nodes={n: e[1] for n, e in plan.items() if e[1]},
+        )
+        ran = execution
+        execution = dispatch(replay, composite, dist, seed, [keys[x.name] for x in replay.tasks])
+        if ran is not None and _attempts(ran, t) != _attempts(execution, t):
+            raise PlannerError(f"online: the replay diverged from the run so far at tick {t}")
+        if progress is not None:
+            progress(k + 1, len(times))
+    assert execution is not None
+    return _online_figures(problem, solver, execution, times, seconds, groups, arrival)
+
+
+def _event_times(arrivals: list[int], every: str | int) -> list[int]:
+    if every == "arrival":
+        return arrivals
+    if isinstance(every, bool) or not isinstance(every, int) or every < 1:
+        raise InputError(f"re-plan every: expected 'arrival' or a whole number >= 1, got {every!r}")
+    out = [arrivals[0]]
+    while out[-1] < arrivals[-1]:
+        out.append(out[-1] + every)
+    return out
+
+
+def _restrict(problem: Problem, groups: set[str], at: int) -> Problem:
+    """The tasks of ``groups`` (jobs; a task without a job is its own group), released
+    at ``at`` at the earliest."""
+    tasks = [
+        t.model_copy(update={"release": max(t.release, at)})
+        for t in problem.tasks
+        if (t.job if t.job is not None else f"\0{t.name}") in groups
+    ]
+    names = {t.name for t in tasks}
+    jobs = {t.job for t in tasks}
+    return problem.model_copy(
+        update={
+            "tasks": tasks,
+            "precedences": [
+                q for q in problem.precedences if q.before in names and q.after in names
+            ],
+            "jobs": [j for j in problem.jobs if j.name in jobs],
+        }
+    )
+
+
+def _attempts(execution: Execution, at: int) -> set[tuple[str, int, int]]:
+    """Every attempt (task, start, end) of ``execution`` started before ``at``, cut at it."""
+    out = set()
+    for r in execution.runs:
+        for a, b in [*r.lost, (r.start, r.finish)]:
+            if a < at:
+                out.add((r.task, a, min(b, at)))
+    return out
+
+
+def _online_figures(
+    problem: Problem,
+    solver: str,
+    execution: Execution,
+    times: list[int],
+    seconds: list[float],
+    groups: dict[str, list[Task]],
+    arrival: dict[str, int],
+) -> OnlineRun:
+    runs = {r.task: r for r in execution.runs}
+    jct, wait = [], []
+    for g, tasks in groups.items():
+        done = max(runs[t.name].finish for t in tasks)
+        first = min(min([runs[t.name].start, *(a for a, _ in runs[t.name].lost)]) for t in tasks)
+        jct.append(done - arrival[g])
+        wait.append(first - arrival[g])
+    return OnlineRun(
+        solver=solver,
+        execution=execution,
+        events=times,
+        planner_seconds=seconds,
+        mean_jct=float(np.mean(jct)) if jct else None,
+        p99_jct=float(np.percentile(jct, 99)) if jct else None,
+        mean_queueing=float(np.mean(wait)) if wait else None,
+        makespan=execution.makespan,
+    )

@@ -1,0 +1,314 @@
+"""Re-planning: hand-computed replans after failures, frozen tasks, events, online planning."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from planner.cli import app
+from planner.errors import InputError
+from planner.instance import save_instance
+from planner.model import Problem
+from planner.replan import (
+    Arrival,
+    Overrun,
+    parse_event,
+    prepare,
+    replan,
+    simulate_online,
+    state_from_run,
+)
+from planner.schedule import Schedule
+from planner.simulate import simulate
+from planner.validate import validate
+from solvers import solve
+
+runner = CliRunner()
+
+SOLVERS = ["sgs", "ga", "pso", "cpsat", "portfolio", "exclusive-srtf", "exclusive-fifo"]
+LIMITED = {"ga": {"time_limit": 1.0}, "pso": {"time_limit": 1.0}, "portfolio": {"time_limit": 5.0}}
+
+
+def seg(name: str, duration: int, **demand: int) -> dict[str, Any]:
+    return {"name": name, "duration": duration, "demand": demand}
+
+
+def gpu_task(name: str, job: str, duration: int) -> dict[str, Any]:
+    return {
+        "name": name,
+        "job": job,
+        "modes": [{"nodes": 1, "segments": [seg("g", duration, gpu=8)]}],
+    }
+
+
+def two_nodes() -> Problem:
+    """Two nodes of 8 GPUs; job A is a1 (4) then a2 (4), B is b1 (6), C is c1 (2).
+
+    Every task takes a whole node; jobs are colocated. Optimal makespan 8: a1, a2 on
+    one node over [0, 8), b1 then c1 on the other.
+    """
+    return Problem.model_validate(
+        {
+            "nodes": [{"name": n, "capacity": {"gpu": 8}} for n in ("n1", "n2")],
+            "jobs": [{"name": j, "colocate": True} for j in "ABC"],
+            "tasks": [
+                gpu_task("a1", "A", 4),
+                gpu_task("a2", "A", 4),
+                gpu_task("b1", "B", 6),
+                gpu_task("c1", "C", 2),
+            ],
+            "precedences": [{"before": "a1", "after": "a2"}],
+        }
+    )
+
+
+def old_plan() -> Schedule:
+    return Schedule(
+        modes={t: "1" for t in ("a1", "a2", "b1", "c1")},
+        starts={"a1": 0, "a2": 4, "b1": 0, "c1": 6},
+        nodes={"a1": ("n1",), "a2": ("n1",), "b1": ("n2",), "c1": ("n2",)},
+    )
+
+
+def test_old_plan_is_optimal() -> None:
+    problem = two_nodes()
+    assert validate(problem, old_plan()).ok
+    assert solve(problem, "cpsat").objective == 8
+
+
+def test_failure_with_downtime_hand_optimum() -> None:
+    # At 5, a1 is done, a2 runs on n1 [4, 8) and b1 on n2 [0, 6). n1 fails for 3 ticks:
+    # a2 is killed (1 tick lost) and, colocated with a1, restarts on n1 at 8: 12.
+    result = replan(two_nodes(), old_plan(), 5, [parse_event("fail:n1+3")], "cpsat")
+    assert result.status.value == "optimal"
+    assert result.objective == 12
+    s = result.schedule
+    assert s is not None
+    assert s.starts["a2"] == 8 and s.nodes["a2"] == ("n1",)
+    assert s.starts["a2#lost1"] == 4 and s.starts["n1#down"] == 5
+    f = result.stats["replan"]
+    assert (f["finished"], f["running"], f["killed"]) == (1, 1, 1)
+    assert (f["lost_task_ticks"], f["lost_gpu_ticks"]) == (1, 8)
+    assert (f["moved"], f["shift"]) == (1, 4)
+
+
+def test_node_gone_for_good_hand_optimum() -> None:
+    # n2 is gone at 5: b1 (5 ticks run, 40 GPU-ticks lost) and c1 must run on n1 after
+    # a2 ends at 8, one after the other: 8 + 6 + 2 = 16.
+    built = prepare(two_nodes(), old_plan(), 5, [parse_event("fail:n2")])
+    result = built.solve("cpsat")
+    assert result.objective == 16 and result.status.value == "optimal"
+    assert {result.schedule.nodes[t] for t in ("b1", "c1")} == {("n1",)}  # type: ignore[union-attr]
+    assert result.stats["replan"]["lost_gpu_ticks"] == 40
+    assert [n.type for n in built.instance.nodes] == ["up", "gone"]
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+@pytest.mark.parametrize("event", ["fail:n1+3", "fail:n2", "overrun:b1:2", "cancel:C"])
+def test_frozen_tasks_never_move(solver: str, event: str) -> None:
+    built = prepare(two_nodes(), old_plan(), 5, [parse_event(event)])
+    result = built.solve(solver, **LIMITED.get(solver, {}))
+    s = result.schedule
+    assert s is not None
+    assert validate(built.instance, s).ok
+    assert set(s.starts) == {t.name for t in built.instance.tasks}
+    for name, start in built.frozen.items():
+        assert s.starts[name] == start
+        pinned = built.instance.task(name).modes[0].on
+        assert s.nodes.get(name) == (tuple(pinned) if pinned else None)
+    assert s.starts["a1"] == 0 and s.nodes["a1"] == ("n1",)
+
+
+def test_overrun_of_a_running_task() -> None:
+    # b1 runs [0, 6); at 5 one tick is left, doubled: it ends at 7; c1 follows: 9.
+    result = replan(two_nodes(), old_plan(), 5, [Overrun("b1", 2.0)], "cpsat")
+    assert result.objective == 9
+    assert result.schedule.starts["c1"] == 7  # type: ignore[union-attr]
+
+
+def test_stability_keeps_the_old_starts() -> None:
+    # One GPU pool; x runs [0, 4), y and z are planned at 4 and 6. A 1-tick job w arrives
+    # at 1: every order ends at 9, and with a stability weight only w after z keeps y
+    # and z in place.
+    pool = {"resources": [{"name": "gpu", "capacity": 1}]}
+    task = {"modes": [{"segments": [seg("g", 2, gpu=1)]}]}
+    problem = Problem.model_validate(
+        {
+            **pool,
+            "tasks": [
+                {"name": "x", "modes": [{"segments": [seg("g", 4, gpu=1)]}]},
+                {"name": "y", **task},
+                {"name": "z", **task},
+            ],
+        }
+    )
+    plan = Schedule(modes=dict.fromkeys("xyz", "1"), starts={"x": 0, "y": 4, "z": 6})
+    late = Problem.model_validate(
+        {
+            **pool,
+            "tasks": [{"name": "w", "release": 1, "modes": [{"segments": [seg("g", 1, gpu=1)]}]}],
+        }
+    )
+    result = replan(problem, plan, 1, [Arrival(late, "w.json")], "cpsat", stability=1.0)
+    assert result.objective == 9
+    assert result.stats["replan"]["shift"] == 0
+    assert result.schedule.starts["w"] == 8  # type: ignore[union-attr]
+
+
+def test_arrival_before_t_is_refused() -> None:
+    late = Problem.model_validate(
+        {
+            "nodes": [{"name": n, "capacity": {"gpu": 8}} for n in ("n1", "n2")],
+            "jobs": [{"name": "D"}],
+            "tasks": [{**gpu_task("d1", "D", 2), "release": 3}],
+        }
+    )
+    with pytest.raises(InputError) as err:
+        prepare(two_nodes(), old_plan(), 5, [Arrival(late, "late.json")])
+    assert str(err.value) == (
+        "event arrive:late.json: job 'D' arrives at tick 3, before the re-planning time 5"
+    )
+
+
+def test_arrival_is_planned() -> None:
+    new = Problem.model_validate(
+        {
+            "nodes": [{"name": n, "capacity": {"gpu": 8}} for n in ("n1", "n2")],
+            "jobs": [{"name": "D"}],
+            "tasks": [{**gpu_task("d1", "D", 2), "release": 5}],
+        }
+    )
+    # n2 is free from 8 (c1 ends there): d1 at 8, makespan 10
+    result = replan(two_nodes(), old_plan(), 5, [Arrival(new, "d.json")], "cpsat")
+    assert result.objective == 10
+
+
+def test_state_from_a_realized_run_is_the_plan_undisturbed() -> None:
+    problem = two_nodes()
+    run = simulate(problem, old_plan()).to_json()
+    state = state_from_run(problem, json.loads(json.dumps(run)), 5)
+    a = prepare(problem, old_plan(), 5, [parse_event("fail:n1+3")], state)
+    b = prepare(problem, old_plan(), 5, [parse_event("fail:n1+3")])
+    assert a.frozen == b.frozen
+    assert a.instance.tasks == b.instance.tasks
+    assert a.solve("cpsat").objective == 12
+
+
+def test_online_without_arrivals_is_the_offline_plan() -> None:
+    problem = two_nodes()
+    offline = solve(problem, "sgs").schedule
+    assert offline is not None
+    run = simulate_online(problem, "sgs")
+    assert run.events == [0]
+    assert run.execution.report.ok
+    assert run.execution.schedule.starts == offline.starts
+    assert run.makespan == offline.makespan(problem)
+
+
+def test_online_arrivals_and_baselines() -> None:
+    data = two_nodes().model_dump(mode="json")
+    data["tasks"][2]["release"] = 3  # b1 arrives at 3, c1 at 9
+    data["tasks"][3]["release"] = 9
+    problem = Problem.model_validate(data)
+    for solver in ("sgs", "exclusive-srtf", "exclusive-fifo"):
+        run = simulate_online(problem, solver)
+        assert run.events == [0, 3, 9]
+        assert run.execution.report.ok
+        # hand-computed: a1, a2 on one node [0, 8), b1 [3, 9) and c1 [9, 11) on the other
+        assert run.makespan == 11
+        assert run.mean_jct == pytest.approx((8 + 6 + 2) / 3)
+        assert run.mean_queueing == 0
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> tuple[Path, Path]:
+    inst, plan = tmp_path / "inst.json", tmp_path / "plan.json"
+    save_instance(two_nodes(), inst)
+    old_plan().save(plan, two_nodes())
+    return inst, plan
+
+
+def test_cli_replan_writes_a_valid_complete_schedule(files: tuple[Path, Path]) -> None:
+    inst, plan = files
+    out, again = inst.parent / "new.json", inst.parent / "replanned.json"
+    args = ["replan", str(inst), str(plan), "--at", "5", "--event", "fail:n1+3"]
+    result = runner.invoke(
+        app, [*args, "--solver", "cpsat", "-o", str(out), "--instance-out", str(again)]
+    )
+    assert result.exit_code == 0, result.output
+    assert "makespan       12 (old plan 8)" in result.output
+    assert "total shift    4 ticks" in result.output
+    check = runner.invoke(app, ["validate", str(again), str(out)])
+    assert check.exit_code == 0, check.output
+
+
+@pytest.mark.parametrize(
+    ("event", "message"),
+    [
+        # not an event kind
+        (
+            "boom",
+            "event 'boom': expected fail:NODE[+DOWN], overrun:TASK:FACTOR, "
+            "arrive:FILE or cancel:JOB",
+        ),
+        # DOWN not a whole number
+        ("fail:n1+x", "event 'fail:n1+x': DOWN 'x' is not a whole number of ticks"),
+        # a node the instance lacks
+        ("fail:n9", "event fail:n9: no node 'n9' (nodes: n1, n2)"),
+        # overrun without a factor
+        ("overrun:a1", "event 'overrun:a1': expected overrun:TASK:FACTOR"),
+        # a factor that is not positive
+        ("overrun:b1:0", "event 'overrun:b1:0': FACTOR must be a number > 0"),
+        # a task that finished before T
+        (
+            "overrun:a1:2",
+            "event overrun:a1:2: task 'a1' finished at tick 4, by the re-planning time 5",
+        ),
+        # an unknown task
+        ("overrun:zz:2", "event overrun:zz:2: no task 'zz' in the instance"),
+        # an unknown job
+        ("cancel:Z", "event cancel:Z: no job 'Z' in the instance"),
+        # an arrival file that does not exist
+        ("arrive:nowhere.json", "nowhere.json: no such file"),
+    ],
+)
+def test_cli_bad_events(files: tuple[Path, Path], event: str, message: str) -> None:
+    inst, plan = files
+    result = runner.invoke(app, ["replan", str(inst), str(plan), "--at", "5", "--event", event])
+    assert result.exit_code == 2
+    assert result.stderr == f"error: {message}\n"
+
+
+def test_cli_arrival_before_t(files: tuple[Path, Path]) -> None:
+    inst, plan = files
+    late = inst.parent / "late.json"
+    late.write_text(
+        json.dumps(
+            {
+                "nodes": [{"name": n, "capacity": {"gpu": 8}} for n in ("n1", "n2")],
+                "jobs": [{"name": "D"}],
+                "tasks": [{**gpu_task("d1", "D", 2), "release": 3}],
+            }
+        )
+    )
+    result = runner.invoke(
+        app, ["replan", str(inst), str(plan), "--at", "5", "--event", f"arrive:{late}"]
+    )
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: event arrive:{late}: job 'D' arrives at tick 3, before the re-planning time 5\n"
+    )
+
+
+def test_cli_online_no_schedule(files: tuple[Path, Path]) -> None:
+    inst, plan = files
+    result = runner.invoke(app, ["simulate", str(inst), str(plan), "--online"])
+    assert result.exit_code == 2
+    assert result.stderr == "error: --online plans as jobs arrive: give no SCHEDULE\n"
+    result = runner.invoke(app, ["simulate", str(inst), "--online", "--baseline", "exclusive-srtf"])
+    assert result.exit_code == 0, result.output
+    assert "validator: valid, valid (realized runs)" in result.output
