@@ -11,8 +11,12 @@ independent validator like any other:
   keep what they did: one mode, their realized segments (waits between segments
   included, as demand-free ``wait`` segments) and, for a running task, the rest of
   its planned segments from ``T``; release = start, deadline = finish, pinned
-  (``Mode.on``) to their nodes. Attempts lost before ``T`` (a realized run's
-  failures) and attempts killed at ``T`` are frozen as ``TASK#lostK`` (no job).
+  (``Mode.on``) to their nodes. A realized run reaches ``T`` slowed down or sped up,
+  so the running tasks' rests, back to back from ``T``, may no longer fit together:
+  each rest segment goes at the earliest tick it fits beside those placed before it
+  (the first segments of all running tasks by start, then the second, ...), after a
+  ``wait``. Attempts lost before ``T`` (a realized run's failures) and attempts
+  killed at ``T`` are frozen as ``TASK#lostK`` (no job).
 - **Unfrozen tasks** (not started, or killed at ``T``) keep all their modes and are
   released at ``T`` at the earliest. Precedences between kept tasks stay, but one
   from an unfrozen task to a frozen one is dropped: it held when the frozen task
@@ -68,7 +72,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from planner.errors import InputError, PlannerError
-from planner.model import Job, Mode, Node, Precedence, Problem, Segment, Task
+from planner.model import Job, Mode, Node, Precedence, Problem, Resource, Segment, Task
 from planner.result import Result, Status
 from planner.schedule import Schedule
 from planner.validate import validate
@@ -702,6 +706,41 @@ def _scaled(segments: Iterable[Segment], factor: float) -> list[Segment]:
     ]
 
 
+def _earliest(
+    caps: Mapping[tuple[str, str | None], Resource],
+    booked: Mapping[tuple[str, str | None], list[tuple[int, int, int]]],
+    need: list[tuple[tuple[str, str | None], int]],
+    t: int,
+    duration: int,
+) -> int:
+    """Earliest tick from ``t`` at which ``need`` (per capacity, a quantity) fits beside
+    ``booked`` (per capacity, its ``(start, end, quantity)``) for ``duration`` ticks.
+
+    The last candidate (every booking over, every window passed) if none fits: a demand
+    above the capacity never fits, and the re-planned instance then says so.
+    """
+    if not duration:
+        return t
+    edges = {t}
+    for key, _ in need:
+        edges.update(b for _, b, _ in booked[key] if b > t)
+        edges.update(e for w in caps[key].windows for e in (w.start, w.end) if e > t)
+
+    def fits(s: int) -> bool:
+        for key, q in need:
+            res, spans = caps[key], booked[key]
+            points = {s, *(a for a, _, _ in spans if s < a < s + duration)}
+            points.update(e for w in res.windows for e in (w.start, w.end) if s < e < s + duration)
+            for p in points:
+                load = sum(qq for a, b, qq in spans if a <= p < b)
+                if load + q > res.capacity_at(p):
+                    return False
+        return True
+
+    candidates = sorted(edges)
+    return next((s for s in candidates if fits(s)), candidates[-1])
+
+
 def _gpu_ticks(mode: Mode, started: Started, at: int) -> int:
     """GPUs (per node times nodes) times ticks of an attempt cut at ``at``."""
     gpus = max(
@@ -820,6 +859,7 @@ class _Build:
     def tasks(self) -> None:
         at, state = self.at, self.state
         moving = self._moving_jobs()
+        rests = self._rests()
         for t in self.p.tasks:
             for k, attempt in enumerate(state.lost.get(t.name, ()), start=1):
                 mode = t.mode(attempt.mode)
@@ -841,7 +881,7 @@ class _Build:
                 continue
             if st is not None and not set(st.nodes) & set(self.failures):
                 self.figures["running"] += 1
-                st = replace(st, rest=_scaled(st.rest, self.factor.get(t.name, 1.0)))
+                st = replace(st, rest=rests[t.name])
                 self._frozen(t.name, job, mode, st, rest=True)  # type: ignore[arg-type]
                 continue
             if st is not None:
@@ -856,6 +896,58 @@ class _Build:
                 self._down(node, down)
         for name in moving:
             self.extra_jobs.append(Job(name=f"{name}#ran", weight=self.p.job_weight(name)))
+
+    def _rests(self) -> dict[str, list[Segment]]:
+        """The rest from ``T`` of every running task that is kept, scaled by its overrun
+        and delayed by demand-free ``wait`` segments where it does not fit beside the
+        rests placed before it.
+
+        A realized run reaches ``T`` with the tasks slowed down (interference) or sped up
+        (noise), so the planned rests, back to back from ``T``, may overlap beyond a
+        capacity. Each segment goes at the earliest tick it fits, in rounds: the first
+        segment of every task (in order of start), then the second, and so on. The other
+        frozen tasks end by ``T``, but ``NODE#down``, on a node none of these tasks uses.
+        """
+        p, at = self.p, self.at
+        caps = {(r.name, None): r for r in p.renewables}
+        for n in p.nodes:
+            for kind in p.node_kinds:
+                caps[kind, n.name] = Resource(name=kind, capacity=n.capacity.get(kind, 0))
+        running = []
+        for t in p.tasks:
+            st = self.state.started.get(t.name)
+            if (
+                st is not None
+                and st.finish > at
+                and t.job not in self.cancelled
+                and not set(st.nodes) & set(self.failures)
+            ):
+                rest = _scaled(st.rest, self.factor.get(t.name, 1.0))
+                running.append((st.start, t.name, st.nodes, rest))
+        running.sort(key=lambda r: r[0])
+        booked: dict[tuple[str, str | None], list[tuple[int, int, int]]] = {k: [] for k in caps}
+        cursor = {name: at for _, name, _, _ in running}
+        out: dict[str, list[Segment]] = {name: [] for _, name, _, _ in running}
+        for k in range(max((len(r[3]) for r in running), default=0)):
+            for _, name, nodes, rest in running:
+                if k >= len(rest):
+                    continue
+                seg = rest[k]
+                need = [
+                    (key, q)
+                    for r, q in seg.demand.items()
+                    if q
+                    for key in ([(r, None)] if (r, None) in caps else [(r, v) for v in nodes])
+                ]
+                start = _earliest(caps, booked, need, cursor[name], seg.duration)
+                if start > cursor[name]:
+                    out[name].append(Segment(name="wait", duration=start - cursor[name]))
+                out[name].append(seg)
+                cursor[name] = start + seg.duration
+                if seg.duration:
+                    for key, q in need:
+                        booked[key].append((start, cursor[name], q))
+        return out
 
     def _record(self, name: str, mode: Mode, st: Started) -> None:
         """An attempt that ran until ``T`` (or its loss) and no further: frozen, no job."""

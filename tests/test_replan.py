@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from planner.cli import app
+from planner.disturbances import Disturbances
 from planner.errors import InputError
 from planner.instance import save_instance
 from planner.model import Problem
@@ -222,6 +223,77 @@ def test_online_arrivals_and_baselines() -> None:
         assert run.makespan == 11
         assert run.mean_jct == pytest.approx((8 + 6 + 2) / 3)
         assert run.mean_queueing == 0
+
+
+def muri_job(name: str, release: int, data: int, gpu: int, sync: int) -> dict[str, Any]:
+    """A one-block job of the Muri import: data (io), gpu, sync (net) on one whole node."""
+    segments = [seg("data", data, io=8), seg("gpu", gpu, gpu=8), seg("sync", sync, net=8)]
+    return {
+        "name": name,
+        "job": name,
+        "release": release,
+        "modes": [{"nodes": 1, "segments": segments}],
+    }
+
+
+MURI_NODE = [{"name": "n1", "capacity": {"gpu": 8, "io": 8, "net": 8}}]
+
+
+def test_running_rests_that_overlap_after_a_slowdown_wait() -> None:
+    # One node; A (data 2, gpu 10, sync 4) runs at 0 and B (data 10, gpu 2, sync 4) at 4,
+    # as the serial SGS plans them. Interleaved from 4 under Muri's slowdown (1.33 / 1.015
+    # for two), A's gpu ends at 15 and B's data at 18. At 14 both have overrun their
+    # planned segment: A has its sync left, [14, 18); B its gpu, [14, 16), then its sync,
+    # which must wait for A's: [18, 22). C (1, 1, 1) arrives at 14: its gpu after 16, its
+    # sync after 22, so C starts at 20: makespan 23.
+    problem = Problem.model_validate(
+        {
+            "nodes": MURI_NODE,
+            "jobs": [{"name": "A"}, {"name": "B"}],
+            "tasks": [muri_job("A", 0, 2, 10, 4), muri_job("B", 0, 10, 2, 4)],
+        }
+    )
+    plan = solve(problem, "sgs").schedule
+    assert plan is not None and plan.starts == {"A": 0, "B": 4}
+    run = simulate(problem, plan, Disturbances.parse(slowdown="muri"))
+    state = state_from_run(problem, run.to_json(), 14)
+    late = Problem.model_validate(
+        {"nodes": MURI_NODE, "jobs": [{"name": "C"}], "tasks": [muri_job("C", 14, 1, 1, 1)]}
+    )
+    built = prepare(problem, plan, 14, [Arrival(late, "c.json")], state)
+    b = built.instance.task("B")
+    assert [(s.name, s.duration) for s in b.modes[0].segments] == [
+        ("data", 10),
+        ("data", 0),
+        ("gpu", 2),
+        ("wait", 2),
+        ("sync", 4),
+    ]
+    assert (b.release, b.deadline) == (4, 22)
+    assert built.instance.task("A").deadline == 18
+    result = built.solve("sgs")
+    assert result.schedule is not None and result.valid
+    assert result.schedule.starts["C"] == 20 and result.objective == 23
+
+
+def test_online_under_muri_slowdown_on_one_node() -> None:
+    # The jobs above, B and C arriving at 0 and 14: the re-plan at 14 has a valid frozen part.
+    problem = Problem.model_validate(
+        {
+            "nodes": MURI_NODE,
+            "jobs": [{"name": j} for j in "ABC"],
+            "tasks": [
+                muri_job("A", 0, 2, 10, 4),
+                muri_job("B", 0, 10, 2, 4),
+                muri_job("C", 14, 1, 1, 1),
+            ],
+        }
+    )
+    dist = Disturbances.parse(slowdown="muri")
+    for solver in ("sgs", "exclusive-srtf", "exclusive-fifo"):
+        run = simulate_online(problem, solver, "arrival", dist)
+        assert run.events == [0, 14]
+        assert run.execution.report.ok
 
 
 @pytest.fixture
