@@ -261,13 +261,14 @@ def _run(
 
     threading.Thread(target=work, name="cpsat", daemon=True).start()
     interrupted = False
-    while True:
+    while not done.is_set():
         try:
-            # Event.wait, not Thread.join: an interrupted join can leave the thread
-            # looking finished while it still runs.
-            if done.wait(0.1):
-                break
+            # A sleep, not Thread.join or Event.wait: Ctrl-C inside those can leave the
+            # thread looking finished, or their lock released twice.
+            time.sleep(0.05)
         except KeyboardInterrupt:
+            if interrupted:
+                raise  # a second Ctrl-C aborts
             interrupted = True
             solver.stop_search()
     return (out[0] if out else cp_model.UNKNOWN), interrupted
