@@ -945,8 +945,13 @@ class _Replay:
         self._schedule_end(i, t)
 
     def _schedule_end(self, i: int, t: int) -> None:
+        """(Re)schedule the end of task ``i``'s segment from ``t``, never before ``t``.
+
+        A new speed at ``t`` (another task left) can find the segment's work already
+        done: it ends at ``t``, the first whole tick at which it is done, not in the past.
+        """
         end = t + math.ceil(self.rem[i] * self.speed[i] - _EPS)
-        end = min(max(end, self.seg_start[i] + 1), self.book_end[i])
+        end = min(max(end, t, self.seg_start[i] + 1), self.book_end[i])
         self.version[i] += 1
         self.push(end, _END, i, self.version[i])
 

@@ -161,6 +161,32 @@ def test_slowdown_follows_joins_and_leaves(tmp_path: Path) -> None:
     assert valid(ex)
 
 
+def test_a_slowdown_at_a_due_end_does_not_end_the_segment_in_the_past() -> None:
+    # Factors that grow when a task leaves (as Muri's s(4) < s(3) do): s(3) = 1.5, s(2) = 4.
+    # GPUs (peaks) 4 + 8 + 12 > 16: the three time-share at s(3) from 0, so A's and B's
+    # 1-tick segments both end at ceil(1.5) = 2. A's end comes first and A leaves: B and C
+    # now run at s(2), and B, whose work was done at 1.5, must still end at 2, not at 1
+    # (where its data segment would start on the io that A holds until 2). B's data
+    # segment takes 4 ticks at s(2) to 6; C, alone from 6 (12 GPUs of 16), ends its
+    # warm-up at 6 + ceil(10 - 2 / 1.5 - 4 / 4) = 14 and its GPU segment at 15.
+    problem = Problem.model_validate(
+        {
+            "nodes": [{"name": "n1", "capacity": {"gpu": 16, "io": 8}}],
+            "tasks": [
+                task("a", "A", seg("step", 1, io=8, gpu=4)),
+                task("b", "B", seg("gpu", 1, gpu=8), seg("data", 1, io=8)),
+                task("c", "C", seg("warm", 10, gpu=4), seg("gpu", 1, gpu=12)),
+            ],
+            "jobs": [{"name": j} for j in "ABC"],
+        }
+    )
+    sched = plan(problem, a=(0, ("n1",)), b=(0, ("n1",)), c=(0, ("n1",)))
+    ex = simulate(problem, sched, Disturbances(slowdown=Slowdown((1.0, 4.0, 1.5), "test")))
+    assert valid(ex), ex.report.violations
+    assert spans(ex) == {"a": (0, 2), "b": (0, 6), "c": (0, 15)}
+    assert [s.duration for s in ex.problem.task("b").modes[0].segments] == [2, 4]
+
+
 def test_a_failure_reruns_exactly_the_lost_block() -> None:
     problem = placed(
         task("b1", "J", seg("gpu", 10, gpu=8)),
