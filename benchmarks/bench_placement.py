@@ -180,7 +180,8 @@ def scale_rows(jobs: int, seeds: list[int], spec: str) -> list[dict[str, Any]]:
         )
         print(passes[-1], file=sys.stderr, flush=True)
     slowest = max(passes, key=lambda r: r["parallel grw pass (s)"])["seed"]
-    runs = [scale_run(jobs, slowest, f"{spec},time_limit={t}") for t in (60, 120)]
+    sep = "," if ":" in spec else ":"
+    runs = [scale_run(jobs, slowest, f"{spec}{sep}time_limit={t}") for t in (60, 120)]
     return passes + runs
 
 

@@ -501,8 +501,14 @@ def _evolve(
         np.full_like(dec.placed, -1),
     )
     with search.interruptible():
-        search.used += initial(d, pop_o, pop_m, pop_s, fit, work, best, search.allowance())
-        search.offer(best[0][0], best[1], best[2], best[3])
+        # The first individual alone first: a large instance then has an incumbent after
+        # one schedule, not after a whole population.
+        for part in (slice(0, 1), slice(1, size)):
+            search.used += initial(
+                d, pop_o[part], pop_m[part], pop_s[part], fit[part], work, best,
+                search.allowance(),
+            )  # fmt: skip
+            search.offer(best[0][0], best[1], best[2], best[3])
         search.record(0, fit)
         gen = restarts = idle = 0
         while not search.done():

@@ -229,3 +229,12 @@ def test_a_run_at_the_critical_path_bound_stops_the_others(monkeypatch) -> None:
     res = ga.solve_ga(problem, time_limit=60, workers=2)
     assert stopped == [True]
     assert res.objective == bound and [r["objective"] for r in res.stats["runs"]] == [72, 73]
+
+
+def test_the_first_incumbent_comes_after_one_individual() -> None:
+    """A large instance has an incumbent after a schedule or two, not a whole population."""
+    problem = load_instance(INSTANCES / "psplib/j1201_1.sm")
+    events: list[Progress] = []
+    solve(problem, "ga", schedules=2000, population=40, workers=1, progress=events.append)
+    first = next(e for e in events if e.objective is not None)
+    assert first.message in {"1 schedules", "2 schedules", "3 schedules"}
