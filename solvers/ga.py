@@ -500,6 +500,7 @@ def _evolve(
         np.zeros(d.n, dtype=np.int64),
         np.full_like(dec.placed, -1),
     )
+    gen = restarts = idle = 0  # set before any Ctrl-C can end the block
     with search.interruptible():
         # The first individual alone first: a large instance then has an incumbent after
         # one schedule, not after a whole population.
@@ -510,7 +511,6 @@ def _evolve(
             )  # fmt: skip
             search.offer(best[0][0], best[1], best[2], best[3])
         search.record(0, fit)
-        gen = restarts = idle = 0
         while not search.done():
             gen += 1
             before = best[0][0]

@@ -238,3 +238,18 @@ def test_the_first_incumbent_comes_after_one_individual() -> None:
     solve(problem, "ga", schedules=2000, population=40, workers=1, progress=events.append)
     first = next(e for e in events if e.objective is not None)
     assert first.message in {"1 schedules", "2 schedules", "3 schedules"}
+
+
+def test_ctrl_c_in_the_first_population_keeps_the_timed_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from solvers import ga
+
+    def interrupted(*args: object) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ga, "initial", interrupted)
+    problem = load_instance(INSTANCES / "psplib/j301_1.sm")
+    result = solve(problem, "ga", time_limit=5, workers=1)
+    assert result.interrupted and result.status == Status.FEASIBLE
+    assert result.valid and result.stats["generations"] == 0
