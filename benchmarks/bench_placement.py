@@ -27,6 +27,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench_dl import parse_spec
+
 from planner.bounds import energy_bound
 from planner.cluster import tick_seconds
 from planner.instance import problem_from_data
@@ -41,19 +43,6 @@ FLUID = 3_207_558
 """Fluid lower bound of trace 3 (s): max over stages of GPUs x iterations x time / 64."""
 MURI_L_IDEAL = 3_302_449
 """Muri-L's makespan with ideal interleaving, placing on the same 8 x 8 GPUs (s)."""
-
-
-def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
-    """``name:key=value,key=value`` -> (name, options)."""
-    name, _, rest = spec.partition(":")
-    options: dict[str, Any] = {}
-    for item in filter(None, rest.split(",")):
-        key, _, value = item.partition("=")
-        try:
-            options[key] = json.loads(value)
-        except json.JSONDecodeError:
-            options[key] = value
-    return name, options
 
 
 def trace_problem(trace: Path, blocks: int, placement: str, time_unit: str) -> Problem:

@@ -49,7 +49,6 @@ from ortools.sat.python import cp_model
 from models.placement import (
     canonical_nodes,
     colocated_placements,
-    eligible_nodes,
     identical_node_classes,
     job_node_sets,
     node_segments,
@@ -339,7 +338,7 @@ class _Builder:
         """
         for j, pairs in colocated_placements(self.p).items():
             modes = [self.p.tasks[i].modes[k] for i, k in pairs]
-            union = sorted({n for m in modes for n in eligible_nodes(self.p, m)})
+            union = sorted({n for m in modes for n in self.p.holding_nodes(m)})
             ys = self.out.node_sets[j] = {n: self.m.new_bool_var(f"y{j}_{n}") for n in union}
             size = cp_model.LinearExpr.sum(list(ys.values()))
             gangs = {m.nodes for m in modes}
@@ -365,7 +364,7 @@ class _Builder:
                 if not mode.nodes:
                     continue
                 lit = self._mode_lit(i, k)
-                nodes = eligible_nodes(self.p, mode)
+                nodes = self.p.holding_nodes(mode)
                 j = self.job_of.get(i)
                 if j is not None and lit is None:
                     on = dict(self.out.node_sets[j])

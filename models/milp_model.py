@@ -39,7 +39,6 @@ import pulp
 from models.placement import (
     canonical_nodes,
     colocated_placements,
-    eligible_nodes,
     identical_node_classes,
     job_node_sets,
     node_segments,
@@ -181,7 +180,7 @@ def estimate_size(problem: Problem, windows: Windows) -> SizeEstimate:
             # per node: a step binary per start tick, in its gang, link and stay rows and
             # on and off in the rows of every tick and kind its segments demand
             busy = sum(2 * g.duration * len(g.demand) for g in node_segments(problem, mode))
-            nodes = len(eligible_nodes(problem, mode))
+            nodes = len(problem.holding_nodes(mode))
             variables += int(width[m]) * nodes
             nonzeros += int(width[m]) * nodes * (4 + busy)
     # a precedence row per start tick of ``after``, each with at most both tasks' starts
@@ -359,7 +358,7 @@ def _node_variables(problem: Problem, model: MilpModel) -> None:
         mode = _mode(problem, m)
         if not mode.nodes:
             continue
-        nodes = eligible_nodes(problem, mode)
+        nodes = problem.holding_nodes(mode)
         on = {
             n: [model.lp.add_variable(f"w_{m}_{n}_{s}", cat=pulp.LpBinary) for s in model.ticks[m]]
             for n in nodes

@@ -2,9 +2,9 @@
 
 A mode with ``nodes`` = ``k`` > 0 runs on ``k`` whole nodes at one start; its
 demands on node resource kinds hold on every node of the set. These helpers say
-which nodes a mode can use, what it demands on each, which colocated jobs tie
-their tasks' node sets together, and which nodes are interchangeable (the
-symmetry both models break).
+what a mode demands on each node, which colocated jobs tie their tasks' node sets
+together, and which nodes are interchangeable (the symmetry both models break);
+the nodes a mode can use are :meth:`planner.model.Problem.holding_nodes`.
 """
 
 from __future__ import annotations
@@ -37,25 +37,6 @@ def node_segments(problem: Problem, mode: Mode) -> list[NodeSegment]:
             out.append(NodeSegment(at, seg.duration, demand))
         at += seg.duration
     return out
-
-
-def eligible_nodes(problem: Problem, mode: Mode) -> list[int]:
-    """Indices of the nodes ``mode`` can run on: of its type, each holding its peak demand.
-
-    A node below the peak demand of a kind could never hold the mode's segment, so
-    leaving it out loses no schedule.
-    """
-    peak: dict[str, int] = {}
-    for seg in node_segments(problem, mode):
-        for kind, q in seg.demand.items():
-            peak[kind] = max(peak.get(kind, 0), q)
-    return [
-        n
-        for n, node in enumerate(problem.nodes)
-        if mode.node_type in (None, node.type)
-        and (mode.on is None or node.name in mode.on)
-        and all(node.capacity.get(kind, 0) >= q for kind, q in peak.items())
-    ]
 
 
 def colocated_placements(problem: Problem) -> dict[int, list[tuple[int, int]]]:

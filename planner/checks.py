@@ -35,26 +35,19 @@ def _fits(mode: Mode, caps: dict[str, int], problem: Problem) -> str | None:
     Cluster-wide resources are compared with their largest capacity; a mode on ``k``
     nodes needs ``k`` nodes (of its type) each of which holds its demand per node.
     """
-    local: dict[str, int] = {}
     for seg in mode.segments:
         if seg.duration == 0:
             continue
         for res, q in seg.demand.items():
-            if res not in caps:
-                local[res] = max(local.get(res, 0), q)
-            elif q > caps[res]:
+            if res in caps and q > caps[res]:
                 return f"{res} (demand {q}, capacity {caps[res]})"
     if mode.nodes:
-        typed = [
-            n
-            for n in problem.nodes
-            if mode.node_type in (None, n.type) and (mode.on is None or n.name in mode.on)
-        ]
-        hold = [n for n in typed if all(n.capacity.get(r, 0) >= q for r, q in local.items())]
-        if len(hold) < mode.nodes:
-            need = ", ".join(f"{r}: {q}" for r, q in local.items())
+        hold = len(problem.holding_nodes(mode))
+        if hold < mode.nodes:
+            peaks = ((k, mode.peak(k)) for k in problem.node_kinds)
+            need = ", ".join(f"{k}: {q}" for k, q in peaks if q)
             kind = "nodes" if mode.node_type is None else f"nodes of type {mode.node_type!r}"
-            return f"{mode.nodes} {kind} with {need} each (only {len(hold)} hold it)"
+            return f"{mode.nodes} {kind} with {need} each (only {hold} hold it)"
     return None
 
 

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from planner.model import Problem, Resource
     from planner.schedule import Schedule
 
@@ -54,18 +56,12 @@ def schedule_metrics(
     """Compute the metrics of ``schedule`` (which the validator has accepted)."""
     power = DEFAULT_POWER if power is None else power
     makespan = schedule.makespan(problem)
-    done: dict[str, int] = {}
-    released: dict[str, int] = {}
     work: dict[str, int] = {r.name: 0 for r in problem.renewables}
     per_node: dict[str, dict[str, int]] = {
         n.name: dict.fromkeys(n.capacity, 0) for n in problem.nodes
     }
     for t in problem.tasks:
         mode = t.mode(schedule.modes[t.name])
-        finish = schedule.starts[t.name] + mode.duration
-        if t.job is not None:
-            done[t.job] = max(done.get(t.job, 0), finish)
-            released[t.job] = min(released.get(t.job, t.release), t.release)
         on = schedule.nodes.get(t.name, ())
         for seg in mode.segments:
             for r, q in seg.demand.items():
@@ -73,12 +69,10 @@ def schedule_metrics(
                     work[r] += q * seg.duration
                 for node in on:
                     per_node[node][r] = per_node[node].get(r, 0) + q * seg.duration
-    metrics = Metrics(makespan=makespan)
-    if done:
-        jct = np.array([done[j] - released[j] for j in done], dtype=float)
-        metrics.mean_jct = float(jct.mean())
-        metrics.p99_jct = float(np.percentile(jct, 99))
-    offered = {r.name: _offered(r, makespan) for r in problem.renewables}
+    finish = {t.name: schedule.finish(problem, t.name) for t in problem.tasks}
+    mean, p99 = job_completion(problem, finish)
+    metrics = Metrics(makespan=makespan, mean_jct=mean, p99_jct=p99)
+    offered = {r.name: offered_capacity(r, makespan) for r in problem.renewables}
     for kind in problem.node_kinds:
         work[kind] = sum(used.get(kind, 0) for used in per_node.values())
         offered[kind] = sum(n.capacity.get(kind, 0) for n in problem.nodes) * makespan
@@ -104,12 +98,29 @@ def schedule_metrics(
     return metrics
 
 
-def _offered(resource: Resource, makespan: int) -> int:
-    """Capacity summed over ticks [0, makespan), windows included."""
-    total = resource.capacity * makespan
+def job_completion(
+    problem: Problem, finish: Mapping[str, int]
+) -> tuple[float | None, float | None]:
+    """Mean and 99th percentile of the job completion times (the finish of a job's last
+    task minus its first release), from the finish tick of every task; ``None`` without
+    jobs."""
+    done: dict[str, int] = {}
+    released: dict[str, int] = {}
+    for t in problem.tasks:
+        if t.job is not None:
+            done[t.job] = max(done.get(t.job, 0), finish[t.name])
+            released[t.job] = min(released.get(t.job, t.release), t.release)
+    if not done:
+        return None, None
+    jct = np.array([done[j] - released[j] for j in done], dtype=float)
+    return float(jct.mean()), float(np.percentile(jct, 99))
+
+
+def offered_capacity(resource: Resource, until: int) -> int:
+    """Capacity of ``resource`` summed over ticks ``[0, until)``, windows included."""
+    total = resource.capacity * until
     for w in resource.windows:
-        overlap = max(0, min(w.end, makespan) - w.start)
-        total += (w.capacity - resource.capacity) * overlap
+        total += (w.capacity - resource.capacity) * max(0, min(w.end, until) - w.start)
     return total
 
 

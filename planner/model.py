@@ -280,7 +280,7 @@ class Problem(_Entity):
                 for s, seg in enumerate(mode.segments):
                     for res in seg.demand:
                         at = f"{where}.modes[{k}].segments[{s}].demand"
-                        if res in local and res not in kinds:
+                        if res in local:
                             if not mode.nodes:
                                 raise ValueError(
                                     f"{at}.{res}: {res!r} is a node resource but the mode runs "
@@ -333,6 +333,18 @@ class Problem(_Entity):
     def task(self, name: str) -> Task:
         """The task called ``name``."""
         return self.tasks[self.task_index[name]]
+
+    def holding_nodes(self, mode: Mode) -> list[int]:
+        """Numbers of the nodes ``mode`` can run on: of its type, among its pinned nodes if
+        it has any, each holding its peak demand on every node kind."""
+        peak = {k: mode.peak(k) for k in self.node_kinds}
+        return [
+            v
+            for v, node in enumerate(self.nodes)
+            if mode.node_type in (None, node.type)
+            and (mode.on is None or node.name in mode.on)
+            and all(node.capacity.get(k, 0) >= q for k, q in peak.items())
+        ]
 
     def job_weight(self, name: str) -> float:
         """Weight of the job called ``name``."""

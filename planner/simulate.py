@@ -84,6 +84,7 @@ import numpy as np
 
 from planner.disturbances import Disturbances, Failure
 from planner.errors import InputError, PlannerError
+from planner.metrics import job_completion, offered_capacity
 from planner.model import CapacityWindow, Mode, Precedence, Problem, Resource, Segment, Task
 from planner.schedule import Schedule
 from planner.validate import Report, validate
@@ -529,28 +530,6 @@ def _with_outages(res: Resource, outages: list[tuple[int, int]]) -> Resource:
             if b > a:
                 windows.append(CapacityWindow(start=a, end=b, capacity=w.capacity))
     return res.model_copy(update={"windows": sorted(windows, key=lambda w: w.start)})
-
-
-def _offered(res: Resource, until: int) -> int:
-    """Capacity of ``res`` summed over ticks ``[0, until)``, windows included."""
-    total = res.capacity * until
-    for w in res.windows:
-        total += (w.capacity - res.capacity) * max(0, min(w.end, until) - w.start)
-    return total
-
-
-def _jct(problem: Problem, finish: Mapping[str, int]) -> tuple[float | None, float | None]:
-    """Mean and 99th percentile of the job completion times (last finish - first release)."""
-    done: dict[str, int] = {}
-    released: dict[str, int] = {}
-    for t in problem.tasks:
-        if t.job is not None:
-            done[t.job] = max(done.get(t.job, 0), finish[t.name])
-            released[t.job] = min(released.get(t.job, t.release), t.release)
-    if not done:
-        return None, None
-    jct = np.array([done[j] - released[j] for j in done], dtype=float)
-    return float(jct.mean()), float(np.percentile(jct, 99))
 
 
 class _Replay:
@@ -1068,7 +1047,7 @@ class _Replay:
         if not report.ok:
             log.error("the replay produced an invalid schedule: %s", report.violations[0])
         makespan = sched.makespan(real)
-        mean, p99 = _jct(problem, {r.task: r.finish for r in runs})
+        mean, p99 = job_completion(problem, {r.task: r.finish for r in runs})
         planned = {t.name: plan.finish(problem, t.name) for t in problem.tasks}
         return Execution(
             problem=real,
@@ -1079,7 +1058,7 @@ class _Replay:
             makespan=makespan,
             mean_jct=mean,
             p99_jct=p99,
-            planned_mean_jct=_jct(problem, planned)[0],
+            planned_mean_jct=job_completion(problem, planned)[0],
             utilisation=self._utilisation(real, sched, makespan),
             lost_gpu_ticks=self.lost_gpu,
             lost_task_ticks=self.lost_ticks,
@@ -1171,7 +1150,7 @@ class _Replay:
         offered: dict[str, int] = dict.fromkeys(label, 0)
         index = {name: k for k, name in enumerate(self.names)}
         for res in real.renewables:
-            offered[label[index[res.name]]] += _offered(res, makespan)
+            offered[label[index[res.name]]] += offered_capacity(res, makespan)
         for t in real.tasks:
             for seg in t.modes[0].segments:
                 for r, q in seg.demand.items():

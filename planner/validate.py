@@ -171,7 +171,7 @@ def _node_capacity(
 ) -> None:
     """Every node's capacity of every node resource, by an event sweep per (node, kind)."""
     delta: dict[tuple[str, str], dict[int, int]] = defaultdict(lambda: defaultdict(int))
-    local = set(problem.node_kinds) - {r.name for r in problem.resources}
+    local = set(problem.node_kinds)
     for name, nodes in on.items():
         at = start[name]
         for seg in chosen[name].segments:

@@ -581,41 +581,27 @@ def _candidate(
             if fixed[j] >= 0:
                 have += 1
     lo, hi = mode_start[i], mode_start[i + 1]
+    if pref < 0 and not (plain and hi - lo == 1 and key < 0 and have == 0):
+        # No preference: the allowed mode that finishes first.
+        best, best_t, best_end = -1, 0, BIG
+        for m in range(lo, hi):
+            if not _allowed(mode, pin, m, left, key, fixed, have):
+                continue
+            dur = mode[m, MODE_DURATION]
+            t = place_mode(
+                table, index, seg_start, seg, mode, node_type, pin, dims, m, est, limit, False,
+                fixed, cand,
+            )  # fmt: skip
+            if t + dur < best_end:
+                best, best_t, best_end = m, t, t + dur
+                for j in range(mode[m, MODE_GANG]):
+                    out[j] = cand[j]
+        return best, best_t
     if plain and hi - lo == 1 and key < 0 and have == 0:
-        return lo, place_mode(
-            table,
-            index,
-            seg_start,
-            seg,
-            mode,
-            node_type,
-            pin,
-            dims,
-            lo,
-            est,
-            limit,
-            False,
-            fixed,
-            out,
-        )
-    if pref >= 0 and _allowed(mode, pin, pref, left, key, fixed, have):
-        return pref, place_mode(
-            table,
-            index,
-            seg_start,
-            seg,
-            mode,
-            node_type,
-            pin,
-            dims,
-            pref,
-            est,
-            limit,
-            False,
-            fixed,
-            out,
-        )
-    if pref >= 0:
+        best = lo
+    elif _allowed(mode, pin, pref, left, key, fixed, have):
+        best = pref
+    else:
         best, best_use, best_dur = -1, BIG, BIG
         for m in range(lo, hi):
             if not _allowed(mode, pin, m, left, key, fixed, have):
@@ -628,48 +614,10 @@ def _candidate(
                 best, best_use, best_dur = m, use, dur
         if best < 0:
             return -1, 0
-        return best, place_mode(
-            table,
-            index,
-            seg_start,
-            seg,
-            mode,
-            node_type,
-            pin,
-            dims,
-            best,
-            est,
-            limit,
-            False,
-            fixed,
-            out,
-        )
-    best, best_t, best_end = -1, 0, BIG
-    for m in range(lo, hi):
-        if not _allowed(mode, pin, m, left, key, fixed, have):
-            continue
-        dur = mode[m, MODE_DURATION]
-        t = place_mode(
-            table,
-            index,
-            seg_start,
-            seg,
-            mode,
-            node_type,
-            pin,
-            dims,
-            m,
-            est,
-            limit,
-            False,
-            fixed,
-            cand,
-        )
-        if t + dur < best_end:
-            best, best_t, best_end = m, t, t + dur
-            for j in range(mode[m, MODE_GANG]):
-                out[j] = cand[j]
-    return best, best_t
+    return best, place_mode(
+        table, index, seg_start, seg, mode, node_type, pin, dims, best, est, limit, False, fixed,
+        out,
+    )  # fmt: skip
 
 
 @njit(cache=True, inline="always")
@@ -853,7 +801,7 @@ def parallel_pass(d: Data, order, pref, start, chosen, placed, table, index):
             valid = t == at
         size -= 1
         cache.heap[0] = cache.heap[size]
-        _sift_down2(cache.heap, size, 0, cache.start, pos)
+        _sift_down(cache.heap, size, 0, cache.start, pos)
         if not valid:
             size = _evaluate_push(
                 d, table, index, j, now, pref, start, chosen, left, job_key, job_nodes,
@@ -928,22 +876,22 @@ def _evaluate_push(
     cache.mode[i] = m
     cache.epoch[i] = epoch[0]
     cache.job[i] = job_epoch[job] if job >= 0 else 0
-    return _push2(cache.heap, size, i, cache.start, pos)
+    return _push(cache.heap, size, i, cache.start, pos)
 
 
 @njit(cache=True, inline="always")
-def _less2(a, b, first, second) -> bool:
+def _less(a, b, first, second) -> bool:
     return first[a] < first[b] or (first[a] == first[b] and second[a] < second[b])
 
 
 @njit(cache=True)
-def _push2(heap, size, i, first, second) -> int:
+def _push(heap, size, i, first, second) -> int:
     """Push ``i`` on a heap ordered by ``(first, second)``; returns the new size."""
     heap[size] = i
     c = size
     while c > 0:
         p = (c - 1) // 2
-        if _less2(heap[c], heap[p], first, second):
+        if _less(heap[c], heap[p], first, second):
             heap[c], heap[p] = heap[p], heap[c]
             c = p
         else:
@@ -952,15 +900,15 @@ def _push2(heap, size, i, first, second) -> int:
 
 
 @njit(cache=True)
-def _sift_down2(heap, size, c, first, second) -> None:
+def _sift_down(heap, size, c, first, second) -> None:
     while True:
         left = 2 * c + 1
         if left >= size:
             return
         best = left
-        if left + 1 < size and _less2(heap[left + 1], heap[left], first, second):
+        if left + 1 < size and _less(heap[left + 1], heap[left], first, second):
             best = left + 1
-        if _less2(heap[best], heap[c], first, second):
+        if _less(heap[best], heap[c], first, second):
             heap[c], heap[best] = heap[best], heap[c]
             c = best
         else:
@@ -1021,21 +969,9 @@ def _backward_pass(d: Data, start, chosen, placed, out, nodes, index) -> bool:
             est = max(est, v)
         limit = T - task[i, TASK_RELEASE]
         t = place_mode(
-            nodes,
-            index,
-            seg_start,
-            seg,
-            mode,
-            d.node_type,
-            d.pin,
-            dims,
-            m,
-            est,
-            limit,
-            True,
-            placed[i],
-            on,
-        )
+            nodes, index, seg_start, seg, mode, d.node_type, d.pin, dims, m, est, limit, True,
+            placed[i], on,
+        )  # fmt: skip
         if t + di > limit:
             return False
         _book_mode(nodes, index, seg_start, seg, mode, dims, m, t, True, placed[i])
@@ -1111,57 +1047,23 @@ def keys_to_order(d: Data, keys: np.ndarray, reverse: bool) -> np.ndarray:
     back_ptr = d.succ_ptr if reverse else d.pred_ptr
     waiting = np.empty(n, dtype=np.int64)
     heap = np.empty(n, dtype=np.int64)
+    ident = np.arange(n)
     size = 0
     out = np.empty(n, dtype=np.int64)
     for i in range(n):
         waiting[i] = back_ptr[i + 1] - back_ptr[i]
     for i in range(n):
         if waiting[i] == 0:
-            size = _push(heap, size, i, keys)
+            size = _push(heap, size, i, keys, ident)
     for k in range(n):
         i = heap[0]
         size -= 1
         heap[0] = heap[size]
-        _sift_down(heap, size, 0, keys)
+        _sift_down(heap, size, 0, keys, ident)
         out[k] = i
         for e in range(fwd_ptr[i], fwd_ptr[i + 1]):
             f = fwd[e, EDGE_TASK]
             waiting[f] -= 1
             if waiting[f] == 0:
-                size = _push(heap, size, f, keys)
+                size = _push(heap, size, f, keys, ident)
     return out
-
-
-@njit(cache=True)
-def _less(a: int, b: int, keys: np.ndarray) -> bool:
-    return keys[a] < keys[b] or (keys[a] == keys[b] and a < b)
-
-
-@njit(cache=True)
-def _push(heap, size, i, keys):
-    heap[size] = i
-    c = size
-    while c > 0:
-        p = (c - 1) // 2
-        if _less(heap[c], heap[p], keys):
-            heap[c], heap[p] = heap[p], heap[c]
-            c = p
-        else:
-            break
-    return size + 1
-
-
-@njit(cache=True)
-def _sift_down(heap, size, c, keys):
-    while True:
-        left = 2 * c + 1
-        if left >= size:
-            return
-        best = left
-        if left + 1 < size and _less(heap[left + 1], heap[left], keys):
-            best = left + 1
-        if _less(heap[best], heap[c], keys):
-            heap[c], heap[best] = heap[best], heap[c]
-            c = best
-        else:
-            return

@@ -13,6 +13,16 @@ from planner.model import Problem
 ROOT = Path(__file__).resolve().parent.parent
 INSTANCES = ROOT / "instances"
 
+
+def lines(output: str) -> dict[str, str]:
+    """``key  value`` lines of a command's output as a dict."""
+    out = {}
+    for line in output.splitlines():
+        key, _, value = line.partition("  ")
+        out[key.strip()] = value.strip()
+    return out
+
+
 TWO_JOBS: dict[str, Any] = {
     "name": "two-jobs",
     "resources": [{"name": "io", "capacity": 1}, {"name": "gpu", "capacity": 1}],

@@ -15,19 +15,10 @@ from typer.testing import CliRunner
 from planner import __version__
 from planner.cli import app
 from planner.instance import load_instance
-from tests.conftest import INSTANCES, ROOT
+from tests.conftest import INSTANCES, ROOT, lines
 
 J301 = str(INSTANCES / "psplib" / "j301_1.sm")
 runner = CliRunner()
-
-
-def lines(output: str) -> dict[str, str]:
-    """``key  value`` lines as a dict."""
-    out = {}
-    for line in output.splitlines():
-        key, _, value = line.partition("  ")
-        out[key.strip()] = value.strip()
-    return out
 
 
 def test_version() -> None:

@@ -14,19 +14,10 @@ from planner.instance import load_instance
 from planner.metrics import schedule_metrics
 from planner.schedule import load_schedule
 from planner.validate import validate
-from tests.conftest import INSTANCES
+from tests.conftest import INSTANCES, lines
 
 TRACE = INSTANCES / "muri_trace.csv"
 runner = CliRunner()
-
-
-def lines(output: str) -> dict[str, str]:
-    """``key  value`` lines as a dict."""
-    out = {}
-    for line in output.splitlines():
-        key, _, value = line.partition("  ")
-        out[key.strip()] = value.strip()
-    return out
 
 
 @pytest.fixture(scope="module")

@@ -35,7 +35,7 @@ from planner.simulate import (
     simulate,
 )
 from planner.validate import validate
-from tests.conftest import ROOT
+from tests.conftest import ROOT, lines
 
 runner = CliRunner()
 MURI = Disturbances(slowdown=Slowdown(MURI_FACTORS))
@@ -415,14 +415,6 @@ def files(tmp_path: Path) -> tuple[Path, Path]:
     instance.write_text(json.dumps(MIXED.model_dump(exclude_defaults=True)))
     MIXED_PLAN.save(schedule, MIXED)
     return instance, schedule
-
-
-def lines(output: str) -> dict[str, str]:
-    out = {}
-    for line in output.splitlines():
-        key, _, value = line.partition("  ")
-        out[key.strip()] = value.strip()
-    return out
 
 
 def test_cli_replays_once(files: tuple[Path, Path], tmp_path: Path) -> None:
