@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import sys
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -27,6 +26,7 @@ from models.cpsat_model import CpsatModel, Encoding, build_model, hint, scaled_b
 from planner.bounds import horizon as trivial_horizon
 from planner.bounds import lower_bound as core_bound
 from planner.errors import InputError
+from planner.interrupt import run_interruptibly
 from planner.model import Problem
 from planner.result import Progress, Result, Status
 from planner.schedule import Schedule
@@ -245,33 +245,13 @@ def solve_cpsat(
 def _run(
     solver: cp_model.CpSolver, model: cp_model.CpModel, callback: _Progress | None
 ) -> tuple[int, bool]:
-    """Solve in a helper thread; Ctrl-C here stops the search. Returns (status, interrupted).
+    """Solve on the shared interrupt path (:mod:`planner.interrupt`): Ctrl-C stops the
+    search. Returns (status, interrupted).
 
     CP-SAT's own SIGINT handler would leave SIGINT at its default (ending the process)
     after the search, and could not say whether the search was interrupted.
     """
-    done = threading.Event()
-    out: list[int] = []
-
-    def work() -> None:
-        try:
-            out.append(solver.solve(model, callback))
-        finally:
-            done.set()
-
-    threading.Thread(target=work, name="cpsat", daemon=True).start()
-    interrupted = False
-    while not done.is_set():
-        try:
-            # A sleep, not Thread.join or Event.wait: Ctrl-C inside those can leave the
-            # thread looking finished, or their lock released twice.
-            time.sleep(0.05)
-        except KeyboardInterrupt:
-            if interrupted:
-                raise  # a second Ctrl-C aborts
-            interrupted = True
-            solver.stop_search()
-    return (out[0] if out else cp_model.UNKNOWN), interrupted
+    return run_interruptibly(lambda: solver.solve(model, callback), solver.stop_search, "cpsat")
 
 
 def _solver(

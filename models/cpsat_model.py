@@ -27,7 +27,8 @@ optional interval per segment, present with the node's Boolean, at the task's ow
 start: a gang starts at once on all its nodes. Every node and node resource kind is
 one cumulative, and a redundant one per kind pools all nodes. A colocated job has one
 Boolean per node, its node set: a task's node Booleans imply the job's, and the set
-has the size of the chosen mode's gang.
+has the size of the chosen mode's gang. A mode that keeps a predecessor's nodes
+(``same_nodes_as``) has, when chosen, the predecessor's node Booleans.
 Within each class of identical nodes, the first task that runs on nodes uses the
 lowest-numbered ones (see :mod:`models.placement`).
 
@@ -165,6 +166,7 @@ class _Builder:
         # Node sets of colocated jobs before the tasks' node Booleans, which may be them.
         self._node_sets()
         self._nodes()
+        self._kept_nodes()
         self._node_symmetry()
         self._precedences()
         self._budgets()
@@ -380,6 +382,26 @@ class _Builder:
                 self.out.node_lits[i, k] = on
                 self._node_intervals(i, mode, on)
                 self._pooled_intervals(i, mode, lit)
+
+    def _kept_nodes(self) -> None:
+        """A mode that keeps a predecessor's nodes (``same_nodes_as``), when chosen, is on a
+        node exactly when the predecessor is (one of its modes' Booleans there)."""
+        index = self.p.task_index
+        for (i, k), on in self.out.node_lits.items():
+            ref = self.p.tasks[i].modes[k].same_nodes_as
+            if ref is None:
+                continue
+            r = index[ref]
+            theirs: dict[int, list[cp_model.IntVar]] = {}
+            for q in range(len(self.p.tasks[r].modes)):
+                for n, x in self.out.node_lits.get((r, q), {}).items():
+                    theirs.setdefault(n, []).append(x)
+            lit = self._mode_lit(i, k)
+            for n in sorted(set(on) | set(theirs)):
+                mine = on.get(n, 0)
+                ct = self.m.add(mine == cp_model.LinearExpr.sum(theirs.get(n, [])))
+                if lit is not None:
+                    ct.only_enforce_if(lit)
 
     def _node_intervals(self, i: int, mode: Mode, on: dict[int, cp_model.IntVar]) -> None:
         """Per node of ``on`` and segment, an interval at the task start, present with the node."""

@@ -17,7 +17,6 @@ import os
 import re
 import sys
 import tempfile
-import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -36,6 +35,7 @@ from models.milp_model import (
 )
 from planner import bounds
 from planner.errors import InputError, PlannerError
+from planner.interrupt import run_interruptibly
 from planner.model import Problem
 from planner.result import Progress, Result, Status
 from planner.schedule import Schedule
@@ -279,31 +279,12 @@ def _solve_highs(
 
 
 def _in_thread(work: Callable[[], object], cancel: Callable[[], object]) -> None:
-    """Run ``work`` in a helper thread; on Ctrl-C, ``cancel`` it, wait, and raise again.
-
-    An in-process backend does not see Ctrl-C while it runs; this thread does.
-    """
-    done = threading.Event()
-    failed: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            work()
-        except BaseException as exc:  # raised again in the calling thread
-            failed.append(exc)
-        finally:
-            done.set()
-
-    threading.Thread(target=run, name="milp", daemon=True).start()
-    try:
-        while not done.wait(0.1):
-            pass
-    except KeyboardInterrupt:
-        cancel()
-        done.wait()
-        raise
-    if failed:
-        raise failed[0]
+    """Run ``work`` on the shared interrupt path (:mod:`planner.interrupt`); on Ctrl-C,
+    ``cancel`` it, wait, and raise ``KeyboardInterrupt`` for the caller's interrupted
+    result. An in-process backend does not see Ctrl-C while it runs."""
+    _, interrupted = run_interruptibly(work, cancel, "milp")
+    if interrupted:
+        raise KeyboardInterrupt
 
 
 def _interrupted(problem: Problem, start: Schedule | None) -> Result:

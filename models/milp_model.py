@@ -20,8 +20,10 @@ own. Constraint families, each a small function:
   started when the mode has, and a started node stays started (one node set,
   one start). One row per node, node resource kind and tick, as for renewable
   resources; a colocated job has one binary per node (its node set) that its
-  tasks' nodes imply. Within each class of identical nodes the first task on
-  nodes uses the lowest-numbered ones (see :mod:`models.placement`).
+  tasks' nodes imply; a chosen mode that keeps a predecessor's nodes
+  (``same_nodes_as``) is on exactly the predecessor's. Within each class of
+  identical nodes the first task on nodes uses the lowest-numbered ones (see
+  :mod:`models.placement`).
 """
 
 from __future__ import annotations
@@ -299,6 +301,7 @@ def build_model(problem: Problem, windows: Windows) -> MilpModel:
     _budgets(problem, model)
     _colocation(problem, model)
     _node_colocation(problem, model)
+    _kept_nodes(problem, model)
     _node_symmetry(problem, model)
     _objective(problem, windows, model)
     model.n_constraints = model.lp.numConstraints()
@@ -530,6 +533,30 @@ def _node_colocation(problem: Problem, model: MilpModel) -> None:
             _add(model, {**size, last: -k}, pulp.LpConstraintGE, f"size_{j}_{m}_lo", 0)
             terms = {**size, last: len(union) - k}
             _add(model, terms, pulp.LpConstraintLE, f"size_{j}_{m}_hi", len(union))
+
+
+def _kept_nodes(problem: Problem, model: MilpModel) -> None:
+    """A chosen mode that keeps a predecessor's nodes (``same_nodes_as``) is on a node
+    exactly when the predecessor is: ``on <= theirs`` and ``theirs - on <= 1 - chosen``."""
+    a = problem.arrays
+    for m, on in model.node_steps.items():
+        ref = _mode(problem, m).same_nodes_as
+        if ref is None:
+            continue
+        r = problem.task_index[ref]
+        theirs: dict[int, list[pulp.LpVariable]] = defaultdict(list)
+        for q in range(int(a.mode_start[r]), int(a.mode_start[r + 1])):
+            for n, steps in model.node_steps.get(q, {}).items():
+                theirs[n].append(steps[-1])
+        chosen = model.steps[m][-1]
+        for n in sorted(set(on) | set(theirs)):
+            terms: dict[pulp.LpVariable, float] = dict.fromkeys(theirs[n], 1)
+            if n in on:
+                mine = {on[n][-1]: 1, **{x: -1 for x in theirs[n]}}
+                _add(model, mine, pulp.LpConstraintLE, f"keep_{m}_{n}", 0)
+                terms[on[n][-1]] = -1
+            terms[chosen] = 1
+            _add(model, terms, pulp.LpConstraintLE, f"kept_{m}_{n}", 1)
 
 
 def _node_symmetry(problem: Problem, model: MilpModel) -> None:

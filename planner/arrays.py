@@ -63,6 +63,8 @@ class ProblemArrays:
     """Type id a mode's nodes must have, -1 for any."""
     mode_pin: list[list[int]]
     """Per mode, the node numbers it is pinned to (empty: not pinned)."""
+    mode_follow: np.ndarray
+    """Per mode, the task whose node set it keeps (``same_nodes_as``), -1 for none."""
     release: np.ndarray
     deadline: np.ndarray
     """-1 where a task has no deadline."""
@@ -91,7 +93,8 @@ class ProblemArrays:
             if node.type is not None:
                 types.setdefault(node.type, len(types))
         mode_start, mode_task, mode_dur, mode_place, cons = [0], [], [], [], []
-        mode_nodes, mode_type, mode_pin = [], [], []
+        mode_nodes, mode_type, mode_pin, mode_follow = [], [], [], []
+        task_index = problem.task_index
         node_index = {n.name: v for v, n in enumerate(problem.nodes)}
         seg_start, seg_dur, seg_off, demand, local = [0], [], [], [], []
         for i, task in enumerate(problem.tasks):
@@ -108,6 +111,8 @@ class ProblemArrays:
                 cons.append(row)
                 mode_nodes.append(mode.nodes)
                 mode_pin.append([node_index[v] for v in mode.on or ()])
+                follow = mode.same_nodes_as
+                mode_follow.append(-1 if follow is None else task_index[follow])
                 mode_type.append(-1 if mode.node_type is None else types[mode.node_type])
                 offset = 0
                 for seg in mode.segments:
@@ -155,6 +160,7 @@ class ProblemArrays:
             mode_nodes=np.array(mode_nodes, dtype=i64),
             mode_node_type=np.array(mode_type, dtype=i64),
             mode_pin=mode_pin,
+            mode_follow=np.array(mode_follow, dtype=i64),
             release=np.array([t.release for t in problem.tasks], dtype=i64),
             deadline=np.array(
                 [-1 if t.deadline is None else t.deadline for t in problem.tasks], dtype=i64

@@ -1,7 +1,9 @@
-"""The model catalog: measured per-iteration stage times and per-GPU-type speed factors.
+"""The model catalog: measured per-iteration stage times, restart costs and per-GPU-type
+speed factors.
 
-Stage times come from the Muri artifact (``catalog/muri_model_stage_profiles.csv``),
-speed factors from Gavel's measured throughputs (``catalog/gavel_throughputs.csv``);
+Stage times and restart costs come from the Muri artifact
+(``catalog/muri_model_stage_profiles.csv``, ``catalog/muri_restart_overhead.csv``), speed
+factors from Gavel's measured throughputs (``catalog/gavel_throughputs.csv``);
 ``catalog/README.md`` gives their provenance. Instance files may add profiles of
 their own.
 """
@@ -66,6 +68,25 @@ def stage_profiles() -> dict[tuple[str, int, int], StageTimes]:
         if key not in out or times.iteration > out[key].iteration:
             out[key] = times
     return out
+
+
+@cache
+def _restart_table() -> dict[str, list[tuple[int, float]]]:
+    out: dict[str, list[tuple[int, float]]] = {}
+    for row in _read("muri_restart_overhead.csv"):
+        out.setdefault(row["model_name"], []).append((int(row["num_gpu"]), float(row["restart_s"])))
+    return {m: sorted(rows) for m, rows in out.items()}
+
+
+def restart_seconds(model: str, gpus: int) -> float | None:
+    """Measured restart cost in seconds of ``model`` on ``gpus`` GPUs, ``None`` if unknown.
+
+    The row at the smallest listed GPU count >= ``gpus`` (the largest count beyond it).
+    """
+    rows = _restart_table().get(model)
+    if not rows:
+        return None
+    return next((s for g, s in rows if g >= gpus), rows[-1][1])
 
 
 @cache

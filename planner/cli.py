@@ -534,13 +534,20 @@ def import_muri_cmd(
     time_unit: Annotated[str, typer.Option(help="Length of a tick.")] = "1min",
     blocks: Annotated[int, typer.Option(min=1, help="Training blocks per job.")] = 1,
     placement: Annotated[str, typer.Option(help=PLACEMENT_HELP)] = "pooled",
+    migrate: Annotated[
+        bool,
+        typer.Option(
+            help="Let every job's blocks change nodes, paying the catalog's restart cost "
+            "for its model (needs --placement node)."
+        ),
+    ] = False,
 ) -> None:
     """Read a Muri trace into a cluster-form instance (a data and a network slot per GPU)."""
     from planner.workloads import import_muri
 
     with guard():
         check_output(output, inputs=[trace], suffixes=NATIVE)
-        data = import_muri(trace, nodes, gpus_per_node, time_unit, blocks, placement)
+        data = import_muri(trace, nodes, gpus_per_node, time_unit, blocks, placement, migrate)
         problem = _write_instance(data, output)
         typer.echo(f"{trace} -> {output} ({len(data['jobs'])} jobs, {len(problem.tasks)} tasks)")
 

@@ -114,6 +114,7 @@ def replan_cmd(
             ("total shift", f"{f['shift']} ticks"),
             ("re-placed", f"{f['replaced']} tasks on other nodes"),
             ("lost work", f"{f['lost_gpu_ticks']} GPU-ticks, {f['lost_task_ticks']} task-ticks"),
+            ("restarts", f"{f['restarted']} tasks pay their job's restart cost"),
             ("runtime", f"{result.runtime:.2f} s"),
             ("validator", "valid (instance plus events)"),
         ]

@@ -48,7 +48,13 @@ from typing import Annotated, Any, Literal, NoReturn
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from planner.catalog import GAVEL_FAMILY, StageTimes, speed_factor, stage_profiles
+from planner.catalog import (
+    GAVEL_FAMILY,
+    StageTimes,
+    restart_seconds,
+    speed_factor,
+    stage_profiles,
+)
 from planner.errors import InputError
 from planner.model import MAX_INT, Problem
 
@@ -170,6 +176,16 @@ class TrainingJob(_Spec):
     weight: Annotated[float, Field(gt=0, allow_inf_nan=False)] = 1.0
     release: Seconds = 0.0
     deadline: Seconds | None = None
+    migrate: bool = Field(
+        default=False,
+        description="Each block may run on other nodes than the previous one, paying the "
+        "restart cost (placement: node).",
+    )
+    restart: Seconds | None = Field(
+        default=None,
+        description="Seconds the job takes to restart elsewhere or after a failure; default: "
+        "the catalog's measured cost for its model and GPU count, else 0.",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> TrainingJob:
@@ -201,6 +217,11 @@ class ClusterInstance(_Spec):
             if job.name in seen:
                 raise ValueError(f"jobs[{i}].name: duplicate job name {job.name!r}")
             seen.add(job.name)
+            if job.migrate and self.placement != "node":
+                raise ValueError(
+                    f"jobs[{i}].migrate: migration moves a job between nodes; it needs "
+                    "'placement: node'"
+                )
         if not any(n.gpu for n in self.cluster.nodes):
             raise ValueError("cluster.nodes: no node has GPUs")
         return self
@@ -377,7 +398,13 @@ class _Compiler:
             "tasks": tasks,
             "precedences": precs,
             "jobs": [
-                {"name": j.name, "weight": j.weight, "colocate": placed} for j in self.inst.jobs
+                {
+                    "name": j.name,
+                    "weight": j.weight,
+                    "colocate": placed and not j.migrate,
+                    "restart": self.restart(j),
+                }
+                for j in self.inst.jobs
             ],
         }
         from planner.instance import validated
@@ -439,12 +466,31 @@ class _Compiler:
             modes_of.append(modes)
         first = modes_of[0][0]
         if job.stage_in:
-            chain.append(self.io_task(f"{job.name}/stage-in", job.stage_in, first, kinds))
+            chain.append(self.io_task(f"{job.name}/stage-in", job.stage_in, [first], kinds))
+        restart = self.restart(job) if job.migrate else None
         for b, modes in enumerate(modes_of):
+            if restart is not None and chain:
+                modes = migrating(modes, chain[-1], restart)
             chain.append({"name": f"{job.name}/block{b + 1}", "modes": modes})
         if job.checkpoint:
-            chain.append(self.io_task(f"{job.name}/checkpoint", job.checkpoint, first, kinds))
+            # a migrating job writes its checkpoint from the last block's nodes
+            written = modes_of[-1] if restart is not None else [first]
+            task = self.io_task(f"{job.name}/checkpoint", job.checkpoint, written, kinds)
+            if restart is not None:
+                task["modes"] = [
+                    {**{k: v for k, v in m.items() if k != "node_type"}, "same_nodes_as": before}
+                    for m in task["modes"]
+                    for before in [chain[-1]["name"]]
+                ]
+            chain.append(task)
         return chain
+
+    def restart(self, job: TrainingJob) -> int:
+        """The job's restart cost in ticks (given, else the catalog's, else 0)."""
+        seconds = job.restart
+        if seconds is None and job.model is not None:
+            seconds = restart_seconds(job.model, job.gpus)
+        return self.ticks(seconds or 0.0)
 
     def resource(self, kind: str, placed: bool, gpu_type: str | None) -> str:
         if placed:
@@ -452,17 +498,46 @@ class _Compiler:
         return self.gpu_kind(gpu_type) if kind == "gpu" else kind
 
     def io_task(
-        self, name: str, seconds: float, block: dict[str, Any], kinds: set[str]
+        self, name: str, seconds: float, blocks: list[dict[str, Any]], kinds: set[str]
     ) -> dict[str, Any]:
-        """A storage task on the nodes (and at the I/O share) of the job's first block mode."""
-        share = block["segments"][0]["demand"].get("io", 0)
-        segment = {
-            "name": name.rsplit("/", 1)[1],
-            "duration": self.ticks(seconds),
-            "demand": {"io": share} if "io" in kinds and share else {},
-        }
-        mode: dict[str, Any] = {"segments": [segment]}
-        for key in ("nodes", "node_type"):
-            if key in block:
-                mode[key] = block[key]
-        return {"name": name, "modes": [mode]}
+        """A storage task on the nodes (and at the I/O share) of a block mode: one mode per
+        gang size among ``blocks``."""
+        modes: dict[int, dict[str, Any]] = {}
+        for block in blocks:
+            share = block["segments"][0]["demand"].get("io", 0)
+            segment = {
+                "name": name.rsplit("/", 1)[1],
+                "duration": self.ticks(seconds),
+                "demand": {"io": share} if "io" in kinds and share else {},
+            }
+            mode: dict[str, Any] = {"segments": [segment]}
+            for key in ("nodes", "node_type"):
+                if key in block:
+                    mode[key] = block[key]
+            modes.setdefault(block.get("nodes", 0), mode)
+        if len(modes) > 1:
+            for k, mode in modes.items():
+                mode["name"] = f"{k}nodes"
+                mode.pop("node_type", None)  # it keeps nodes of the block's type
+        return {"name": name, "modes": list(modes.values())}
+
+
+def migrating(modes: list[dict[str, Any]], before: dict[str, Any], restart: int) -> list[dict]:
+    """The modes of a block of a migrating job that follows task ``before``.
+
+    Per mode, one that keeps ``before``'s nodes (when ``before`` has a mode on as many
+    nodes) and one, named ``...-moved``, that may run elsewhere: it first restarts for
+    ``restart`` ticks, holding the GPUs (and their memory) of its GPU stage.
+    """
+    gangs = {m.get("nodes", 0) for m in before["modes"]}
+    out: list[dict[str, Any]] = []
+    for mode in modes:
+        if mode.get("nodes", 0) in gangs:
+            out.append({**mode, "same_nodes_as": before["name"]})
+        moved = {**mode, "name": f"{mode['name']}-moved"}
+        if restart:
+            held = next(s["demand"] for s in mode["segments"] if s["name"] == "gpu")
+            step = {"name": "restart", "duration": restart, "demand": dict(held)}
+            moved["segments"] = [step, *mode["segments"]]
+        out.append(moved)
+    return out

@@ -118,6 +118,11 @@ class Mode(_Entity):
         description="The nodes the mode must run on (a pinned node set, as many as 'nodes'), "
         "e.g. a running task kept where it runs when the rest is planned again.",
     )
+    same_nodes_as: Name | None = Field(
+        default=None,
+        description="A predecessor task whose node set this mode keeps, e.g. the block of a "
+        "migrating job that stays where the job's previous block ran.",
+    )
 
     @model_validator(mode="after")
     def _node_type(self) -> Mode:
@@ -125,6 +130,8 @@ class Mode(_Entity):
             raise ValueError("node_type: a mode that runs on no node (nodes: 0) has no node type")
         if self.on is not None and (len(self.on) != self.nodes or len(set(self.on)) != self.nodes):
             raise ValueError(f"on: {len(self.on)} nodes pinned, the mode runs on {self.nodes}")
+        if self.same_nodes_as is not None and not self.nodes:
+            raise ValueError("same_nodes_as: a mode that runs on no node (nodes: 0) keeps no nodes")
         return self
 
     @property
@@ -194,10 +201,15 @@ class Node(_Entity):
 
 
 class Job(_Entity):
-    """A named group of tasks with a weight and an optional colocation rule."""
+    """A named group of tasks with a weight, an optional colocation rule and a restart cost."""
 
     name: Name
     weight: Annotated[float, Field(gt=0)] = 1.0
+    restart: NonNegInt = Field(
+        default=0,
+        description="Ticks a task of the job spends restoring its state when it starts again "
+        "after a failure killed it (a migrating job's moved blocks carry it as a segment).",
+    )
     colocate: bool = Field(
         default=False,
         description="All tasks of the job that pick a mode with a placement key pick the same "
@@ -297,7 +309,28 @@ class Problem(_Entity):
                     raise ValueError(f"precedences[{i}].{end}: unknown task {getattr(p, end)!r}")
             if p.before == p.after:
                 raise ValueError(f"precedences[{i}]: task {p.before!r} cannot precede itself")
+        self._kept_nodes()
         return self
+
+    def _kept_nodes(self) -> None:
+        """Each ``same_nodes_as`` names a direct predecessor with a mode of the same gang size."""
+        before = {(p.before, p.after) for p in self.precedences}
+        tasks = {t.name: t for t in self.tasks}
+        for i, task in enumerate(self.tasks):
+            for k, mode in enumerate(task.modes):
+                ref = mode.same_nodes_as
+                if ref is None:
+                    continue
+                at = f"tasks[{i}].modes[{k}].same_nodes_as"
+                if ref not in tasks:
+                    raise ValueError(f"{at}: unknown task {ref!r}")
+                if (ref, task.name) not in before:
+                    raise ValueError(
+                        f"{at}: task {ref!r} must be a direct predecessor of {task.name!r} "
+                        "(its nodes are chosen first)"
+                    )
+                if not any(m.nodes == mode.nodes for m in tasks[ref].modes):
+                    raise ValueError(f"{at}: no mode of task {ref!r} runs on {mode.nodes} nodes")
 
     def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Problem:
         """A copy with ``update`` applied (not validated), without this problem's cached views.

@@ -22,16 +22,19 @@ independent validator like any other:
   from an unfrozen task to a frozen one is dropped: it held when the frozen task
   started (an ``SS`` successor of a task that is now killed).
 - ``fail:NODE+DOWN``: the tasks running on ``NODE`` (gangs through it included) are
-  killed at ``T`` and restart from scratch (restart cost 0: the cluster form has no
-  restart cost yet); a task ``NODE#down`` pinned to the node holds its whole capacity
-  over ``[T, T + DOWN)`` (``+0``: the node restarts at once). A colocated job whose
-  frozen tasks ran on the node restarts there once it is back.
+  killed at ``T`` and start again from scratch, paying their job's restart cost
+  (``Job.restart``): every mode begins with a ``restart`` segment of that many ticks
+  that holds the mode's peak demands (a migrating job's moved block already has one).
+  A task ``NODE#down`` pinned to the node holds its whole capacity over
+  ``[T, T + DOWN)`` (``+0``: the node restarts at once). A colocated job whose frozen
+  tasks ran on the node restarts there once it is back.
   ``fail:NODE`` (no ``DOWN``): the node is gone for good. It stays in the instance
   (frozen tasks ran on it) but is given the type ``gone`` (``TYPE (gone)`` on a typed
   cluster) and the unfrozen modes that could run on any node ask for the type ``up``
   of the others, so no unfrozen task can use it; modes that no longer fit are
   dropped. A colocated job that ran on it moves: its frozen tasks become job
-  ``JOB#ran``, so that the rest of the job may run on other nodes.
+  ``JOB#ran``, so that the rest of the job may run on other nodes, and its first
+  tasks there pay the restart cost.
 - ``overrun:TASK:FACTOR``: the remaining duration of a running or unstarted task is
   multiplied by ``FACTOR`` (every segment from ``T``, rounded up to whole ticks).
 - ``arrive:FILE``: more jobs (cluster or problem form, on the same nodes, resources
@@ -48,8 +51,10 @@ tasks first; it is left out of the schedule returned.
 a re-plan is its objective plus ``stability`` times the **total shift**, the sum of
 ``|new start - old start|`` over the unfrozen tasks of the old plan. ``cpsat``
 minimises it exactly (:mod:`models.cpsat`), hinted with the old plan's order decoded
-by the serial SGS. The other solvers (``sgs``, ``ga``, ``pso``, ``portfolio``,
-``milp``) plan the re-planned instance as they would any other; their schedule and
+by the serial SGS. ``ga``, ``pso`` and ``portfolio`` take that decode as their
+``initial_solution`` (the GA's first individual, the swarm's first particle, the
+portfolio's warm start when it beats its SGS passes); ``sgs`` and ``milp`` plan the
+re-planned instance as they would any other. Their schedule and
 the decoded old order (the better of two decodes: free, and keeping every task in its
 old mode on its old nodes where they are up) compete by the score, the shift breaking ties (so with
 ``stability`` 0 the shift is a tie-break). The ``exclusive-*`` baselines dispatch the
@@ -411,7 +416,7 @@ class Replanning:
         PlannerError
             If a schedule fails the validator (a bug).
         """
-        from solvers.registry import SolverError
+        from solvers.registry import SolverError, options_of
         from solvers.registry import solve as run
 
         if not math.isfinite(stability) or stability < 0:
@@ -444,7 +449,10 @@ class Replanning:
                     opts.update(stability=float(stability), reference_starts=self.reference)
                 result = run(self.problem, "cpsat", **opts)
             else:
-                result = run(self.problem, solver, **options)
+                opts = dict(options)
+                if warm is not None and "initial_solution" in options_of(solver):
+                    opts.setdefault("initial_solution", warm)  # ga, pso, portfolio
+                result = run(self.problem, solver, **opts)
                 if warm is not None and (
                     result.schedule is None
                     or self.score(warm, stability) < self.score(result.schedule, stability)
@@ -699,6 +707,18 @@ def _failures(problem: Problem, events: list[Event]) -> dict[str, int | None]:
     return out
 
 
+def _restarting(mode: Mode, cost: int) -> Mode:
+    """``mode`` after a ``restart`` segment of ``cost`` ticks that holds the mode's peak
+    demand on every resource; a mode that begins with one (a migrating job's moved
+    block) keeps its own."""
+    if mode.segments[0].name == "restart":
+        return mode
+    names = {r for seg in mode.segments for r in seg.demand}
+    peak = {r: q for r in sorted(names) if (q := mode.peak(r))}
+    step = Segment(name="restart", duration=cost, demand=peak)
+    return mode.model_copy(update={"segments": [step, *mode.segments]})
+
+
 def _scaled(segments: Iterable[Segment], factor: float) -> list[Segment]:
     return [
         s.model_copy(update={"duration": math.ceil(round(s.duration * factor, 9))})
@@ -775,7 +795,9 @@ class _Build:
             "lost_task_ticks": 0,
             "cancelled": 0,
             "arrived": 0,
+            "restarted": 0,
         }
+        self.restart = {j.name: j.restart for j in problem.jobs}
 
     # Events that change tasks.
 
@@ -860,6 +882,9 @@ class _Build:
         at, state = self.at, self.state
         moving = self._moving_jobs()
         rests = self._rests()
+        before: dict[str, list[str]] = {t.name: [] for t in self.p.tasks}
+        for q in self.p.precedences:
+            before[q.after].append(q.before)
         for t in self.p.tasks:
             for k, attempt in enumerate(state.lost.get(t.name, ()), start=1):
                 mode = t.mode(attempt.mode)
@@ -890,7 +915,10 @@ class _Build:
                 self.figures["lost_gpu_ticks"] += _gpu_ticks(mode, st, at)  # type: ignore[arg-type]
                 lost = len(state.lost.get(t.name, ())) + 1
                 self._record(f"{t.name}#lost{lost}", mode, st)  # type: ignore[arg-type]
-            self._unfrozen(t)
+            moves = t.job in moving and any(
+                b in state.started and state.started[b].finish <= at for b in before[t.name]
+            )
+            self._unfrozen(t, restart=st is not None or moves)
         for node, down in self.failures.items():
             if down:
                 self._down(node, down)
@@ -953,12 +981,16 @@ class _Build:
         """An attempt that ran until ``T`` (or its loss) and no further: frozen, no job."""
         self._frozen(name, None, mode, replace(st, rest=[]), rest=False)
 
-    def _unfrozen(self, t: Task) -> None:
+    def _unfrozen(self, t: Task, restart: bool = False) -> None:
         factor = self.factor.get(t.name, 1.0)
         modes = [
             m.model_copy(update={"segments": _scaled(m.segments, factor)}) if factor != 1 else m
             for m in t.modes
         ]
+        cost = self.restart.get(t.job, 0) if restart else 0
+        if cost:
+            self.figures["restarted"] += 1
+            modes = [_restarting(m, cost) for m in modes]
         modes = self._usable(t, modes)
         self.out.append(t.model_copy(update={"modes": modes, "release": max(t.release, self.at)}))
 

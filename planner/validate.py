@@ -160,6 +160,16 @@ def _colocation(
         if job.colocate and len(sets[job.name]) > 1:
             where = " and ".join("+".join(s) for s in sorted(sets[job.name]))
             add(Violation("colocation", f"job {job.name!r} runs on nodes {where}"))
+    for name, mode in chosen.items():
+        ref = mode.same_nodes_as
+        if ref is not None and name in on and set(on[name]) != set(on.get(ref, ())):
+            add(
+                Violation(
+                    "node",
+                    f"task {name!r} in mode {mode.name!r} keeps the nodes of {ref!r} "
+                    f"({'+'.join(on.get(ref, ())) or 'none'}), runs on {'+'.join(on[name])}",
+                )
+            )
 
 
 def _node_capacity(

@@ -53,13 +53,16 @@ def import_muri(
     time_unit: str = "1min",
     blocks: int = 1,
     placement: str = "pooled",
+    migrate: bool = False,
 ) -> dict[str, Any]:
     """Read a Muri trace CSV into cluster-form data.
 
     Every row becomes a training job with the trace's measured stage times and
     GPU count; ``submit_time`` (ms) becomes the release. One-minute ticks keep
     the horizon of a trace of months small; stage times round up to them.
-    ``placement`` (``"pooled"`` or ``"node"``) is the instance's placement.
+    ``placement`` (``"pooled"`` or ``"node"``) is the instance's placement;
+    ``migrate`` lets every job's blocks change nodes (the restart cost of its
+    model from the catalog).
 
     Raises
     ------
@@ -93,6 +96,8 @@ def import_muri(
             "blocks": min(blocks, iters),
             "stages": {"data": times[0] / 1000, "gpu": times[1] / 1000, "sync": times[2] / 1000},
         }
+        if migrate:
+            job["migrate"] = True
         release = cell.time("submit_time") / 1000 if "submit_time" in header else 0.0
         if release:
             job["release"] = release

@@ -16,7 +16,7 @@ import numpy as np
 
 from planner.arrays import FAIL_DEADLINE, ProblemArrays
 from planner.bounds import horizon
-from planner.errors import PlannerError
+from planner.errors import InputError, PlannerError
 from planner.model import Problem
 from planner.schedule import Schedule
 
@@ -29,12 +29,14 @@ EDGE_TASK, EDGE_KIND, EDGE_LAG = 0, 1, 2
 TASK_RELEASE, TASK_DEADLINE, TASK_JOB, TASK_COLOCATED = 0, 1, 2, 3
 """Columns of the task table; the deadline is -1 where a task has none, the job -1 for
 none, ``TASK_COLOCATED`` 1 where the task's job is colocated."""
-MODE_DURATION, MODE_FITS, MODE_PLACEMENT, MODE_GANG, MODE_NODE_TYPE, MODE_EXTRA = range(6)
+MODE_DURATION, MODE_FITS, MODE_PLACEMENT, MODE_GANG, MODE_NODE_TYPE, MODE_FOLLOW, MODE_EXTRA = (
+    range(7)
+)
 """Columns of the mode table: duration; 1 where every segment fits the base capacity
 (and, for a mode on nodes, enough nodes of its type hold its demand per node);
 placement key, -1 for none; the number of nodes it runs on (0: none); the type id
-its nodes must have, -1 for any; from ``MODE_EXTRA`` on, the use of each budget
-above the task's least use."""
+its nodes must have, -1 for any; the task whose node set it keeps, -1 for none; from
+``MODE_EXTRA`` on, the use of each budget above the task's least use."""
 SEG_DURATION, SEG_OFFSET, SEG_ACTIVE, SEG_DEMAND = 0, 1, 2, 3
 """Columns of the segment table: duration; offset from the mode's start; 1 where the
 segment takes time and demands something; from ``SEG_DEMAND`` on, the demand per
@@ -146,6 +148,7 @@ def compile_problem(problem: Problem) -> Data:
             a.mode_placement,
             a.mode_nodes,
             a.mode_node_type,
+            a.mode_follow,
             cons - least[a.mode_task],
         ]
     ).astype(i64)
@@ -235,6 +238,31 @@ def to_schedule(
         starts={t.name: int(start[i]) for i, t in enumerate(problem.tasks)},
         nodes=nodes,
     )
+
+
+def schedule_lists(problem: Problem, schedule: Schedule) -> tuple[np.ndarray, np.ndarray]:
+    """A schedule as decoder input: start keys per task (ties by task order: the order
+    the serial SGS follows) and the global mode number of each task's mode.
+
+    Raises
+    ------
+    InputError
+        If the schedule misses a task of ``problem`` or names a mode it does not have.
+    """
+    first = problem.arrays.mode_start
+    keys = np.empty(len(problem.tasks), dtype=np.float64)
+    modes = np.empty(len(problem.tasks), dtype=np.int64)
+    for i, t in enumerate(problem.tasks):
+        if t.name not in schedule.starts or t.name not in schedule.modes:
+            raise InputError(f"initial_solution: no start or mode for task {t.name!r}")
+        names = [m.name for m in t.modes]
+        if schedule.modes[t.name] not in names:
+            raise InputError(
+                f"initial_solution: task {t.name!r} has no mode {schedule.modes[t.name]!r}"
+            )
+        keys[i] = schedule.starts[t.name]
+        modes[i] = first[i] + names.index(schedule.modes[t.name])
+    return keys, modes
 
 
 def failure_reason(problem: Problem, status: int, task: int) -> str:

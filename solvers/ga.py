@@ -30,9 +30,19 @@ import numpy as np
 from numba import njit
 
 from planner.errors import InputError
+from planner.interrupt import Halt, run_interruptibly
 from planner.model import Problem
 from planner.result import Progress, Result
-from solvers.encoding import EDGE_TASK, MODE_DURATION, SEG_DEMAND, SEG_DURATION, SEG_OFFSET, Data
+from planner.schedule import Schedule
+from solvers.encoding import (
+    EDGE_TASK,
+    MODE_DURATION,
+    SEG_DEMAND,
+    SEG_DURATION,
+    SEG_OFFSET,
+    Data,
+    schedule_lists,
+)
 from solvers.search import DEFAULT_SCHEDULES, Search
 from solvers.sgs import priorities
 from solvers.sgs_numba import evaluate
@@ -207,25 +217,26 @@ def generation(d: Data, pop, kids, rate, peak, weight, rng, work, best, allowanc
     ``pop`` and ``kids`` hold ``(orders, modes, starts, values)``; ``peak`` is
     the window length range ``(lo, hi)`` of the crossover and ``weight`` the
     segments' resource use (:func:`segment_use`); ``work`` holds the
-    decoder's ``(start, mode, placed, nodes, index)``; ``best`` holds ``(value[1],
-    start, mode, placed)`` of the incumbent, updated in place.
+    decoder's ``(start, mode, placed, nodes, index)`` and the halt flag (``[1]``, set:
+    return before the next schedule); ``best`` holds ``(value[1], start, mode,
+    placed)`` of the incumbent, updated in place.
     """
     pop_o, pop_m, pop_s, fit = pop
     kid_o, kid_m, kid_s, kid_fit = kids
-    start, mode, placed, nodes, index = work
+    start, mode, placed, nodes, index, halt = work
     best_value, best_start, best_mode, best_placed = best
     size, n = pop_o.shape
     pred_ptr, pred, mode_start = d.pred_ptr, d.pred, d.mode_start
     part = np.empty(n, dtype=np.int64)
     spent = 0
     n_kids = 0
-    while n_kids < size and spent < allowance:
+    while n_kids < size and spent < allowance and halt[0] == 0:
         a, b = rng.integers(0, size), rng.integers(0, size)
         mother = a if fit[a] <= fit[b] else b
         a, b = rng.integers(0, size), rng.integers(0, size)
         father = a if fit[a] <= fit[b] else b
         for side in range(2):
-            if n_kids >= size or spent >= allowance:
+            if n_kids >= size or spent >= allowance or halt[0]:
                 break
             x, y = (mother, father) if side == 0 else (father, mother)
             # A mother without a schedule (budgets or deadlines unmet) has no window:
@@ -273,11 +284,14 @@ def generation(d: Data, pop, kids, rate, peak, weight, rng, work, best, allowanc
 
 @njit(cache=True, nogil=True)
 def initial(d: Data, pop_o, pop_m, pop_s, fit, work, best, allowance) -> int:
-    """Evaluate a population in place (its orders and modes are set by the caller)."""
-    start, mode, placed, nodes, index = work
+    """Evaluate a population in place (its orders and modes are set by the caller); a set
+    halt flag ends it before the next schedule."""
+    start, mode, placed, nodes, index, halt = work
     best_value, best_start, best_mode, best_placed = best
     spent = 0
     for p in range(pop_o.shape[0]):
+        if halt[0]:
+            break
         value, passes = evaluate(
             d, pop_o[p], pop_m[p], start, mode, placed, nodes, index, allowance - spent, False
         )
@@ -347,6 +361,7 @@ def solve_ga(
     mutation: float = 0.2,
     stall: int = STALL,
     workers: int = 1,
+    initial_solution: Schedule | None = None,
     progress: Callable[[Progress], None] | None = None,
 ) -> Result:
     """Genetic algorithm with serial SGS decoding and justification.
@@ -373,6 +388,9 @@ def solve_ga(
         Independent runs in parallel threads, with seeds ``seed``, ``seed + 1``, ...
         They share the schedule budget and each has the whole time limit; the best
         schedule of all runs is returned. One run by default.
+    initial_solution
+        A warm start (e.g. the old plan when re-planning): the first individual is its
+        order (tasks by start) in its modes; the LFT individual comes second.
     progress
         Called on each improvement.
 
@@ -387,7 +405,12 @@ def solve_ga(
         raise InputError(f"population must be at least 2, got {population}")
     if int(workers) < 1:
         raise InputError(f"workers must be at least 1, got {workers}")
-    settings = {"population": int(population), "mutation": float(mutation), "stall": int(stall)}
+    settings: dict[str, Any] = {
+        "population": int(population),
+        "mutation": float(mutation),
+        "stall": int(stall),
+        "initial": None if initial_solution is None else schedule_lists(problem, initial_solution),
+    }
     if int(workers) == 1:
         return _evolve(problem, schedules, time_limit, seed, settings, progress, None)
     if schedules is None and time_limit is None:
@@ -416,7 +439,7 @@ def _parallel(
     t0 = time.perf_counter()
     lock = threading.Lock()
     best = [math.inf]
-    stop = threading.Event()
+    stop = Halt()
 
     def tell(event: Progress) -> None:
         with lock:
@@ -424,7 +447,6 @@ def _parallel(
                 best[0] = event.objective
                 progress(event)
 
-    ended = [threading.Event() for _ in budgets]
     out: list[Result | BaseException | None] = [None] * len(budgets)
 
     def run(k: int) -> None:
@@ -433,22 +455,18 @@ def _parallel(
         except BaseException as exc:  # raised again in the calling thread
             out[k] = exc
             stop.set()
-        finally:
-            ended[k].set()
 
-    for k in range(len(budgets)):
-        threading.Thread(target=run, args=(k,), name=f"ga-{k}", daemon=True).start()
-    interrupted = False
-    try:
-        for event in ended:
-            # Event.wait, not Thread.join: Ctrl-C must reach this thread while runs go on.
-            while not event.wait(0.1):
-                pass
-    except KeyboardInterrupt:
-        interrupted = True
-        stop.set()
-        for event in ended:
-            event.wait()
+    def every_run() -> None:
+        threads = [
+            threading.Thread(target=run, args=(k,), name=f"ga-{k}", daemon=True)
+            for k in range(len(budgets))
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    _, interrupted = run_interruptibly(every_run, stop.set, "ga")
     for item in out:
         if isinstance(item, BaseException):
             raise item
@@ -477,7 +495,7 @@ def _evolve(
     seed: int,
     settings: dict[str, Any],
     progress: Callable[[Progress], None] | None,
-    stop: threading.Event | None,
+    stop: Halt | None,
 ) -> Result:
     """One GA run (see :func:`solve_ga`); it ends early once ``stop`` is set."""
     max_stall = settings["stall"]
@@ -488,20 +506,25 @@ def _evolve(
     d = dec.data
     lft = priorities(problem, "lft")
     pop_o, pop_m = first_population(search, size, rng, lft)
+    if settings["initial"] is not None:
+        keys, modes = settings["initial"]
+        pop_o[1], pop_m[1] = pop_o[0], pop_m[0]
+        pop_o[0], pop_m[0] = dec.order(keys), modes
     pop_s = np.zeros_like(pop_o)
     weight = segment_use(d)
     fit = np.full(size, np.inf)
     pop = (pop_o, pop_m, pop_s, fit)
     kids = (np.empty_like(pop_o), np.empty_like(pop_m), np.empty_like(pop_o), np.full(size, np.inf))
-    work = (dec.start, dec.mode, dec.placed, dec.nodes, dec.index)
+    work = (dec.start, dec.mode, dec.placed, dec.nodes, dec.index, search.stop.flag)
     best = (
         np.full(1, np.inf),
         np.zeros(d.n, dtype=np.int64),
         np.zeros(d.n, dtype=np.int64),
         np.full_like(dec.placed, -1),
     )
-    gen = restarts = idle = 0  # set before any Ctrl-C can end the block
-    with search.interruptible():
+    count = {"generations": 0, "restarts": 0}  # read after Ctrl-C has ended the loop
+
+    def body() -> None:
         # The first individual alone first: a large instance then has an incumbent after
         # one schedule, not after a whole population.
         for part in (slice(0, 1), slice(1, size)):
@@ -511,8 +534,9 @@ def _evolve(
             )  # fmt: skip
             search.offer(best[0][0], best[1], best[2], best[3])
         search.record(0, fit)
+        idle = 0
         while not search.done():
-            gen += 1
+            count["generations"] += 1
             before = best[0][0]
             search.used += generation(
                 d,
@@ -530,7 +554,7 @@ def _evolve(
             if (idle >= max_stall or fit[0] == fit[-1]) and not search.done():
                 # Converged: keep the best individual, draw the others around its schedule
                 # (anew while there is none: budgets or deadlines unmet so far).
-                restarts += 1
+                count["restarts"] += 1
                 idle = 0
                 if np.isfinite(best[0][0]):
                     pop_o[1:], pop_m[1:] = around_best(search, size - 1, rng, best[1], best[2])
@@ -540,6 +564,8 @@ def _evolve(
                     d, pop_o[1:], pop_m[1:], pop_s[1:], fit[1:], work, best, search.allowance()
                 )
             search.offer(best[0][0], best[1], best[2], best[3])
-            search.record(gen, fit)
+            search.record(count["generations"], fit)
+
+    search.run(body)
     search.offer(best[0][0], best[1], best[2], best[3])
-    return search.result(population=size, generations=gen, restarts=restarts, seed=seed)
+    return search.result(population=size, **count, seed=seed)

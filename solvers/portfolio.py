@@ -164,6 +164,7 @@ def solve_portfolio(
     encoding: Encoding = "optional",
     makespan_interval: bool = False,
     parameters: dict[str, Any] | None = None,
+    initial_solution: Schedule | None = None,
 ) -> Result:
     """Solve ``problem`` with SGS and GA hints around one or two CP-SAT searches.
 
@@ -194,6 +195,9 @@ def solve_portfolio(
         Whether every cumulative holds an interval from the makespan to the horizon.
     parameters
         Extra CP-SAT parameters (name -> value).
+    initial_solution
+        A warm start (e.g. the old plan when re-planning), valid for ``problem``: it
+        replaces the SGS passes' schedule when its objective is lower (ties: kept).
 
     Returns
     -------
@@ -238,6 +242,11 @@ def solve_portfolio(
     try:
         passes = None if time_limit is None else t0 + SGS_SHARE * time_limit
         warm = heuristic_schedule(problem, deadline=passes, keep=keep)
+        if initial_solution is not None and (
+            warm is None or initial_solution.objective(problem) < warm.objective(problem)
+        ):
+            warm = initial_solution
+            keep(warm)
         if not small:
             cap = ga_seconds(GA_HINT_SHARE, time_limit)
             # One run: the budget is small, and halved between two runs it gave worse hints

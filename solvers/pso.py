@@ -22,7 +22,8 @@ from numba import njit
 from planner.errors import InputError
 from planner.model import Problem
 from planner.result import Progress, Result
-from solvers.encoding import Data
+from planner.schedule import Schedule
+from solvers.encoding import Data, schedule_lists
 from solvers.search import Search
 from solvers.sgs import priorities
 from solvers.sgs_numba import evaluate, keys_to_order
@@ -59,25 +60,27 @@ def _encode(d: Data, order, modes, x, mk) -> None:
         mk[t] = (modes[t] - mode_start[t] + 0.5) / count
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def iteration(d: Data, swarm, pbest, pfit, gbest, params, ring, rng, work, best, allowance) -> int:
     """Move, decode, justify and re-encode every particle once; returns schedules generated.
 
     ``swarm`` is ``(x, mk, v, vm)``, ``pbest`` is ``(x, mk)`` per particle,
-    ``gbest`` is ``(x, mk)`` of the swarm, ``params`` is ``(w, c1, c2, vmax, vmax_modes)``.
+    ``gbest`` is ``(x, mk)`` of the swarm, ``params`` is ``(w, c1, c2, vmax, vmax_modes)``;
+    ``work`` is the decoder's ``(start, mode, placed, nodes, index)`` and the halt flag
+    (``[1]``, set: return before the next schedule).
     """
     x, mk, v, vm = swarm
     px, pmk = pbest
     gx, gmk = gbest
     w, c1, c2, vmax, vmax_modes = params
-    start, mode, placed, nodes, index = work
+    start, mode, placed, nodes, index, halt = work
     best_value, best_start, best_mode, best_placed = best
     size, n = x.shape
     order = np.empty(n, dtype=np.int64)
     modes = np.empty(n, dtype=np.int64)
     spent = 0
     for p in range(size):
-        if spent >= allowance:
+        if spent >= allowance or halt[0]:
             break
         # The social attractor: the best personal best within ``ring`` places of p on a
         # ring of particles (the global best when ring is 0 or no neighbour has one).
@@ -134,6 +137,7 @@ def solve_pso(
     vmax: float = 0.05,
     stall: int = STALL,
     ring: int = RING,
+    initial_solution: Schedule | None = None,
     progress: Callable[[Progress], None] | None = None,
 ) -> Result:
     """Particle swarm on random keys with serial SGS decoding and justification.
@@ -158,6 +162,9 @@ def solve_pso(
     ring
         Neighbours each side whose best personal best attracts a particle; 0 for the
         swarm's global best.
+    initial_solution
+        A warm start (e.g. the old plan when re-planning): the first particle's keys
+        are its order (tasks by start) and its modes.
     progress
         Called on each improvement.
 
@@ -182,13 +189,16 @@ def solve_pso(
     lft = priorities(problem, "lft")
     x[0] = (lft - lft.min()) / max(float(np.ptp(lft)), 1.0)
     mk = rng.random((size, n))
+    if initial_solution is not None:
+        keys, modes = schedule_lists(problem, initial_solution)
+        _encode(d, dec.order(keys), modes, x[0], mk[0])
     v = rng.uniform(-vmax, vmax, (size, n))
     vm = rng.uniform(-MODE_VMAX, MODE_VMAX, (size, n))
     pfit = np.full(size, np.inf)
     swarm = (x, mk, v, vm)
     pbest = (x.copy(), mk.copy())
     gbest = (x[0].copy(), mk[0].copy())
-    work = (dec.start, dec.mode, dec.placed, dec.nodes, dec.index)
+    work = (dec.start, dec.mode, dec.placed, dec.nodes, dec.index, search.stop.flag)
     best = (
         np.full(1, np.inf),
         np.zeros(n, dtype=np.int64),
@@ -196,10 +206,12 @@ def solve_pso(
         np.full_like(dec.placed, -1),
     )
     params = (float(inertia), float(c1), float(c2), float(vmax), MODE_VMAX)
-    it = restarts = idle = 0
-    with search.interruptible():
+    count = {"iterations": 0, "restarts": 0}  # read after Ctrl-C has ended the loop
+
+    def body() -> None:
+        idle = 0
         while not search.done():
-            it += 1
+            count["iterations"] += 1
             before = best[0][0]
             search.used += iteration(
                 d, swarm, pbest, pfit, gbest, params, ring, rng, work, best, search.allowance()
@@ -207,11 +219,13 @@ def solve_pso(
             idle = idle + 1 if best[0][0] >= before else 0
             if idle >= max_stall:
                 # Stalled: scatter the particles again; personal and global bests stay.
-                restarts += 1
+                count["restarts"] += 1
                 idle = 0
                 x[:] = rng.random((size, n))
                 v[:] = rng.uniform(-vmax, vmax, (size, n))
             search.offer(best[0][0], best[1], best[2], best[3])
-            search.record(it, pfit)
+            search.record(count["iterations"], pfit)
+
+    search.run(body)
     search.offer(best[0][0], best[1], best[2], best[3])
-    return search.result(particles=size, iterations=it, restarts=restarts, seed=seed)
+    return search.result(particles=size, **count, seed=seed)

@@ -94,14 +94,22 @@ def solve(problem: Problem, solver: str = DEFAULT_SOLVER, **options: Any) -> Res
     Raises
     ------
     InputError
-        For an unknown solver, an unknown option or a value of the wrong type, or a
-        provably infeasible problem (:class:`~planner.errors.InfeasibleError`).
+        For an unknown solver, an unknown option or a value of the wrong type, an
+        ``initial_solution`` the validator rejects, or a provably infeasible problem
+        (:class:`~planner.errors.InfeasibleError`).
     SolverError
         If the solver returns a schedule the validator rejects.
     """
     func = solver_function(solver)
     check_options(solver, func, options)
     check_feasibility(problem)
+    start = options.get("initial_solution")
+    if start is not None:
+        report = validate(problem, start)
+        if not report.ok:
+            raise InputError(
+                f"initial_solution: not a valid schedule of the problem: {report.violations[0]}"
+            )
     if solver not in KERNEL_FREE:
         from solvers.kernels import load_kernels
 

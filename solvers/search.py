@@ -7,17 +7,17 @@ one row of statistics per generation in ``Result.history``::
 
     pandas.DataFrame(result.history).to_csv("history.csv", index=False)
 
-Ctrl-C during :meth:`Search.interruptible` ends the run and keeps its incumbent.
+:meth:`Search.run` runs the search loop on the shared interrupt path
+(:mod:`planner.interrupt`): Ctrl-C halts the kernels within one schedule (they read
+:attr:`Search.halt` between schedules) and the run keeps its incumbent.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -25,6 +25,7 @@ import numpy as np
 from planner.arrays import OK
 from planner.bounds import critical_path_bound
 from planner.errors import InputError
+from planner.interrupt import Halt, run_interruptibly
 from planner.model import Problem
 from planner.result import Progress, Result, Status
 from solvers.encoding import to_schedule
@@ -52,8 +53,9 @@ class Search:
     progress
         Called with a :class:`Progress` on every improvement.
     stop
-        Ends the run once set. The run sets it itself when its incumbent meets the lower
-        bound, so that runs in parallel threads sharing it stop together.
+        Ends the run once set (the kernels read its flag between schedules). The run sets
+        it itself when its incumbent meets the lower bound, so that runs in parallel
+        threads sharing it stop together. By default the run's own.
     """
 
     def __init__(
@@ -63,7 +65,7 @@ class Search:
         schedules: int | None,
         time_limit: float | None,
         progress: Callable[[Progress], None] | None,
-        stop: threading.Event | None = None,
+        stop: Halt | None = None,
     ) -> None:
         self.t0 = time.perf_counter()
         if schedules is not None and int(schedules) < 1:
@@ -75,7 +77,7 @@ class Search:
         self.budget = math.inf if schedules is None else int(schedules)
         self.deadline = math.inf if time_limit is None else self.t0 + float(time_limit)
         self.progress = progress
-        self.stop = stop
+        self.stop = stop if stop is not None else Halt()
         self.decoder = Decoder(problem)
         n = self.decoder.data.n
         self.used = 0
@@ -133,14 +135,14 @@ class Search:
             self.left <= 0
             or time.perf_counter() >= self.deadline
             or self.best <= self.bound
-            or (self.stop is not None and self.stop.is_set())
+            or self.stop.is_set()
         )
 
     def offer(self, value: float, start: np.ndarray, mode: np.ndarray, placed: np.ndarray) -> None:
         """Keep ``start`` / ``mode`` / ``placed`` if ``value`` improves the incumbent."""
         if value < self.best:
             self.best = float(value)
-            if self.stop is not None and self.best <= self.bound:
+            if self.best <= self.bound:
                 self.stop.set()
             self.best_start[:] = start
             self.best_mode[:] = mode
@@ -154,16 +156,22 @@ class Search:
                     )
                 )
 
-    @contextmanager
-    def interruptible(self) -> Iterator[None]:
-        """Run the block; Ctrl-C in it ends the block, marks the run interrupted and sets
-        ``stop``, so that runs sharing it end too."""
-        try:
-            yield
-        except KeyboardInterrupt:
+    def run(self, body: Callable[[], None]) -> None:
+        """Run the search loop ``body`` on the shared interrupt path: Ctrl-C marks the run
+        interrupted and sets ``stop``, which halts the kernels within one schedule and
+        ends runs sharing it."""
+
+        def halt() -> None:
             self.interrupted = True
-            if self.stop is not None:
-                self.stop.set()
+            self.stop.set()
+
+        def guarded() -> None:
+            try:
+                body()
+            except KeyboardInterrupt:  # raised in the loop itself, e.g. by a progress callback
+                halt()
+
+        run_interruptibly(guarded, halt, self.solver)
 
     def record(self, generation: int, values: np.ndarray) -> None:
         """Append one history row for a generation with population ``values``."""

@@ -32,6 +32,7 @@ from solvers.encoding import (
     MODE_DURATION,
     MODE_EXTRA,
     MODE_FITS,
+    MODE_FOLLOW,
     MODE_GANG,
     MODE_NODE_TYPE,
     MODE_PLACEMENT,
@@ -432,10 +433,11 @@ def _sky_book(
 
 
 @njit(cache=True, inline="always")
-def _allowed(mode, pin, m, left, key, fixed, have) -> bool:
+def _allowed(mode, pin, node_type, m, left, key, fixed, have) -> bool:
     """Whether mode ``m`` is allowed, ``key`` being its job's placement key (-1: none yet,
-    or a job that is not colocated) and ``fixed[:have]`` its job's node set (``have`` 0:
-    none yet, or not colocated); a pinned mode must be pinned to that set."""
+    or a job that is not colocated) and ``fixed[:have]`` the node set it must keep
+    (``have`` 0: none); a pinned mode must be pinned to that set, a typed one find its
+    type there."""
     if mode[m, MODE_FITS] == 0:
         return False
     for k in range(left.shape[0]):
@@ -444,6 +446,11 @@ def _allowed(mode, pin, m, left, key, fixed, have) -> bool:
     gang = mode[m, MODE_GANG]
     if have > 0 and gang > 0 and gang != have:
         return False
+    want = mode[m, MODE_NODE_TYPE]
+    if have > 0 and gang > 0 and want >= 0:
+        for q in range(have):
+            if node_type[fixed[q]] != want:
+                return False
     if have > 0 and gang > 0 and pin[m, 0] >= 0:
         for j in range(gang):
             found = False
@@ -565,46 +572,68 @@ def _book_mode(table, index, seg_start, seg, mode, dims, m, t, reverse, on) -> N
 
 
 @njit(cache=True, inline="always")
-def _candidate(
-    table, index, seg_start, seg, mode_start, mode, node_type, pin, dims, i, pref, est, limit, left,
-    key, fixed, plain, cand, out,
-):  # fmt: skip
-    """Mode and start for task ``i`` (see the module docstring); mode -1 if none is allowed.
-
-    The chosen mode's node set goes to ``out`` (``cand`` is scratch). ``plain`` passes
-    say that no budget is overdrawn and ``key`` < 0 that the task's job has no
-    placement to keep: a single-mode task then needs no choice.
-    """
+def _count(fixed) -> int:
+    """The nodes of a node set padded with -1 (0 when ``fixed[0]`` < 0: none)."""
     have = 0
     if fixed[0] >= 0:
         for j in range(fixed.shape[0]):
             if fixed[j] >= 0:
                 have += 1
+    return have
+
+
+@njit(cache=True, inline="always")
+def _kept(mode, m, placed, fixed):
+    """The node set mode ``m`` must keep: its ``same_nodes_as`` task's (placed before it),
+    else ``fixed`` (its colocated job's, or none)."""
+    ref = mode[m, MODE_FOLLOW]
+    if ref >= 0:
+        return placed[ref]
+    return fixed
+
+
+@njit(cache=True, inline="always")
+def _candidate(
+    table, index, seg_start, seg, mode_start, mode, node_type, pin, dims, i, pref, est, limit, left,
+    key, fixed, plain, cand, out, placed,
+):  # fmt: skip
+    """Mode and start for task ``i`` (see the module docstring); mode -1 if none is allowed.
+
+    The chosen mode's node set goes to ``out`` (``cand`` is scratch). ``plain`` passes
+    say that no budget is overdrawn and ``key`` < 0 that the task's job has no
+    placement to keep: a single-mode task then needs no choice. ``placed`` holds the
+    node sets of the tasks placed so far (a mode may keep one, ``same_nodes_as``).
+    """
+    have = _count(fixed)
     lo, hi = mode_start[i], mode_start[i + 1]
-    if pref < 0 and not (plain and hi - lo == 1 and key < 0 and have == 0):
+    single = plain and hi - lo == 1 and key < 0 and have == 0 and mode[lo, MODE_FOLLOW] < 0
+    if pref < 0 and not single:
         # No preference: the allowed mode that finishes first.
         best, best_t, best_end = -1, 0, BIG
         for m in range(lo, hi):
-            if not _allowed(mode, pin, m, left, key, fixed, have):
+            kept = _kept(mode, m, placed, fixed)
+            if not _allowed(mode, pin, node_type, m, left, key, kept, _count(kept)):
                 continue
             dur = mode[m, MODE_DURATION]
             t = place_mode(
                 table, index, seg_start, seg, mode, node_type, pin, dims, m, est, limit, False,
-                fixed, cand,
+                kept, cand,
             )  # fmt: skip
             if t + dur < best_end:
                 best, best_t, best_end = m, t, t + dur
                 for j in range(mode[m, MODE_GANG]):
                     out[j] = cand[j]
         return best, best_t
-    if plain and hi - lo == 1 and key < 0 and have == 0:
-        best = lo
-    elif _allowed(mode, pin, pref, left, key, fixed, have):
-        best = pref
-    else:
-        best, best_use, best_dur = -1, BIG, BIG
+    best = lo if single else -1
+    if not single:
+        kept = _kept(mode, pref, placed, fixed)
+        if _allowed(mode, pin, node_type, pref, left, key, kept, _count(kept)):
+            best = pref
+    if best < 0:
+        best_use, best_dur = BIG, BIG
         for m in range(lo, hi):
-            if not _allowed(mode, pin, m, left, key, fixed, have):
+            kept = _kept(mode, m, placed, fixed)
+            if not _allowed(mode, pin, node_type, m, left, key, kept, _count(kept)):
                 continue
             use = 0
             for k in range(left.shape[0]):
@@ -615,8 +644,8 @@ def _candidate(
         if best < 0:
             return -1, 0
     return best, place_mode(
-        table, index, seg_start, seg, mode, node_type, pin, dims, best, est, limit, False, fixed,
-        out,
+        table, index, seg_start, seg, mode, node_type, pin, dims, best, est, limit, False,
+        _kept(mode, best, placed, fixed), out,
     )  # fmt: skip
 
 
@@ -716,7 +745,7 @@ def serial_pass(d: Data, order, pref, start, chosen, placed, table, index):
         m, t = _candidate(
             table, index, seg_start, seg, mode_start, mode, node_type, pin, dims, i, pref[i], est,
             limit, left, _job_key(task, i, job_key), _job_nodes(task, i, job_nodes, none), plain,
-            cand, on,
+            cand, on, placed,
         )  # fmt: skip
         if m < 0:
             return FAIL_MODE, i
@@ -779,7 +808,7 @@ def parallel_pass(d: Data, order, pref, start, chosen, placed, table, index):
     for i in range(n):
         if waiting[i] == 0:
             size = _evaluate_push(
-                d, table, index, i, now, pref, start, chosen, left, job_key, job_nodes,
+                d, table, index, i, now, pref, start, chosen, placed, left, job_key, job_nodes,
                 job_epoch, epoch, plain, none, cand, dims, cache, size, pos,
             )  # fmt: skip
             if size < 0:
@@ -804,7 +833,7 @@ def parallel_pass(d: Data, order, pref, start, chosen, placed, table, index):
         _sift_down(cache.heap, size, 0, cache.start, pos)
         if not valid:
             size = _evaluate_push(
-                d, table, index, j, now, pref, start, chosen, left, job_key, job_nodes,
+                d, table, index, j, now, pref, start, chosen, placed, left, job_key, job_nodes,
                 job_epoch, epoch, plain, none, cand, dims, cache, size, pos,
             )  # fmt: skip
             if size < 0:
@@ -832,7 +861,7 @@ def parallel_pass(d: Data, order, pref, start, chosen, placed, table, index):
             waiting[f] -= 1
             if waiting[f] == 0:
                 size = _evaluate_push(
-                    d, table, index, f, now, pref, start, chosen, left, job_key, job_nodes,
+                    d, table, index, f, now, pref, start, chosen, placed, left, job_key, job_nodes,
                     job_epoch, epoch, plain, none, cand, dims, cache, size, pos,
                 )  # fmt: skip
                 if size < 0:
@@ -855,8 +884,8 @@ class Candidates(NamedTuple):
 
 @njit(cache=True)
 def _evaluate_push(
-    d, table, index, i, now, pref, start, chosen, left, job_key, job_nodes, job_epoch, epoch,
-    plain, none, cand, dims, cache, size, pos,
+    d, table, index, i, now, pref, start, chosen, placed, left, job_key, job_nodes, job_epoch,
+    epoch, plain, none, cand, dims, cache, size, pos,
 ):  # fmt: skip
     """Evaluate eligible task ``i``'s candidate, remember it and push ``i``; returns the
     heap's new size, or -1 when no mode of ``i`` is allowed."""
@@ -867,7 +896,7 @@ def _evaluate_push(
     m, t = _candidate(
         table, index, d.seg_start, d.seg, d.mode_start, mode, d.node_type, d.pin, dims, i, pref[i],
         est, limit, left, _job_key(task, i, job_key), _job_nodes(task, i, job_nodes, none),
-        plain, cand, cache.nodes[i],
+        plain, cand, cache.nodes[i], placed,
     )  # fmt: skip
     if m < 0:
         return -1

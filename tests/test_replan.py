@@ -97,6 +97,29 @@ def test_failure_with_downtime_hand_optimum() -> None:
     assert (f["moved"], f["shift"]) == (1, 4)
 
 
+def test_a_killed_task_pays_its_jobs_restart_cost() -> None:
+    # As above with job A restarting in 2 ticks: a2 runs again on n1 from 8, restart
+    # first (holding its 8 GPUs), then its 4 ticks: 14.
+    problem = two_nodes()
+    jobs = [j.model_copy(update={"restart": 2}) if j.name == "A" else j for j in problem.jobs]
+    problem = problem.model_copy(update={"jobs": jobs})
+    result = replan(problem, old_plan(), 5, [parse_event("fail:n1+3")], "cpsat")
+    assert (result.status.value, result.objective) == ("optimal", 14)
+    s = result.schedule
+    assert s is not None and s.starts["a2"] == 8
+    built = prepare(problem, old_plan(), 5, [parse_event("fail:n1+3")])
+    restart, work = built.instance.task("a2").modes[0].segments
+    assert (restart.name, restart.duration, restart.demand, work.duration) == (
+        "restart",
+        2,
+        {"gpu": 8},
+        4,
+    )
+    assert built.figures["restarted"] == 1
+    # b1 runs on and c1 has not started: neither pays
+    assert built.instance.task("c1").modes[0].segments[0].name == "g"
+
+
 def test_node_gone_for_good_hand_optimum() -> None:
     # n2 is gone at 5: b1 (5 ticks run, 40 GPU-ticks lost) and c1 must run on n1 after
     # a2 ends at 8, one after the other: 8 + 6 + 2 = 16.

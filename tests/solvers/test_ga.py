@@ -207,22 +207,21 @@ def test_restart_without_any_schedule_keeps_real_modes() -> None:
 
 
 def test_a_run_at_the_critical_path_bound_stops_the_others(monkeypatch) -> None:
-    import threading
-
     import solvers.ga as ga
     from planner.bounds import critical_path_bound
+    from planner.interrupt import Halt
     from solvers.search import Search
 
     problem = load_instance(INSTANCES / "psplib/j1205_3.sm")
     bound = critical_path_bound(problem)
     stopped: list[bool] = []
 
-    def fake(problem, schedules, time_limit, seed, settings, progress, stop: threading.Event):
+    def fake(problem, schedules, time_limit, seed, settings, progress, stop: Halt):
         if seed == 0:
             search = Search(problem, "ga", 10, None, progress, stop)
             search.offer(bound, search.best_start, search.best_mode, search.best_placed)
         else:
-            stopped.append(stop.wait(5))
+            stopped.append(stop.event.wait(5) and stop.flag[0] == 1)
         return ga.Result("ga", Status.FEASIBLE, objective=bound + seed, stats={"schedules": 1})
 
     monkeypatch.setattr(ga, "_evolve", fake)
