@@ -3,9 +3,10 @@
 Measures what the placement issue asks, every schedule validated:
 
 - ``trace``: ``muri_trace3_offline.csv`` imported at each ``--blocks`` count, with
-  ``placement: node`` and pooled; per instance every ``--solver`` spec runs and the best
-  makespan is compared with the fluid bound (3,207,558 s) and Muri-L's makespan with
-  ideal interleaving on the same 8 x 8 GPUs (3,302,449 s).
+  ``placement: node``, pooled, and (``--placements``) placed with migration (every
+  job ``migrate: true``, the catalog's restart costs); per instance every ``--solver``
+  spec runs and the best makespan is compared with the fluid bound (3,207,558 s) and
+  Muri-L's makespan with ideal interleaving on the same 8 x 8 GPUs (3,302,449 s).
 - ``overhead``: one decoder pass (serial and parallel, ``grw``), placed against pooled.
 - ``horizon``: the same pass at one-second ticks against one-minute ticks.
 - ``scale``: generated traces of ``--scale-jobs`` jobs, placed, seeds ``--seeds``: one
@@ -45,9 +46,20 @@ MURI_L_IDEAL = 3_302_449
 """Muri-L's makespan with ideal interleaving, placing on the same 8 x 8 GPUs (s)."""
 
 
+PLACEMENTS = ("node", "pooled", "migrate")
+"""Instance forms of the trace part: placed, pooled, placed with migration."""
+
+
 def trace_problem(trace: Path, blocks: int, placement: str, time_unit: str) -> Problem:
-    """Trace 3 as a problem: ``blocks`` per job, placed or pooled."""
-    data = import_muri(trace, time_unit=time_unit, blocks=blocks, placement=placement)
+    """Trace 3 as a problem: ``blocks`` per job, placed, pooled, or placed with migration."""
+    migrate = placement == "migrate"
+    data = import_muri(
+        trace,
+        time_unit=time_unit,
+        blocks=blocks,
+        placement="node" if migrate else placement,
+        migrate=migrate,
+    )
     return problem_from_data(data)
 
 
@@ -62,11 +74,13 @@ def one_pass(problem: Problem, parallel: bool) -> tuple[float, int, bool]:
     return took, schedule.makespan(problem), validate(problem, schedule).ok
 
 
-def trace_rows(trace: Path, blocks: list[int], specs: list[str]) -> list[dict[str, Any]]:
+def trace_rows(
+    trace: Path, blocks: list[int], specs: list[str], placements: list[str]
+) -> list[dict[str, Any]]:
     """Every spec on every (blocks, placement) instance; makespans in seconds."""
     rows = []
     for b in blocks:
-        for placement in ("node", "pooled"):
+        for placement in placements:
             problem = trace_problem(trace, b, placement, "1min")
             for spec in specs:
                 name, options = parse_spec(spec)
@@ -199,6 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--benchmarks", type=Path, default=Path("../shared/benchmarks"))
     parser.add_argument("--solver", action="append", default=[], help="name:key=value,...")
     parser.add_argument("--blocks", type=int, action="append", default=[])
+    parser.add_argument("--placements", nargs="+", choices=PLACEMENTS, default=["node", "pooled"])
     parser.add_argument(
         "--part", action="append", choices=["trace", "overhead", "scale"], default=[]
     )
@@ -212,7 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     if "trace" in parts:
         specs = args.solver or ["sgs:rule=grw,scheme=serial", "sgs:rule=grw,scheme=parallel"]
         print(f"## trace 3 placed and pooled (fluid bound {FLUID:,} s)\n")
-        print(table(trace_rows(trace, args.blocks or [1, 4, 16], specs)) + "\n", flush=True)
+        rows = trace_rows(trace, args.blocks or [1, 4, 16], specs, args.placements)
+        print(table(rows) + "\n", flush=True)
     if "overhead" in parts:
         print("## one grw pass, 4 blocks: placed against pooled, 1 s against 1 min\n")
         print(table(overhead_rows(trace)) + "\n", flush=True)

@@ -541,6 +541,10 @@ def import_muri_cmd(
             "for its model (needs --placement node)."
         ),
     ] = False,
+    objective: Annotated[
+        str,
+        typer.Option(help="makespan, or weighted_completion (the mean JCT, all weights 1)."),
+    ] = "makespan",
 ) -> None:
     """Read a Muri trace into a cluster-form instance (a data and a network slot per GPU)."""
     from planner.workloads import import_muri
@@ -548,6 +552,7 @@ def import_muri_cmd(
     with guard():
         check_output(output, inputs=[trace], suffixes=NATIVE)
         data = import_muri(trace, nodes, gpus_per_node, time_unit, blocks, placement, migrate)
+        data["objective"] = objective
         problem = _write_instance(data, output)
         typer.echo(f"{trace} -> {output} ({len(data['jobs'])} jobs, {len(problem.tasks)} tasks)")
 

@@ -100,6 +100,14 @@ def simulate_cmd(
             "--baseline", help="--online: also replay with this solver, e.g. exclusive-srtf."
         ),
     ] = None,
+    option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--option",
+            help="--online: an option of --solver as KEY=VALUE (the value read as YAML), "
+            "e.g. rule=spt; repeat for more.",
+        ),
+    ] = None,
 ) -> None:
     """Replay a plan under noise, interference and node failures; report what it delivers.
 
@@ -132,6 +140,7 @@ def simulate_cmd(
             solver,
             time_limit,
             baseline or [],
+            option or [],
         )
         return
     with guard():
@@ -268,6 +277,22 @@ def _save_histogram(summaries: list[RunSummary], ex: Execution, path: Path) -> N
     fig.savefig(path, format=path.suffix.lower()[1:])
 
 
+def _solver_options(specs: list[str]) -> dict[str, object]:
+    """``KEY=VALUE`` pairs of ``--option``, each value read as YAML (``5`` is a number)."""
+    import yaml
+
+    out: dict[str, object] = {}
+    for spec in specs:
+        key, sep, value = spec.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"--option {spec!r}: expected KEY=VALUE, e.g. rule=spt")
+        try:
+            out[key.strip()] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            raise InputError(f"--option {spec!r}: the value is not a YAML scalar") from None
+    return out
+
+
 def _online(
     instance: Path,
     schedule: Path | None,
@@ -284,6 +309,7 @@ def _online(
     solver: str,
     time_limit: float | None,
     baselines: list[str],
+    option: list[str],
 ) -> None:
     """``simulate --online``: the solver and each baseline under the same replay."""
     from planner.cluster import tick_seconds
@@ -301,6 +327,7 @@ def _online(
         if gantt is not None:
             check_output(gantt, inputs=[instance], suffixes=FORMATS, what="the chart file")
         dist = Disturbances.parse(noise, slowdown, fail, work_conserving)
+        extra = _solver_options(option)
         problem = load_instance(instance)
         every: str | int = replan_every
         if replan_every != "arrival":
@@ -319,7 +346,8 @@ def _online(
             wanted = {"time_limit": ONLINE_TIME_LIMIT if time_limit is None else time_limit}
             if time_limit is not None and name == solver and "time_limit" not in options_of(name):
                 raise InputError(f"solver {name!r} has no option 'time_limit'")
-            run = simulate_online(problem, name, every, dist, seed, **applicable(name, wanted))
+            chosen = applicable(name, wanted) | (extra if name == solver else {})
+            run = simulate_online(problem, name, every, dist, seed, **chosen)
             runs_done.append(run)
         show(
             [

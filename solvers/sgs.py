@@ -27,11 +27,11 @@ from planner.schedule import Schedule
 from solvers import sgs_numba as k
 from solvers.encoding import Data, compile_problem, failure_reason, to_schedule
 
-Rule = Literal["lft", "lst", "mts", "spt", "est", "grpw", "mslk", "grw"]
+Rule = Literal["lft", "lst", "mts", "spt", "lpt", "est", "grpw", "mslk", "grw"]
 RULES: tuple[str, ...] = get_args(Rule)
 """Priority rules: latest finish, latest start, most total successors, shortest
-processing time, earliest start, greatest rank positional weight, minimum slack,
-greatest resource work (ties broken by task order)."""
+processing time, longest processing time, earliest start, greatest rank positional
+weight, minimum slack, greatest resource work (ties broken by task order)."""
 
 
 def priorities(problem: Problem, rule: str) -> np.ndarray:
@@ -54,6 +54,10 @@ def priorities(problem: Problem, rule: str) -> np.ndarray:
         return lst + dmin if rule == "lft" else lst
     if rule == "spt":
         return dmin
+    if rule == "lpt":
+        # the longest blocks first: on nodes they book whole nodes early, and the short
+        # ones fill around them (trace3' placed, 4 blocks: 67,284 against grw's 70,406)
+        return -dmin
     if rule == "mts":
         import networkx as nx
 

@@ -16,6 +16,7 @@ from collections.abc import Callable
 import numpy as np
 
 from models.milp import (
+    DEFAULT_BACKEND,
     MAX_MEMORY_GB,
     MAX_VARIABLES,
     Backend,
@@ -75,7 +76,7 @@ def solve_warm_milp(
     time_limit: float | None = None,
     seed: int = 0,
     workers: int | None = None,
-    backend: Backend = "cbc",
+    backend: Backend = DEFAULT_BACKEND,
     gap: float = 0.0,
     progress: Callable[[Progress], None] | None = None,
     log: bool = False,
@@ -95,7 +96,7 @@ def solve_warm_milp(
     workers
         Threads of the backend.
     backend
-        ``cbc`` (bundled with PuLP) or ``highs`` (highspy).
+        ``highs`` (highspy, the default) or ``cbc`` (bundled with PuLP).
     gap
         Relative gap at which the backend may stop; ``0`` proves optimality.
     progress

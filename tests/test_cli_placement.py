@@ -136,3 +136,25 @@ def test_validate_refuses_a_finish_that_contradicts_the_start(placed: Path, tmp_
         f"{cells[0]!r} (mode {cells[2]!r}) starts at {start} and runs {finish - start} ticks, "
         f"so it finishes at {finish}\n"
     )
+
+
+def test_import_muri_migrate_and_objective(tmp_path: Path) -> None:
+    out = tmp_path / "moving.json"
+    args = ["import", "muri", str(TRACE), "--blocks", "2", "-o", str(out)]
+    result = runner.invoke(
+        app, [*args, "--placement", "node", "--migrate", "--objective", "weighted_completion"]
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    assert data["objective"] == "weighted_completion"
+    assert all(job["migrate"] for job in data["jobs"])
+    problem = load_instance(out)
+    # the catalog's restart time of each job's model, in one-minute ticks: 1
+    assert {j.restart for j in problem.jobs} == {1}
+    block2 = problem.tasks[1]
+    assert [m.name for m in block2.modes] == ["base", "base-moved"]
+    result = runner.invoke(app, [*args, "--migrate"])
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "error: jobs[0].migrate: migration moves a job between nodes; it needs 'placement: node'\n"
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -407,3 +408,38 @@ def test_cli_online_no_schedule(files: tuple[Path, Path]) -> None:
     result = runner.invoke(app, ["simulate", str(inst), "--online", "--baseline", "exclusive-srtf"])
     assert result.exit_code == 0, result.output
     assert "validator: valid, valid (realized runs)" in result.output
+
+
+def three_arrivals() -> Problem:
+    """One 8-GPU node: x runs over [0, 5); A (10 ticks) and B (2) arrive at 1."""
+    return Problem.model_validate(
+        {
+            "nodes": [{"name": "n1", "capacity": {"gpu": 8}}],
+            "jobs": [{"name": j} for j in ("X", "A", "B")],
+            "tasks": [
+                gpu_task("x", "X", 5),
+                {**gpu_task("a", "A", 10), "release": 1},
+                {**gpu_task("b", "B", 2), "release": 1},
+            ],
+        }
+    )
+
+
+def test_online_solver_options_reach_every_replan(tmp_path: Path) -> None:
+    # shortest first: B [5, 7), A [7, 17): JCTs 5, 6, 16; the LFT rule ties and takes A
+    # first: A [5, 15), B [15, 17): 5, 14, 16
+    problem = three_arrivals()
+    assert simulate_online(problem, "sgs", rule="spt").mean_jct == pytest.approx(9)
+    assert simulate_online(problem, "sgs").mean_jct == pytest.approx(35 / 3)
+    inst = tmp_path / "three.json"
+    inst.write_text(problem.model_dump_json())
+    args = ["simulate", str(inst), "--online", "--slowdown", "none"]
+    result = runner.invoke(app, [*args, "--option", "rule=spt"])
+    assert result.exit_code == 0, result.output
+    assert re.search(r"\bsgs\s+2\s+9\.0\s", result.output), result.output
+    result = runner.invoke(app, [*args, "--option", "rule"])
+    assert result.exit_code == 2
+    assert result.stderr == "error: --option 'rule': expected KEY=VALUE, e.g. rule=spt\n"
+    result = runner.invoke(app, [*args, "--option", "rules=spt"])
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: solver 'sgs' has no option 'rules'")

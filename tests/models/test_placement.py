@@ -210,7 +210,7 @@ def test_milp_warm_start_from_a_placed_schedule(
     problem: Problem, initial: Schedule, optimum: int
 ) -> None:
     assert validate(problem, initial).ok
-    result = solve_milp(problem, time_limit=60, workers=1, initial_solution=initial)
+    result = solve_milp(problem, time_limit=60, workers=1, backend="cbc", initial_solution=initial)
     # CBC's MIP start takes the schedule, its nodes renamed into the symmetry-broken form
     assert result.stats["warm_start"] is True
     checked(problem, result, optimum)

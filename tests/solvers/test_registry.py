@@ -109,4 +109,4 @@ def test_solvers_command_lists_options_and_defaults() -> None:
     assert result.exit_code == 0
     assert "portfolio (default): " in result.output
     assert "\n  schedules: int | None  Budget of generated schedules" in result.output
-    assert "\n  rule: lft | lst | mts | spt | est | grpw | mslk | grw = 'lft'  " in result.output
+    assert "\n  rule: lft | lst | mts | spt | lpt | est | grpw | mslk | grw = 'lft'  " in result.output
