@@ -109,4 +109,5 @@ def test_solvers_command_lists_options_and_defaults() -> None:
     assert result.exit_code == 0
     assert "portfolio (default): " in result.output
     assert "\n  schedules: int | None  Budget of generated schedules" in result.output
-    assert "\n  rule: lft | lst | mts | spt | lpt | est | grpw | mslk | grw = 'lft'  " in result.output
+    rules = "lft | lst | mts | spt | lpt | est | grpw | mslk | grw"
+    assert f"\n  rule: {rules} = 'lft'  " in result.output
