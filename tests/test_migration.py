@@ -208,3 +208,15 @@ def test_a_migrating_plan_replays_valid() -> None:
     plan = solve(p, "cpsat", time_limit=30).schedule
     ex = simulate(p, plan, Disturbances(slowdown=Slowdown(MURI_FACTORS)))
     assert ex.report.ok and ex.makespan >= 26
+
+
+def test_the_problem_form_keeps_kept_nodes_and_restart_costs(tmp_path) -> None:
+    from planner.instance import load_instance, save_instance
+
+    p = problem_from_data(cluster(True))
+    path = tmp_path / "migration.json"
+    save_instance(p, path)
+    again = load_instance(path)
+    assert again.task("a/block2").modes[0].same_nodes_as == "a/block1"
+    assert [j.restart for j in again.jobs] == [1, 0, 0]
+    assert again == p
