@@ -563,10 +563,28 @@ def place_mode(
 
 
 @njit(cache=True, inline="always")
+def _start(table, index, seg_start, seg, mode, node_type, pin, dims, m, est, limit, reverse, fixed,
+           out):  # fmt: skip
+    """:func:`place_mode`, with its most common case inlined: a mode on no node on a per-tick
+    profile (PSPLIB). A call of a compiled function costs reference counting on each array
+    it is passed, which in the hot loop of a pass costs more than the search itself."""
+    if mode[m, MODE_GANG] == 0 and index[INDEX_KIND] == TICKS:
+        dur = mode[m, MODE_DURATION]
+        return _tick_place(table, seg_start, seg, m, dur, est, limit, reverse, dims[0], 0, -1, True)
+    return place_mode(
+        table, index, seg_start, seg, mode, node_type, pin, dims, m, est, limit, reverse, fixed,
+        out,
+    )  # fmt: skip
+
+
+@njit(cache=True, inline="always")
 def _book_mode(table, index, seg_start, seg, mode, dims, m, t, reverse, on) -> None:
     """Book mode ``m`` at ``t``: its cluster-wide demands, and its per-node ones on ``on``."""
     dur = mode[m, MODE_DURATION]
-    book(table, index, seg_start, seg, m, dur, t, reverse, dims[0], dims[1], -1, True)
+    if index[INDEX_KIND] == TICKS:
+        _tick_book(table, index, seg_start, seg, m, dur, t, reverse, dims[0], dims[1], -1, True)
+    else:
+        book(table, index, seg_start, seg, m, dur, t, reverse, dims[0], dims[1], -1, True)
     for j in range(mode[m, MODE_GANG]):
         book(table, index, seg_start, seg, m, dur, t, reverse, dims[0], dims[1], on[j], False)
 
@@ -615,7 +633,7 @@ def _candidate(
             if not _allowed(mode, pin, node_type, m, left, key, kept, _count(kept)):
                 continue
             dur = mode[m, MODE_DURATION]
-            t = place_mode(
+            t = _start(
                 table, index, seg_start, seg, mode, node_type, pin, dims, m, est, limit, False,
                 kept, cand,
             )  # fmt: skip
@@ -643,7 +661,7 @@ def _candidate(
                 best, best_use, best_dur = m, use, dur
         if best < 0:
             return -1, 0
-    return best, place_mode(
+    return best, _start(
         table, index, seg_start, seg, mode, node_type, pin, dims, best, est, limit, False,
         _kept(mode, best, placed, fixed), out,
     )  # fmt: skip
@@ -693,9 +711,8 @@ def _commit(
     if job >= 0 and key >= 0 and job_key[job] < 0:
         job_key[job] = key
     gang = mode[m, MODE_GANG]
-    placed[i, :] = -1
-    for j in range(gang):
-        placed[i, j] = on[j]
+    for j in range(placed.shape[1]):
+        placed[i, j] = on[j] if j < gang else -1
     if gang > 0 and job >= 0 and task[i, TASK_COLOCATED] == 1 and job_nodes[job, 0] < 0:
         for j in range(gang):
             job_nodes[job, j] = on[j]
@@ -737,16 +754,29 @@ def serial_pass(d: Data, order, pref, start, chosen, placed, table, index):
     pred_ptr, pred, task, node_type, pin = d.pred_ptr, d.pred, d.task, d.node_type, d.pin
     mode_start, mode, seg_start, seg = d.mode_start, d.mode, d.seg_start, d.seg
     plain = _plain(left)
+    ticks = index[INDEX_KIND] == TICKS
     for k in range(d.n):
         i = order[k]
         est = _forward_est(pred_ptr, pred, mode, task, i, start, chosen)
         deadline = task[i, TASK_DEADLINE]
         limit = deadline if deadline >= 0 else BIG
-        m, t = _candidate(
-            table, index, seg_start, seg, mode_start, mode, node_type, pin, dims, i, pref[i], est,
-            limit, left, _job_key(task, i, job_key), _job_nodes(task, i, job_nodes, none), plain,
-            cand, on, placed,
-        )  # fmt: skip
+        lo = mode_start[i]
+        if (
+            ticks
+            and plain
+            and mode_start[i + 1] - lo == 1
+            and mode[lo, MODE_GANG] == 0
+            and mode[lo, MODE_PLACEMENT] < 0
+        ):
+            # The common case (PSPLIB): one mode, on no node, no placement key, no choice.
+            m, dur = lo, mode[lo, MODE_DURATION]
+            t = _tick_place(table, seg_start, seg, m, dur, est, limit, False, dims[0], 0, -1, True)
+        else:
+            m, t = _candidate(
+                table, index, seg_start, seg, mode_start, mode, node_type, pin, dims, i, pref[i],
+                est, limit, left, _job_key(task, i, job_key), _job_nodes(task, i, job_nodes, none),
+                plain, cand, on, placed,
+            )  # fmt: skip
         if m < 0:
             return FAIL_MODE, i
         if deadline >= 0 and t + mode[m, MODE_DURATION] > deadline:
@@ -823,7 +853,7 @@ def parallel_pass(d: Data, order, pref, start, chosen, placed, table, index):
         valid = cache.epoch[j] == epoch[0] and (job < 0 or cache.job[j] == job_epoch[job])
         if valid:
             fixed = cache.nodes[j] if mode[m, MODE_GANG] else none
-            t = place_mode(
+            t = _start(
                 table, index, seg_start, seg, mode, node_type, pin, dims, m, at, at + dur, False,
                 fixed, cand,
             )  # fmt: skip
@@ -913,7 +943,7 @@ def _less(a, b, first, second) -> bool:
     return first[a] < first[b] or (first[a] == first[b] and second[a] < second[b])
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _push(heap, size, i, first, second) -> int:
     """Push ``i`` on a heap ordered by ``(first, second)``; returns the new size."""
     heap[size] = i
@@ -928,7 +958,7 @@ def _push(heap, size, i, first, second) -> int:
     return size + 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _sift_down(heap, size, c, first, second) -> None:
     while True:
         left = 2 * c + 1
@@ -983,6 +1013,7 @@ def _backward_pass(d: Data, start, chosen, placed, out, nodes, index) -> bool:
     rs = np.empty(n, dtype=np.int64)
     dims = _dims(d)
     on = np.empty(d.gang_max, dtype=np.int64)
+    ticks = index[INDEX_KIND] == TICKS
     for k in range(n):
         i = order[k]
         m = chosen[i]
@@ -997,13 +1028,20 @@ def _backward_pass(d: Data, start, chosen, placed, out, nodes, index) -> bool:
                 v -= di
             est = max(est, v)
         limit = T - task[i, TASK_RELEASE]
-        t = place_mode(
-            nodes, index, seg_start, seg, mode, d.node_type, d.pin, dims, m, est, limit, True,
-            placed[i], on,
-        )  # fmt: skip
-        if t + di > limit:
-            return False
-        _book_mode(nodes, index, seg_start, seg, mode, dims, m, t, True, placed[i])
+        if ticks and mode[m, MODE_GANG] == 0:
+            # the common case (PSPLIB) without the node set's array view
+            t = _tick_place(nodes, seg_start, seg, m, di, est, limit, True, dims[0], 0, -1, True)
+            if t + di > limit:
+                return False
+            _tick_book(nodes, index, seg_start, seg, m, di, t, True, dims[0], 0, -1, True)
+        else:
+            t = _start(
+                nodes, index, seg_start, seg, mode, d.node_type, d.pin, dims, m, est, limit,
+                True, placed[i], on,
+            )  # fmt: skip
+            if t + di > limit:
+                return False
+            _book_mode(nodes, index, seg_start, seg, mode, dims, m, t, True, placed[i])
         rs[i] = t
     for i in range(n):
         out[i] = T - rs[i] - mode[chosen[i], MODE_DURATION]
