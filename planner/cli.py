@@ -209,6 +209,12 @@ def solve(
         typer.Option(min=1, help="Schedule budget for ga/pso (every SGS pass counts)."),
     ] = None,
     backend: Annotated[str | None, typer.Option(help="MILP backend: cbc or highs.")] = None,
+    initial: Annotated[
+        Path | None,
+        typer.Option(
+            help="A schedule file to start from (cpsat, portfolio, ga, pso); it must be valid."
+        ),
+    ] = None,
     solver_log: Annotated[bool, typer.Option("--log", help="Show the solver's own log.")] = False,
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write the schedule (.json or .csv).")
@@ -247,6 +253,8 @@ def solve(
         }
         if "time_limit" in options_of(solver):
             options.setdefault("time_limit", DEFAULT_TIME_LIMIT)
+        if initial is not None:
+            options["initial_solution"] = load_schedule(initial, problem)
         result = run(problem, solver, progress=_progress_printer(), **options)
         gain = None
         if problem.jobs and result.objective and not solver.startswith("exclusive-"):

@@ -51,3 +51,21 @@ def test_an_invalid_warm_start_is_refused(good: Schedule) -> None:
         assert str(err.value).startswith(
             "initial_solution: not a valid schedule of the problem: precedence:"
         )
+
+
+def test_cli_initial(tmp_path, good: Schedule) -> None:
+    from typer.testing import CliRunner
+
+    from planner.cli import app
+
+    problem = load_instance(J120)
+    start = tmp_path / "start.json"
+    good.save(start, problem)
+    runner = CliRunner()
+    args = ["solve", str(J120), "--initial", str(start)]
+    result = runner.invoke(app, [*args, "--solver", "ga", "--schedules", "2"])
+    assert result.exit_code == 0, result.output
+    assert f"makespan     {good.makespan(problem)}\n" in result.output
+    result = runner.invoke(app, [*args, "--solver", "sgs"])
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: solver 'sgs' has no option 'initial_solution'")
