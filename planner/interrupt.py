@@ -20,7 +20,7 @@ import numpy as np
 
 T = TypeVar("T")
 
-POLL_SECONDS = 0.05
+POLL_SECONDS = 0.01
 """How often the waiting main thread wakes (Ctrl-C is handled at the next wake)."""
 
 
