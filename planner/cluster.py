@@ -477,11 +477,10 @@ class _Compiler:
             written = modes_of[-1] if restart is not None else [first]
             task = self.io_task(f"{job.name}/checkpoint", job.checkpoint, written, kinds)
             if restart is not None:
-                task["modes"] = [
-                    {**{k: v for k, v in m.items() if k != "node_type"}, "same_nodes_as": before}
-                    for m in task["modes"]
-                    for before in [chain[-1]["name"]]
-                ]
+                last = chain[-1]["name"]
+                for mode in task["modes"]:
+                    mode.pop("node_type", None)  # it keeps the last block's nodes
+                    mode["same_nodes_as"] = last
             chain.append(task)
         return chain
 

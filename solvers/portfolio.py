@@ -235,9 +235,9 @@ def solve_portfolio(
 
     found: list[Schedule] = []
 
-    def keep(schedule: Schedule) -> None:
+    def keep(schedule: Schedule, source: str = "SGS") -> None:
         found.append(schedule)
-        report(Progress(0.0, schedule.objective(problem), message="SGS"))
+        report(Progress(0.0, schedule.objective(problem), message=source))
 
     warm: Schedule | None = None
     try:
@@ -247,7 +247,7 @@ def solve_portfolio(
             warm is None or initial_solution.objective(problem) < warm.objective(problem)
         ):
             warm = initial_solution
-            keep(warm)
+            keep(warm, "initial solution")
         if not small:
             cap = ga_seconds(GA_HINT_SHARE, time_limit)
             # One run: the budget is small, and halved between two runs it gave worse hints

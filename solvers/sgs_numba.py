@@ -433,11 +433,23 @@ def _sky_book(
 
 
 @njit(cache=True, inline="always")
-def _allowed(mode, pin, node_type, m, left, key, fixed, have) -> bool:
+def _count(fixed) -> int:
+    """The nodes of a node set padded with -1 (0 when ``fixed[0]`` < 0: none)."""
+    have = 0
+    if fixed[0] >= 0:
+        for j in range(fixed.shape[0]):
+            if fixed[j] >= 0:
+                have += 1
+    return have
+
+
+@njit(cache=True, inline="always")
+def _allowed(mode, pin, node_type, m, left, key, fixed) -> bool:
     """Whether mode ``m`` is allowed, ``key`` being its job's placement key (-1: none yet,
-    or a job that is not colocated) and ``fixed[:have]`` the node set it must keep
-    (``have`` 0: none); a pinned mode must be pinned to that set, a typed one find its
-    type there."""
+    or a job that is not colocated) and ``fixed`` the node set it must keep (padded with
+    -1; all -1: none); a pinned mode must be pinned to that set, a typed one find its type
+    there."""
+    have = _count(fixed)
     if mode[m, MODE_FITS] == 0:
         return False
     for k in range(left.shape[0]):
@@ -590,17 +602,6 @@ def _book_mode(table, index, seg_start, seg, mode, dims, m, t, reverse, on) -> N
 
 
 @njit(cache=True, inline="always")
-def _count(fixed) -> int:
-    """The nodes of a node set padded with -1 (0 when ``fixed[0]`` < 0: none)."""
-    have = 0
-    if fixed[0] >= 0:
-        for j in range(fixed.shape[0]):
-            if fixed[j] >= 0:
-                have += 1
-    return have
-
-
-@njit(cache=True, inline="always")
 def _kept(mode, m, placed, fixed):
     """The node set mode ``m`` must keep: its ``same_nodes_as`` task's (placed before it),
     else ``fixed`` (its colocated job's, or none)."""
@@ -630,7 +631,7 @@ def _candidate(
         best, best_t, best_end = -1, 0, BIG
         for m in range(lo, hi):
             kept = _kept(mode, m, placed, fixed)
-            if not _allowed(mode, pin, node_type, m, left, key, kept, _count(kept)):
+            if not _allowed(mode, pin, node_type, m, left, key, kept):
                 continue
             dur = mode[m, MODE_DURATION]
             t = _start(
@@ -645,13 +646,13 @@ def _candidate(
     best = lo if single else -1
     if not single:
         kept = _kept(mode, pref, placed, fixed)
-        if _allowed(mode, pin, node_type, pref, left, key, kept, _count(kept)):
+        if _allowed(mode, pin, node_type, pref, left, key, kept):
             best = pref
     if best < 0:
         best_use, best_dur = BIG, BIG
         for m in range(lo, hi):
             kept = _kept(mode, m, placed, fixed)
-            if not _allowed(mode, pin, node_type, m, left, key, kept, _count(kept)):
+            if not _allowed(mode, pin, node_type, m, left, key, kept):
                 continue
             use = 0
             for k in range(left.shape[0]):
@@ -1035,7 +1036,7 @@ def _backward_pass(d: Data, start, chosen, placed, out, nodes, index) -> bool:
                 return False
             _tick_book(nodes, index, seg_start, seg, m, di, t, True, dims[0], 0, -1, True)
         else:
-            t = _start(
+            t = place_mode(
                 nodes, index, seg_start, seg, mode, d.node_type, d.pin, dims, m, est, limit,
                 True, placed[i], on,
             )  # fmt: skip
