@@ -109,18 +109,20 @@ def solve_cpsat(
     seed
         CP-SAT's random seed.
     workers
-        CP-SAT's search workers; :data:`DEFAULT_WORKERS` by default.
+        CP-SAT's search workers; 2 by default (:data:`DEFAULT_WORKERS`).
     progress
         Called with every improving solution.
     log
         Write CP-SAT's search log to stderr.
     encoding
-        Mode encoding, ``shared`` or ``optional`` (see :mod:`models.cpsat_model`).
+        Mode encoding: ``shared`` or ``optional`` intervals per mode (see
+        :mod:`models.cpsat_model`).
     makespan_interval
         Whether every cumulative holds an interval from the makespan to the horizon.
     parameters
-        Extra CP-SAT parameters (name -> value), applied over :data:`PROOF_PARAMETERS`
-        (used for problems of at most :data:`SMALL` tasks).
+        Extra CP-SAT parameters (name -> value), applied over the proof parameters
+        (two complete searches) used on problems of at most 40 tasks
+        (:data:`PROOF_PARAMETERS`, :data:`SMALL`).
     initial_solution
         A schedule that hints every variable; its makespan is the horizon (makespan
         objective). Returned when the search ends with nothing better.

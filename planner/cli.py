@@ -17,6 +17,7 @@ from typing import Annotated
 
 import typer
 import yaml
+from typer.core import TyperGroup
 
 from planner import __version__
 from planner.bounds import critical_path_bound, energy_bound, horizon
@@ -24,21 +25,81 @@ from planner.errors import InputError, PlannerError
 from planner.instance import NATIVE, load_instance, problem_from_data, save_instance
 from planner.metrics import schedule_metrics
 from planner.model import Problem
-from planner.paths import check_output
+from planner.paths import check_distinct, check_output
 from planner.result import Progress, Result
 from planner.schedule import Schedule, load_schedule
 from planner.validate import Report, validate
+from planner.workloads import (
+    MAX_BLOCKS,
+    MAX_GPUS,
+    MAX_JOBS,
+    MAX_NODES,
+    MAX_RATE,
+    MAX_SEED,
+    MIN_RATE,
+)
+
+
+class _OneLineErrors(TyperGroup):
+    """The command group, with usage errors (a bad option value, an unknown option, a
+    missing argument) printed as one ``error:`` line, exit status 2, like every other
+    bad input."""
+
+    def main(self, *args: object, standalone_mode: bool = True, **kwargs: object) -> object:
+        try:
+            rv = super().main(*args, standalone_mode=False, **kwargs)  # type: ignore[arg-type]
+        except typer.TyperException as exc:  # the usage errors of typer's command parser
+            if not standalone_mode:
+                raise
+            if type(exc).__name__ == "NoArgsIsHelpError":
+                exc.show()  # type: ignore[attr-defined]
+                sys.exit(0)
+            typer.echo(f"error: {exc.format_message()}", err=True)  # type: ignore[attr-defined]
+            sys.exit(getattr(exc, "exit_code", 2))
+        except typer.Abort:
+            if not standalone_mode:
+                raise
+            typer.echo("Aborted!", err=True)
+            sys.exit(1)
+        except KeyboardInterrupt:  # a second Ctrl-C, once the first has stopped the work
+            if not standalone_mode:
+                raise
+            typer.echo("aborted", err=True)
+            sys.exit(130)
+        if not standalone_mode:
+            return rv
+        sys.exit(rv if isinstance(rv, int) else 0)
+
 
 app = typer.Typer(
     name="planner",
+    cls=_OneLineErrors,
     help="Plan deep-learning training jobs on multi-resource clusters, interleaved.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
 
 DEFAULT_TIME_LIMIT = 60.0
 """Seconds of ``planner solve`` for solvers with a time limit, unless ``--time-limit``."""
+MAX_TIME_LIMIT = 7 * 86400.0
+"""The longest ``--time-limit``: a week."""
+MAX_WORKERS = 256
+"""The most threads or processes an option may ask for."""
+MAX_SOLVER_SEED = 2**31 - 1
+"""The largest solver seed (CP-SAT's seed is a 32-bit signed number)."""
+TIME_LIMIT_RANGE = f"seconds, > 0 and <= {MAX_TIME_LIMIT:g}"
+"""The range of every ``--time-limit``, as its help states it."""
+
+
+def time_limit_option(value: float | None) -> float | None:
+    """Check a ``--time-limit`` (a typer callback): ``None`` or ``0 < value <= a week``."""
+    if value is not None and not 0 < value <= MAX_TIME_LIMIT:
+        raise typer.BadParameter(f"{value:g} is not in ({TIME_LIMIT_RANGE})")
+    return value
+
+
 SCHEDULE_FORMATS = (".json", ".csv")
 """Suffixes of the schedule files ``planner solve -o`` writes."""
 SHOWN_VIOLATIONS = 3
@@ -84,7 +145,36 @@ def show(pairs: list[tuple[str, object]]) -> None:
         typer.echo(f"{key:<{width}}  {value}")
 
 
-def _progress_printer() -> Callable[[Progress], None]:
+def chosen_options(
+    solver: str, time_limit: float | None, default_limit: float, seed: int | None = None
+) -> dict[str, float | int]:
+    """``--time-limit`` and ``--seed`` as options of ``solver``.
+
+    The default time limit applies to the solvers that have one; a value the user
+    gave to a solver without such an option is refused, naming the solvers that take it.
+    """
+    from solvers.registry import SOLVERS, options_of
+
+    declared = options_of(solver)
+    out: dict[str, float | int] = {}
+    for name, given, default in (("time_limit", time_limit, default_limit), ("seed", seed, None)):
+        if name in declared:
+            value = given if given is not None else default
+            if value is not None:
+                out[name] = value
+        elif given is not None:
+            takers = ", ".join(s for s in SOLVERS if name in options_of(s))
+            words = name.replace("_", " ")
+            raise InputError(
+                f"--{name.replace('_', '-')}: solver {solver!r} has no {words} (it makes one "
+                f"pass or follows a rule); the solvers with one: {takers}"
+            )
+    return out
+
+
+def progress_printer() -> Callable[[Progress], None]:
+    """A progress callback printing the elapsed time, incumbent and bound on stderr."""
+
     def report(event: Progress) -> None:
         parts = [f"{event.elapsed:8.2f}s"]
         if event.objective is not None:
@@ -190,15 +280,26 @@ def solve(
         typer.Option(
             "--time-limit",
             "-t",
-            min=0,
+            callback=time_limit_option,
             help=f"Seconds the solver may take (default {DEFAULT_TIME_LIMIT:g}, for solvers "
-            "with a time limit).",
+            f"with a time limit; {TIME_LIMIT_RANGE}).",
         ),
     ] = None,
-    seed: Annotated[int | None, typer.Option(help="Random seed (solvers that take one).")] = None,
+    seed: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            max=MAX_SOLVER_SEED,
+            help=f"Random seed (solvers that take one; 0 to {MAX_SOLVER_SEED}).",
+        ),
+    ] = None,
     workers: Annotated[
         int | None,
-        typer.Option(min=1, help="Threads: CP-SAT/MILP search workers, ga parallel runs."),
+        typer.Option(
+            min=1,
+            max=MAX_WORKERS,
+            help=f"Threads: CP-SAT/MILP search workers, ga parallel runs (1 to {MAX_WORKERS}).",
+        ),
     ] = None,
     rule: Annotated[str | None, typer.Option(help="Priority rule for sgs (e.g. lft).")] = None,
     scheme: Annotated[
@@ -206,7 +307,11 @@ def solve(
     ] = None,
     schedules: Annotated[
         int | None,
-        typer.Option(min=1, help="Schedule budget for ga/pso (every SGS pass counts)."),
+        typer.Option(
+            min=1,
+            max=10**12,
+            help="Schedule budget for ga/pso (every SGS pass counts; 1 to 10**12).",
+        ),
     ] = None,
     backend: Annotated[str | None, typer.Option(help="MILP backend: cbc or highs.")] = None,
     initial: Annotated[
@@ -236,6 +341,7 @@ def solve(
             )
         if gantt is not None:
             check_output(gantt, inputs=[instance], suffixes=FORMATS, what="the chart file")
+        check_distinct({"--output": output, "--gantt": gantt})
         problem = load_instance(instance, check=True)
         options = {
             k: v
@@ -255,7 +361,7 @@ def solve(
             options.setdefault("time_limit", DEFAULT_TIME_LIMIT)
         if initial is not None:
             options["initial_solution"] = load_schedule(initial, problem)
-        result = run(problem, solver, progress=_progress_printer(), **options)
+        result = run(problem, solver, progress=progress_printer(), **options)
         gain = None
         if problem.jobs and result.objective and not solver.startswith("exclusive-"):
             from solvers.exclusive import interleaving_gain
@@ -283,6 +389,8 @@ def solvers_cmd() -> None:
         default = " (default)" if name == DEFAULT_SOLVER else ""
         typer.echo(f"{name}{default}: {SUMMARIES[name]}")
         for option in options_of(name).values():
+            if option.type_name.startswith("callable"):
+                continue  # a hook for library callers (progress), not a setting
             value = "" if option.default is None else f" = {option.default!r}"
             typer.echo(f"  {option.name}: {option.type_name}{value}  {option.help}".rstrip())
 
@@ -327,6 +435,7 @@ def info(instance: Annotated[Path, typer.Argument(help="Instance file.")]) -> No
         for r in problem.resources:
             extra = f", {len(r.windows)} capacity windows" if r.windows else ""
             rows.append((f"resource {r.name}", f"{r.kind}, capacity {r.capacity}{extra}"))
+        rows += _node_rows(problem)
         rows += [
             ("horizon", horizon(problem)),
             ("critical path", cp),
@@ -334,6 +443,26 @@ def info(instance: Annotated[Path, typer.Argument(help="Instance file.")]) -> No
             ("lower bound", max(cp, energy)),
         ]
         show(rows)
+
+
+def _node_rows(problem: Problem) -> list[tuple[str, object]]:
+    """``planner info``'s lines on the nodes of a placed instance: each group of alike
+    nodes with their capacity, and every node resource kind summed over the nodes."""
+    if not problem.nodes:
+        return []
+    groups: dict[tuple[object, ...], list[str]] = {}
+    for n in problem.nodes:
+        groups.setdefault((n.type, tuple(n.capacity.items())), []).append(n.name)
+    rows: list[tuple[str, object]] = [("nodes", len(problem.nodes))]
+    for (kind, capacity), names in groups.items():
+        shown = names[0] if len(names) == 1 else f"{names[0]} .. {names[-1]}"
+        each = ", ".join(f"{k} {q}" for k, q in capacity)
+        typed = f"type {kind}, " if kind is not None else ""
+        rows.append((f"nodes {shown}", f"{len(names)} x {typed}{each}"))
+    for k in problem.node_kinds:
+        total = sum(n.capacity.get(k, 0) for n in problem.nodes)
+        rows.append((f"node resource {k}", f"renewable, {total} over the nodes"))
+    return rows
 
 
 @app.command()
@@ -372,7 +501,8 @@ def gantt_cmd(
     """Draw a schedule's Gantt chart with the load on each renewable resource under it.
 
     A schedule the validator rejects is not drawn (exit 1, its first violations
-    printed) unless ``--force``.
+    printed) unless ``--force``. A run file of 'planner simulate -o' is drawn as the
+    realized run, planned starts marked (--by node: per node).
     """
     from planner.gantt import FORMATS, check_view, save_gantt
 
@@ -384,6 +514,14 @@ def gantt_cmd(
             hint = f" (the schedule is of instance {named!r})" if named else ""
             raise InputError(f"pass the instance file with --instance{hint}", str(schedule))
         problem = load_instance(instance, check=True)
+        run = run_file(schedule)
+        if run is not None:
+            from planner.simulate import replay_run, save_run_gantt
+
+            ex = replay_run(problem, run, str(schedule))
+            save_run_gantt(ex, output, by=by, planned=problem)
+            typer.echo(f"chart written to {output} (realized run, {ex.report})")
+            return
         sched = load_schedule(schedule, problem)
         if by is not None:
             check_view(by, problem)
@@ -395,6 +533,24 @@ def gantt_cmd(
             refuse_invalid(schedule, problem, report)
         save_gantt(problem, sched, output, by=by)
         typer.echo(f"chart written to {output} ({report})")
+
+
+def refuse_run_as_plan(path: Path, hint: str) -> None:
+    """Refuse a run file of ``planner simulate -o`` given where a plan is expected."""
+    if run_file(path) is not None:
+        raise InputError(f"a run of planner simulate, not a plan: {hint}", str(path))
+
+
+def run_file(path: Path) -> dict[str, object] | None:
+    """The data of ``path`` if it is a run file of ``planner simulate -o``, else ``None``."""
+    if path.suffix.lower() != ".json" or not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    is_run = isinstance(data, dict) and "disturbances" in data and "planned_makespan" in data
+    return data if is_run else None
 
 
 def refuse_invalid(schedule: Path, problem: Problem, report: Report) -> None:
@@ -419,10 +575,19 @@ def compare(
         list[str] | None, typer.Option("--solver", "-s", help="Solver name; repeat for several.")
     ] = None,
     time_limit: Annotated[
-        float | None, typer.Option("--time-limit", "-t", min=0, help="Seconds per run.")
+        float | None,
+        typer.Option(
+            "--time-limit",
+            "-t",
+            callback=time_limit_option,
+            help=f"Seconds per run ({TIME_LIMIT_RANGE}).",
+        ),
     ] = None,
     seeds: Annotated[
-        int, typer.Option(min=1, help="Runs per instance and solver (seeds 0..N-1).")
+        int,
+        typer.Option(
+            min=1, max=10_000, help="Runs per instance and solver (seeds 0..N-1; 1 to 10,000)."
+        ),
     ] = 1,
     reference: Annotated[
         Path | None,
@@ -437,14 +602,28 @@ def compare(
     force: Annotated[
         bool, typer.Option(help="Start the results table afresh, discarding the runs in it.")
     ] = False,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Local worker processes.")] = 1,
+    jobs: Annotated[
+        int,
+        typer.Option(
+            "--jobs",
+            "-j",
+            min=1,
+            max=MAX_WORKERS,
+            help=f"Local worker processes (1 to {MAX_WORKERS}).",
+        ),
+    ] = 1,
     dask: Annotated[
         str | None,
         typer.Option(help="Run on Dask: tcp://HOST:PORT of a scheduler, or local:N workers."),
     ] = None,
     workers: Annotated[
         int | None,
-        typer.Option(min=1, help="Threads per run: cpsat/milp search workers, ga parallel runs."),
+        typer.Option(
+            min=1,
+            max=MAX_WORKERS,
+            help="Threads per run: cpsat/milp search workers, ga parallel runs "
+            f"(1 to {MAX_WORKERS}).",
+        ),
     ] = None,
     simulate: Annotated[
         str | None,
@@ -533,14 +712,22 @@ def _write_instance(data: dict, output: Path) -> Problem:
     return problem
 
 
+LARGE_BATCH = 10_000
+"""From this many jobs ``planner generate`` says what it does before it starts (about 7,000
+jobs a second)."""
+NODES_HELP = f"Nodes of the cluster (1 to {MAX_NODES:,})."
+GPUS_HELP = f"GPUs per node (1 to {MAX_GPUS})."
+BLOCKS_HELP = f"Training blocks per job (1 to {MAX_BLOCKS:,})."
+
+
 @import_app.command("muri")
 def import_muri_cmd(
     trace: Annotated[Path, typer.Argument(help="Muri trace CSV.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Instance file to write.")],
-    nodes: Annotated[int, typer.Option(min=1, help="Nodes of the cluster.")] = 8,
-    gpus_per_node: Annotated[int, typer.Option(min=1, help="GPUs per node.")] = 8,
+    nodes: Annotated[int, typer.Option(min=1, max=MAX_NODES, help=NODES_HELP)] = 8,
+    gpus_per_node: Annotated[int, typer.Option(min=1, max=MAX_GPUS, help=GPUS_HELP)] = 8,
     time_unit: Annotated[str, typer.Option(help="Length of a tick.")] = "1min",
-    blocks: Annotated[int, typer.Option(min=1, help="Training blocks per job.")] = 1,
+    blocks: Annotated[int, typer.Option(min=1, max=MAX_BLOCKS, help=BLOCKS_HELP)] = 1,
     placement: Annotated[str, typer.Option(help=PLACEMENT_HELP)] = "pooled",
     migrate: Annotated[
         bool,
@@ -568,14 +755,24 @@ def import_muri_cmd(
 @app.command()
 def generate(
     output: Annotated[Path, typer.Option("--output", "-o", help="Instance file to write.")],
-    jobs: Annotated[int, typer.Option(min=1, help="Number of training jobs.")] = 100,
-    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
-    nodes: Annotated[int, typer.Option(min=1, help="Nodes of the cluster.")] = 8,
-    gpus_per_node: Annotated[int, typer.Option(min=1, help="GPUs per node.")] = 8,
+    jobs: Annotated[
+        int,
+        typer.Option(min=1, max=MAX_JOBS, help=f"Number of training jobs (1 to {MAX_JOBS:,})."),
+    ] = 100,
+    seed: Annotated[
+        int, typer.Option(min=0, max=MAX_SEED, help=f"Random seed (0 to {MAX_SEED}).")
+    ] = 0,
+    nodes: Annotated[int, typer.Option(min=1, max=MAX_NODES, help=NODES_HELP)] = 8,
+    gpus_per_node: Annotated[int, typer.Option(min=1, max=MAX_GPUS, help=GPUS_HELP)] = 8,
     time_unit: Annotated[str, typer.Option(help="Length of a tick.")] = "1min",
-    blocks: Annotated[int, typer.Option(min=1, help="Training blocks per job.")] = 1,
+    blocks: Annotated[int, typer.Option(min=1, max=MAX_BLOCKS, help=BLOCKS_HELP)] = 1,
     arrival_rate: Annotated[
-        float | None, typer.Option(min=0, help="Jobs per hour (Poisson); default: all at 0.")
+        float | None,
+        typer.Option(
+            min=MIN_RATE,
+            max=MAX_RATE,
+            help=f"Jobs per hour (Poisson, {MIN_RATE:g} to {MAX_RATE:g}); default: all at 0.",
+        ),
     ] = None,
     placement: Annotated[str, typer.Option(help=PLACEMENT_HELP)] = "pooled",
 ) -> None:
@@ -584,6 +781,8 @@ def generate(
 
     with guard():
         check_output(output, suffixes=NATIVE)
+        if jobs >= LARGE_BATCH:
+            typer.echo(f"generating {jobs:,} jobs and checking the instance ...", err=True)
         data = make(jobs, seed, nodes, gpus_per_node, time_unit, blocks, arrival_rate, placement)
         problem = _write_instance(data, output)
         typer.echo(f"wrote {output} ({jobs} jobs, {len(problem.tasks)} tasks)")

@@ -12,38 +12,75 @@ from typing import Annotated
 
 import typer
 
-from planner.cli import DEFAULT_TIME_LIMIT, SCHEDULE_FORMATS, app, guard, show
+from planner.cli import (
+    DEFAULT_TIME_LIMIT,
+    MAX_SOLVER_SEED,
+    SCHEDULE_FORMATS,
+    TIME_LIMIT_RANGE,
+    app,
+    chosen_options,
+    guard,
+    progress_printer,
+    refuse_run_as_plan,
+    show,
+    time_limit_option,
+)
 from planner.errors import InputError
 from planner.instance import NATIVE, load_instance, read_text, save_instance
-from planner.paths import check_output
+from planner.paths import check_distinct, check_output
 from planner.replan import parse_event, prepare, state_from_run
 from planner.schedule import load_schedule
+from planner.times import parse_ticks
 
 
 @app.command("replan")
 def replan_cmd(
     instance: Annotated[Path, typer.Argument(help="Instance file of the plan.")],
     schedule: Annotated[Path, typer.Argument(help="The old plan: a schedule file (.json, .csv).")],
-    at: Annotated[int, typer.Option("--at", min=0, help="The re-planning tick T.")],
+    at: Annotated[
+        str,
+        typer.Option(
+            "--at",
+            help="The re-planning time T: whole ticks (2000) or a time with a unit (33h, 90s), "
+            "rounded up to ticks.",
+        ),
+    ],
     event: Annotated[
         list[str] | None,
         typer.Option(
             "--event",
-            help="fail:NODE[+DOWN], overrun:TASK:FACTOR, arrive:FILE or cancel:JOB (repeat).",
+            help="fail:NODE[+DOWN] (DOWN in ticks or with a unit, e.g. +10h), "
+            "overrun:TASK:FACTOR (0 < FACTOR <= 100), arrive:FILE or cancel:JOB (repeat).",
         ),
     ] = None,
     executed: Annotated[
         Path | None,
         typer.Option(help="A realized run (planner simulate -o run.json): the state at T."),
     ] = None,
-    solver: Annotated[str, typer.Option(help="Solver of the rest.")] = "portfolio",
+    solver: Annotated[
+        str, typer.Option("--solver", "-s", help="Solver of the rest.")
+    ] = "portfolio",
     time_limit: Annotated[
         float | None,
-        typer.Option(help=f"Seconds (solvers with a time limit; default {DEFAULT_TIME_LIMIT:g})."),
+        typer.Option(
+            callback=time_limit_option,
+            help=f"Seconds (solvers with a time limit; default {DEFAULT_TIME_LIMIT:g}; "
+            f"{TIME_LIMIT_RANGE}).",
+        ),
     ] = None,
-    seed: Annotated[int | None, typer.Option(help="Seed (solvers with a seed).")] = None,
+    seed: Annotated[
+        int | None,
+        typer.Option(
+            min=0, max=MAX_SOLVER_SEED, help=f"Seed (solvers with a seed; 0 to {MAX_SOLVER_SEED})."
+        ),
+    ] = None,
     stability: Annotated[
-        float, typer.Option(min=0.0, help="Weight of the total start shift of unfinished tasks.")
+        float,
+        typer.Option(
+            min=0.0,
+            max=1e6,
+            help="Weight of the total start shift of unfinished tasks (0 to 1e6).",
+        ),
     ] = 0.0,
     output: Annotated[
         Path | None,
@@ -61,7 +98,7 @@ def replan_cmd(
     the old plan's order. Prints the new makespan, the tasks moved and the total
     shift; the schedule is complete and valid for the instance plus the events.
     """
-    from solvers.registry import applicable
+    from solvers.registry import options_of
 
     with guard():
         inputs = [instance, schedule, *([executed] if executed else [])]
@@ -69,8 +106,11 @@ def replan_cmd(
             check_output(output, inputs=inputs, suffixes=SCHEDULE_FORMATS, what="the schedule")
         if instance_out is not None:
             check_output(instance_out, inputs=inputs, suffixes=NATIVE, what="the instance file")
-        events = [parse_event(e) for e in event or ()]
+        check_distinct({"--output": output, "--instance-out": instance_out})
+        refuse_run_as_plan(schedule, "give it with --executed, and the plan as SCHEDULE")
         problem = load_instance(instance)
+        tick = parse_ticks(at, problem.time_unit, "--at")
+        events = [parse_event(e, problem.time_unit) for e in event or ()]
         plan = load_schedule(schedule, problem)
         state = None
         if executed is not None:
@@ -80,20 +120,15 @@ def replan_cmd(
                 raise InputError(
                     f"invalid JSON: {exc.msg}", str(executed), f"line {exc.lineno}"
                 ) from None
-            state = state_from_run(problem, run, at, str(executed))
-        built = prepare(problem, plan, at, events, state)
-        wanted = {"time_limit": DEFAULT_TIME_LIMIT if time_limit is None else time_limit}
-        if seed is not None:
-            wanted["seed"] = seed
-        options = applicable(solver, wanted)
-        for name in ("time_limit", "seed"):
-            given = time_limit if name == "time_limit" else seed
-            if given is not None and name not in options:
-                raise InputError(f"solver {solver!r} has no option {name!r}")
+            state = state_from_run(problem, run, tick, str(executed))
+        built = prepare(problem, plan, tick, events, state)
+        options = chosen_options(solver, time_limit, DEFAULT_TIME_LIMIT, seed)
+        if "progress" in options_of(solver):
+            options["progress"] = progress_printer()
         result = built.solve(solver, stability, **options)
         rows: list[tuple[str, object]] = [
             ("instance", f"{problem.name} ({len(problem.tasks)} tasks)"),
-            ("re-planned at", f"tick {at}" + (f" (state from {executed})" if executed else "")),
+            ("re-planned at", f"tick {tick}" + (f" (state from {executed})" if executed else "")),
             ("events", ", ".join(map(str, events)) or "none"),
             ("solver", solver),
             ("status", result.status.value + (f" ({result.reason})" if result.reason else "")),
@@ -118,6 +153,14 @@ def replan_cmd(
             ("runtime", f"{result.runtime:.2f} s"),
             ("validator", "valid (instance plus events)"),
         ]
+        if built.old_makespan is not None and tick >= built.old_makespan:
+            rows.append(
+                (
+                    "note",
+                    f"T = {tick} is at or past the old plan's end ({built.old_makespan}): "
+                    "every task of the old plan had finished",
+                )
+            )
         show(rows)
         if output is not None:
             result.schedule.save(output, built.instance)

@@ -8,29 +8,37 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from planner.cli import app, guard, show
-from planner.disturbances import Disturbances
+from planner.cli import (
+    MAX_WORKERS,
+    TIME_LIMIT_RANGE,
+    app,
+    chosen_options,
+    guard,
+    refuse_run_as_plan,
+    show,
+    time_limit_option,
+)
+from planner.disturbances import MAX_RUNS, MAX_SEED, MAX_SIGMA, Disturbances
 from planner.errors import InputError
 from planner.instance import load_instance
 from planner.model import Problem
-from planner.paths import check_output
+from planner.paths import check_distinct, check_output
 from planner.schedule import Schedule, load_schedule
 from planner.simulate import (
     Execution,
-    RunSummary,
-    distribution,
+    Study,
     draw_makespans,
     monte_carlo,
     save_run_gantt,
     simulate,
     summarize,
 )
+from planner.times import parse_ticks, tick_label
 
 HISTOGRAM_FORMATS = (".png", ".svg", ".pdf")
 """Suffixes of the histogram ``--histogram`` writes."""
@@ -46,7 +54,10 @@ def simulate_cmd(
     ] = None,
     noise: Annotated[
         str | None,
-        typer.Option(help="Noise on every segment's duration: lognormal:SIGMA or uniform:A."),
+        typer.Option(
+            help="Noise on every segment's duration: lognormal:SIGMA (0 <= SIGMA <= "
+            f"{MAX_SIGMA:g}) or uniform:A (0 <= A < 1)."
+        ),
     ] = None,
     slowdown: Annotated[
         str,
@@ -54,7 +65,11 @@ def simulate_cmd(
     ] = "muri",
     fail: Annotated[
         list[str] | None,
-        typer.Option("--fail", help="A node failure NODE@TIME[+DOWN] in ticks (repeat for more)."),
+        typer.Option(
+            "--fail",
+            help="A node failure NODE@TIME[+DOWN]: whole ticks or times with a unit "
+            "(node3@2h+30min); repeat for more, a node failing again only once it is back.",
+        ),
     ] = None,
     work_conserving: Annotated[
         bool,
@@ -62,11 +77,24 @@ def simulate_cmd(
             "--work-conserving", help="Start tasks as soon as resources allow, not at plan time."
         ),
     ] = False,
-    seed: Annotated[int, typer.Option(min=0, help="Seed of the noise (first run).")] = 0,
+    seed: Annotated[
+        int,
+        typer.Option(min=0, max=MAX_SEED, help=f"Seed of the noise (first run; 0 to {MAX_SEED})."),
+    ] = 0,
     runs: Annotated[
-        int, typer.Option(min=1, help="Monte Carlo runs, seeds SEED .. SEED + RUNS - 1.")
+        int,
+        typer.Option(
+            min=1,
+            max=MAX_RUNS,
+            help=f"Monte Carlo runs, seeds SEED .. SEED + RUNS - 1 (1 to {MAX_RUNS:,}).",
+        ),
     ] = 1,
-    jobs: Annotated[int, typer.Option(min=1, help="Worker processes of the runs.")] = 1,
+    jobs: Annotated[
+        int,
+        typer.Option(
+            min=1, max=MAX_WORKERS, help=f"Worker processes of the runs (1 to {MAX_WORKERS})."
+        ),
+    ] = 1,
     output: Annotated[
         Path | None,
         typer.Option("--output", "-o", help="Write the realized run of SEED (.json)."),
@@ -87,12 +115,21 @@ def simulate_cmd(
     ] = False,
     replan_every: Annotated[
         str,
-        typer.Option(help="--online: re-plan at every 'arrival', or every SECONDS of the trace."),
+        typer.Option(
+            help="--online: re-plan at every 'arrival', or every PERIOD of the trace: whole "
+            "ticks or a time with a unit (30min, 2h)."
+        ),
     ] = "arrival",
-    solver: Annotated[str, typer.Option(help="--online: the solver of every re-plan.")] = "sgs",
+    solver: Annotated[
+        str, typer.Option("--solver", "-s", help="--online: the solver of every re-plan.")
+    ] = "sgs",
     time_limit: Annotated[
         float | None,
-        typer.Option(help=f"--online: seconds per re-plan (default {ONLINE_TIME_LIMIT:g})."),
+        typer.Option(
+            callback=time_limit_option,
+            help=f"--online: seconds per re-plan, for the solvers with a time limit (default "
+            f"{ONLINE_TIME_LIMIT:g}; {TIME_LIMIT_RANGE}); sgs makes one pass and takes none.",
+        ),
     ] = None,
     baseline: Annotated[
         list[str] | None,
@@ -155,33 +192,50 @@ def simulate_cmd(
             check_output(histogram, inputs=inputs, suffixes=HISTOGRAM_FORMATS, what="the histogram")
             if runs < 2:
                 raise InputError("--histogram needs --runs 2 or more")
-        dist = Disturbances.parse(noise, slowdown, fail or (), work_conserving)
+        check_distinct({"--output": output, "--gantt": gantt, "--histogram": histogram})
+        if seed + runs - 1 > MAX_SEED:
+            raise InputError(f"--seed {seed} --runs {runs}: the last seed passes {MAX_SEED}")
+        refuse_run_as_plan(schedule, "replay the plan it ran (planner gantt draws a run)")
         problem = load_instance(instance)
+        dist = Disturbances.parse(noise, slowdown, fail or (), work_conserving, problem.time_unit)
         plan = load_schedule(schedule)
-        ex = simulate(problem, plan, dist, seed)
-        show(_rows(ex, schedule))
-        summaries = [summarize(ex)]
+        try:
+            ex = simulate(problem, plan, dist, seed)
+        except KeyboardInterrupt:
+            typer.echo("interrupted: no run had finished; nothing was written", err=True)
+            raise typer.Exit(130) from None
         if runs > 1:
-            summaries += _more_runs(problem, plan, seed, dist, runs, jobs)
+            typer.echo(f"The run of seed {seed} (the first of {runs}; their distribution follows)")
+        show(_rows(ex, schedule))
+        study = Study(runs)
+        study.add(summarize(ex))
+        if runs > 1:
+            _more_runs(problem, plan, seed, dist, runs, jobs, study)
             typer.echo("")
-            for line in _table(summaries, ex.problem.time_unit):
+            if study.interrupted:
+                typer.echo(
+                    f"interrupted: {len(study)} of {runs} runs finished; the table and the "
+                    "files below hold them"
+                )
+            for line in _table(study, ex.problem.time_unit):
                 typer.echo(line)
         if output is not None:
             data = ex.to_json()
             if runs > 1:
-                data["monte_carlo"] = _study(summaries)
+                data["monte_carlo"] = study.figures()
             output.write_text(json.dumps(data, indent=1) + "\n")
             typer.echo(f"run written to {output}")
         if gantt is not None:
             save_run_gantt(ex, gantt)
             typer.echo(f"chart written to {gantt}")
         if histogram is not None:
-            _save_histogram(summaries, ex, histogram)
+            _save_histogram(study, ex, histogram)
             typer.echo(f"histogram written to {histogram}")
-    invalid = sum(not s.valid for s in summaries)
-    if invalid:
-        typer.echo(f"error: {invalid} realized schedules are invalid", err=True)
+    if study.invalid:
+        typer.echo(f"error: {study.invalid} realized schedules are invalid", err=True)
         raise typer.Exit(1)
+    if study.interrupted:
+        raise typer.Exit(130)
 
 
 def _describe(dist: Disturbances) -> str:
@@ -195,7 +249,7 @@ def _describe(dist: Disturbances) -> str:
 
 
 def _rows(ex: Execution, schedule: Path) -> list[tuple[str, object]]:
-    unit = f" ticks of {ex.problem.time_unit}"
+    unit = f" {tick_label(ex.problem.time_unit)}"
     name = ex.problem.name.removesuffix(" (realized)")
     rows: list[tuple[str, object]] = [
         ("instance", f"{name} ({len(ex.runs)} tasks)"),
@@ -217,7 +271,7 @@ def _rows(ex: Execution, schedule: Path) -> list[tuple[str, object]]:
             (
                 "lost work",
                 f"{ex.lost_gpu_ticks} GPU-ticks, {ex.lost_task_ticks} task-ticks "
-                f"({reruns} lost attempts)",
+                f"({reruns} lost attempt{'s' * (reruns != 1)})",
             )
         )
     rows += [("note", note) for note in ex.notes]
@@ -226,53 +280,61 @@ def _rows(ex: Execution, schedule: Path) -> list[tuple[str, object]]:
 
 
 def _more_runs(
-    problem: Problem, plan: Schedule, seed: int, dist: Disturbances, runs: int, jobs: int
-) -> list[RunSummary]:
-    """The runs after the first (seeds ``seed + 1 ..``), with a progress bar on stderr."""
+    problem: Problem,
+    plan: Schedule,
+    seed: int,
+    dist: Disturbances,
+    runs: int,
+    jobs: int,
+    study: Study,
+) -> None:
+    """The runs after the first (seeds ``seed + 1 ..``) into ``study``, with a progress
+    bar on stderr; the first Ctrl-C stops them (:attr:`Study.interrupted`), a second
+    aborts."""
     from tqdm import tqdm
 
+    from planner.interrupt import Halt
+
+    halt = Halt()
     with tqdm(total=runs, initial=1, unit="run", file=sys.stderr, desc="replays") as bar:
-        return monte_carlo(
-            problem,
-            plan,
-            dist,
-            range(seed + 1, seed + runs),
-            jobs=jobs,
-            progress=lambda _: bar.update(),
-        )
+        try:
+            monte_carlo(
+                problem,
+                plan,
+                dist,
+                runs - 1,
+                seed + 1,
+                jobs=jobs,
+                progress=lambda _: bar.update(),
+                study=study,
+                halt=halt,
+            )
+        except KeyboardInterrupt:
+            if halt.is_set():
+                raise  # the second Ctrl-C
+            study.interrupted = True  # a Ctrl-C before the runs began, or as they ended
 
 
-def _study(summaries: list[RunSummary]) -> dict[str, Any]:
-    """The Monte Carlo figures of ``run.json``: distributions and one row per run."""
-    jcts = [s.mean_jct for s in summaries if s.mean_jct is not None]
-    return {
-        "runs": len(summaries),
-        "makespan": distribution([s.makespan for s in summaries]),
-        "mean_jct": distribution(jcts) if jcts else None,
-        "per_run": [asdict(s) for s in summaries],
-    }
-
-
-def _table(summaries: list[RunSummary], time_unit: str) -> list[str]:
+def _table(study: Study, time_unit: str) -> list[str]:
     """The distribution table of the realized makespan and mean JCT."""
-    study = _study(summaries)
-    header = f"{len(summaries)} runs (ticks of {time_unit})"
-    lines = [f"{header:<24}" + "".join(f"{c:>12}" for c in _COLUMNS)]
+    figures = study.figures(per_run=False)
+    header = f"{len(study)} runs ({tick_label(time_unit)})"
+    lines = [f"{header:<28}" + "".join(f"{c:>12}" for c in _COLUMNS)]
     for label, key in (("makespan", "makespan"), ("mean JCT", "mean_jct")):
-        if study[key] is not None:
-            cells = "".join(f"{study[key][c]:>12.1f}" for c in _COLUMNS)
-            lines.append(f"{label:<24}{cells}")
+        if figures[key] is not None:
+            cells = "".join(f"{figures[key][c]:>12.1f}" for c in _COLUMNS)
+            lines.append(f"{label:<28}{cells}")
     return lines
 
 
 _COLUMNS = ("mean", "p5", "p50", "p95", "max")
 
 
-def _save_histogram(summaries: list[RunSummary], ex: Execution, path: Path) -> None:
+def _save_histogram(study: Study, ex: Execution, path: Path) -> None:
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(7, 4), dpi=120)
-    draw_makespans(fig.add_subplot(), summaries, ex.planned_makespan, ex.problem.time_unit)
+    draw_makespans(fig.add_subplot(), study, ex.planned_makespan, ex.problem.time_unit)
     fig.tight_layout()
     fig.savefig(path, format=path.suffix.lower()[1:])
 
@@ -312,10 +374,8 @@ def _online(
     option: list[str],
 ) -> None:
     """``simulate --online``: the solver and each baseline under the same replay."""
-    from planner.cluster import tick_seconds
     from planner.gantt import FORMATS
-    from planner.replan import simulate_online
-    from solvers.registry import applicable, options_of
+    from solvers.registry import check_options, solver_function
 
     with guard():
         if schedule is not None:
@@ -326,43 +386,41 @@ def _online(
             check_output(output, inputs=[instance], suffixes=(".json",), what="the run file")
         if gantt is not None:
             check_output(gantt, inputs=[instance], suffixes=FORMATS, what="the chart file")
-        dist = Disturbances.parse(noise, slowdown, fail, work_conserving)
+        check_distinct({"--output": output, "--gantt": gantt})
         extra = _solver_options(option)
         problem = load_instance(instance)
+        dist = Disturbances.parse(noise, slowdown, fail, work_conserving, problem.time_unit)
         every: str | int = replan_every
         if replan_every != "arrival":
-            try:
-                secs = float(replan_every)
-            except ValueError:
-                secs = -1.0
-            if not secs > 0:
-                raise InputError(
-                    f"--replan-every {replan_every!r}: expected 'arrival' or seconds > 0"
-                )
-            tick = tick_seconds(problem.time_unit) if problem.time_unit != "1" else 1.0
-            every = max(1, round(secs / tick))
-        runs_done = []
-        for name in [solver, *baselines]:
-            wanted = {"time_limit": ONLINE_TIME_LIMIT if time_limit is None else time_limit}
-            if time_limit is not None and name == solver and "time_limit" not in options_of(name):
-                raise InputError(f"solver {name!r} has no option 'time_limit'")
-            chosen = applicable(name, wanted) | (extra if name == solver else {})
-            run = simulate_online(problem, name, every, dist, seed, **chosen)
-            runs_done.append(run)
+            every = parse_ticks(replan_every, problem.time_unit, "--replan-every")
+            if every < 1:
+                raise InputError("--replan-every: the period must be at least one tick")
+        chosen = {
+            name: chosen_options(name, time_limit if name == solver else None, ONLINE_TIME_LIMIT)
+            | (extra if name == solver else {})
+            for name in [solver, *baselines]
+        }
+        for name, options in chosen.items():
+            check_options(name, solver_function(name), options)
+        runs_done = _online_runs(problem, chosen, every, dist, seed)
+        unit = tick_label(problem.time_unit)
+        period = "arrival" if every == "arrival" else f"{every} {unit}"
         show(
             [
                 ("instance", f"{problem.name} ({len(problem.tasks)} tasks)"),
                 ("disturbances", _describe(dist)),
-                ("re-plans", f"at every {replan_every}" + ("" if every == "arrival" else " s")),
+                ("re-plans", f"at every {period}"),
             ]
         )
         typer.echo("")
-        header = ["solver", "re-plans", "mean JCT", "p99 JCT", "makespan", "queueing", "plan s"]
-        typer.echo("".join(f"{h:>16}" for h in header) + f"   (ticks of {problem.time_unit})")
+        typer.echo(f"JCT, makespan and queueing in {unit}; planner time in seconds per re-plan")
+        header = ["solver", "jobs", "re-plans", "mean JCT", "p99 JCT", "makespan", "queueing"]
+        typer.echo("".join(f"{h:>14}" for h in [*header, "planner s"]))
         for run in runs_done:
             f = run.figures()
             cells = [
                 run.solver,
+                f["jobs"],
                 f["replans"],
                 f"{f['mean_jct']:.1f}",
                 f"{f['p99_jct']:.1f}",
@@ -370,9 +428,16 @@ def _online(
                 f"{f['mean_queueing']:.1f}",
                 f"{f['planner_mean_seconds']:.3f}",
             ]
-            typer.echo("".join(f"{c:>16}" for c in cells))
+            typer.echo("".join(f"{c:>14}" for c in cells))
         verdicts = ", ".join(str(r.execution.report) for r in runs_done)
         typer.echo(f"validator: {verdicts} (realized runs)")
+        interrupted = runs_done[-1].interrupted or len(runs_done) < len(chosen)
+        if interrupted:
+            typer.echo(
+                f"interrupted: {len(runs_done)} of {len(chosen)} online runs, the last over the "
+                f"{runs_done[-1].jobs} jobs arrived by its last re-plan; the files below hold "
+                "the first"
+            )
         main = runs_done[0]
         if output is not None:
             data = main.execution.to_json()
@@ -385,3 +450,52 @@ def _online(
     if any(not r.execution.report.ok for r in runs_done):
         typer.echo("error: a realized schedule is invalid", err=True)
         raise typer.Exit(1)
+    if interrupted:
+        raise typer.Exit(130)
+
+
+def _online_runs(
+    problem: Problem,
+    chosen: dict[str, dict[str, Any]],
+    every: str | int,
+    dist: Disturbances,
+    seed: int,
+) -> list[Any]:
+    """One online run per solver (``chosen``: solver -> options), each with a progress bar
+    on stderr. The first Ctrl-C stops the re-plans after the one in progress; the runs
+    done (the cut one included, over the jobs arrived so far) are returned."""
+    from tqdm import tqdm
+
+    from planner.interrupt import Halt, run_interruptibly
+    from planner.replan import simulate_online
+
+    halt = Halt()
+    out: list[Any] = []
+    for name, options in chosen.items():
+        with tqdm(unit="re-plan", file=sys.stderr, desc=f"{name} online") as bar:
+
+            def step(done: int, total: int, bar: Any = bar) -> None:
+                bar.total = total
+                bar.update(done - bar.n)
+
+            def work(name: str = name, options: dict[str, Any] = options) -> Any:
+                return simulate_online(
+                    problem, name, every, dist, seed, progress=step, halt=halt, **options
+                )
+
+            try:
+                run, _ = run_interruptibly(work, halt.set, "online")
+            except KeyboardInterrupt:
+                if halt.is_set():
+                    raise  # the second Ctrl-C aborts
+                halt.set()  # a Ctrl-C outside the re-plans: the runs done are kept
+                if not out:
+                    typer.echo(
+                        "interrupted: no re-plan had finished; nothing was written", err=True
+                    )
+                    raise typer.Exit(130) from None
+                break
+        out.append(run)
+        if halt.is_set():
+            break
+    return out

@@ -411,6 +411,14 @@ class _Compiler:
 
         return validated(Problem, data)
 
+    def gpus_of(self, gpu_type: str | None) -> int:
+        """The cluster's GPUs (of ``gpu_type``, if given)."""
+        return sum(
+            n.gpu * n.count
+            for n in self.inst.cluster.nodes
+            if gpu_type is None or n.gpu_type == gpu_type
+        )
+
     def job_chain(
         self,
         i: int,
@@ -428,7 +436,7 @@ class _Compiler:
             modes = []
             for label, g, gpu_type, times, factor in configs:
                 k = self.gang(i, job, g, gpu_type) if placed else 0
-                if k is None:
+                if k is None or (not placed and g > self.gpus_of(gpu_type)):
                     continue
                 share = -(-g // k) if k else g
                 held = share * job.gpu_mem_per_gpu
@@ -457,10 +465,10 @@ class _Compiler:
                         mode["node_type"] = gpu_type
                 modes.append(mode)
             if not modes:
-                have = sum(n.gpu * n.count for n in self.inst.cluster.nodes)
+                where = " on whole nodes" if placed else ""
                 raise InputError(
-                    f"job {job.name!r} needs {job.gpus} GPUs on whole nodes; the cluster has "
-                    f"{have} GPUs",
+                    f"job {job.name!r} needs {job.gpus} GPUs{where}; the cluster has "
+                    f"{self.gpus_of(None)} GPUs",
                     place=f"jobs[{i}].gpus",
                 )
             modes_of.append(modes)

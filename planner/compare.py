@@ -27,6 +27,7 @@ from __future__ import annotations
 import csv
 import logging
 import math
+import re
 import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -143,7 +144,7 @@ def run_one(
         if not row["valid"]:
             row["status"] = "invalid"
         elif simulation is not None:
-            _realize(row, problem, result.schedule, parse_simulation(simulation))
+            _realize(row, problem, result.schedule, parse_simulation(simulation, problem.time_unit))
     return row
 
 
@@ -169,7 +170,7 @@ def plan_runs(
     instances: list[Path],
     solvers: list[str],
     seeds: int,
-    simulation: Simulation | None = None,
+    simulation: str | None = None,
 ) -> list[Run]:
     """Every (instance, solver, seed) run, instance by instance.
 
@@ -180,7 +181,8 @@ def plan_runs(
     ------
     InputError
         If a file cannot be loaded, two files share a stem, a solver is unknown,
-        or a failure of ``simulation`` names a node an instance does not have.
+        or the ``simulation`` spec is bad for an instance (read with its time unit) or
+        names a node failure an instance does not have.
     """
     from solvers import SOLVERS
 
@@ -193,7 +195,7 @@ def plan_runs(
     for path in instances:
         problem = load_instance(path)
         if simulation is not None:
-            _check_failures(problem, simulation, str(path))
+            _check_failures(problem, parse_simulation(simulation, problem.time_unit), str(path))
         if path.stem in names:
             raise InputError(f"two instance files named {path.stem!r}", str(path))
         names[path.stem] = path
@@ -218,6 +220,15 @@ def _check_failures(problem: Problem, simulation: Simulation, name: str) -> None
             )
         if failure.node not in nodes:
             raise InputError(f"simulation: failure {failure}: no node {failure.node!r}", name)
+
+
+def _same_spec(a: str, b: str) -> bool:
+    """Whether two simulation specs say the same (read, or as written if they hold times
+    with units, which only an instance's time unit resolves)."""
+    try:
+        return parse_simulation(a) == parse_simulation(b)
+    except InputError:
+        return a.replace(" ", "") == b.replace(" ", "")
 
 
 def read_results(path: Path) -> list[dict[str, str]]:
@@ -287,12 +298,8 @@ def _check_resumed(
             "or pass --force to start afresh",
             str(output),
         )
-    wanted = parse_simulation(sim)
     for row in rows:
-        try:
-            same = parse_simulation(row["simulation"]) == wanted
-        except InputError:
-            same = False
+        same = _same_spec(row["simulation"], sim)
         if not same:
             raise InputError(
                 f"holds runs simulated with {row['simulation']!r}, not {sim!r}; resume with "
@@ -504,8 +511,7 @@ def run_study(
         )
     if not (resume or force) and output.is_file() and output.stat().st_size > 0:
         _refuse_to_replace(output)
-    sim = parse_simulation(simulation) if simulation is not None else None
-    runs = plan_runs(instances, solvers, seeds, sim)
+    runs = plan_runs(instances, solvers, seeds, simulation)
     if dask is not None:
         parse_dask(dask)
     reference = reference or {}
@@ -593,8 +599,9 @@ def summarize(table: pd.DataFrame) -> pd.DataFrame:
 def summarize_realized(table: pd.DataFrame) -> pd.DataFrame:
     """One row per solver of a simulated study, best first: means of the :data:`REALIZED` figures.
 
-    ``replayed`` counts the runs whose schedule was replayed; the means are over
-    them (a solver without one gets NaN and comes last). Solvers are ordered by
+    ``plans`` counts the runs whose schedule was replayed, ``replays`` the replays of
+    them (plans times the spec's ``runs``); the means are over the plans (a solver
+    without one gets NaN and comes last). Solvers are ordered by
     mean realized makespan, then its 95th percentile, then name, as
     :func:`planner.simulate.rank_by_realized` ranks plans.
     """
@@ -604,15 +611,25 @@ def summarize_realized(table: pd.DataFrame) -> pd.DataFrame:
         out.append(
             {
                 "solver": solver,
-                "replayed": len(done),
+                "plans": len(done),
+                "replays": sum(_replays(spec) for spec in done["simulation"]),
                 "realized_makespan_mean": float(done["realized_makespan_mean"].mean()),
                 "realized_makespan_p95": float(done["realized_makespan_p95"].mean()),
                 "realized_jct_mean": float(done["realized_jct_mean"].mean()),
             }
         )
-    ranked = pd.DataFrame(out, columns=["solver", "replayed", *REALIZED[1:]])
+    ranked = pd.DataFrame(out, columns=["solver", "plans", "replays", *REALIZED[1:]])
     keys = ["realized_makespan_mean", "realized_makespan_p95", "solver"]
     return ranked.sort_values(keys, na_position="last").reset_index(drop=True)
+
+
+_RUNS = re.compile(r"(?:^|,)\s*runs\s*=\s*(\d+)")
+
+
+def _replays(spec: str) -> int:
+    """The replays per plan of a simulation spec (its ``runs``, 1 by default)."""
+    found = _RUNS.search(spec)
+    return int(found[1]) if found else 1
 
 
 def _mean_percent(values: pd.Series) -> float:

@@ -33,6 +33,14 @@ from typing import Any, Literal
 import numpy as np
 
 from planner.errors import InputError
+from planner.times import parse_ticks
+
+MAX_SIGMA = 2.0
+"""The largest ``lognormal:SIGMA``: its median factor is already ``exp(-2) = 0.14``."""
+MAX_RUNS = 1_000_000
+"""The most Monte Carlo runs of one study (each keeps two numbers)."""
+MAX_SEED = 2**32 - 1
+"""The largest seed (numpy's seeds are 32-bit here)."""
 
 MURI_FACTORS = (1.0, 1.33 / 1.015, 1.5 / 1.015, 1.37 / 1.015)
 """Muri's measured slowdown of a job interleaved with k - 1 others, k = 1, 2, 3, >= 4."""
@@ -50,7 +58,8 @@ class Noise:
         ``lognormal`` (factor ``exp(N(-scale^2 / 2, scale^2))``, mean 1) or
         ``uniform`` (factor uniform in ``[1 - scale, 1 + scale]``).
     scale
-        ``SIGMA >= 0`` of the log-normal, or ``0 <= A < 1`` of the uniform.
+        ``0 <= SIGMA <= 2`` (:data:`MAX_SIGMA`) of the log-normal, or ``0 <= A < 1``
+        of the uniform.
     """
 
     kind: Literal["lognormal", "uniform"]
@@ -62,7 +71,12 @@ class Noise:
                 f"noise {self}: unknown kind {self.kind!r} (use lognormal:SIGMA or uniform:A)"
             )
         if not math.isfinite(self.scale) or self.scale < 0:
-            raise InputError(f"noise {self}: the scale must be a number >= 0")
+            raise InputError(f"noise {self}: the scale must be a finite number >= 0")
+        if self.kind == "lognormal" and self.scale > MAX_SIGMA:
+            raise InputError(
+                f"noise {self}: lognormal:SIGMA needs 0 <= SIGMA <= {MAX_SIGMA:g} (a larger "
+                "SIGMA shrinks most durations to nothing)"
+            )
         if self.kind == "uniform" and self.scale >= 1:
             raise InputError(f"noise {self}: uniform:A needs A < 1 (factors stay positive)")
 
@@ -187,26 +201,47 @@ class Failure:
         if self.time < 0 or self.down < 0:
             raise InputError(f"failure {self}: needs TIME >= 0 and DOWN >= 0")
 
+    @property
+    def end(self) -> int:
+        """The tick the node is back."""
+        return self.time + self.down
+
     def __str__(self) -> str:
         return f"{self.node}@{self.time}" + (f"+{self.down}" if self.down else "")
 
     @classmethod
-    def parse(cls, spec: str) -> Failure:
-        """Read ``NODE@TIME`` or ``NODE@TIME+DOWN`` (ticks)."""
+    def parse(cls, spec: str, time_unit: str | None = None) -> Failure:
+        """Read ``NODE@TIME`` or ``NODE@TIME+DOWN``: whole ticks, or durations with a unit
+        (``node3@2h+30min``) given the instance's ``time_unit``."""
         m = _FAILURE.match(spec.strip())
         if m is None:
             raise InputError(f"failure {spec!r}: expected NODE@TIME[+DOWN], e.g. node3@600+60")
-        values = []
-        for part in ("time", "down"):
-            if m[part] is None:
-                continue
-            try:
-                values.append(int(m[part]))
-            except ValueError:
-                raise InputError(
-                    f"failure {spec!r}: {part.upper()} {m[part]!r} is not a whole number of ticks"
-                ) from None
+        values = [
+            parse_ticks(m[part], time_unit, f"failure {spec!r}: {part.upper()}")
+            for part in ("time", "down")
+            if m[part] is not None
+        ]
         return cls(m["node"], *values)
+
+
+def check_overlaps(failures: Sequence[Failure]) -> None:
+    """Refuse two failures of one node whose outages overlap (one rule for the replay and
+    for re-planning: a node fails again only once it is back).
+
+    Raises
+    ------
+    InputError
+        Naming both failures.
+    """
+    last: dict[str, Failure] = {}
+    for f in sorted(failures, key=lambda f: (f.node, f.time)):
+        before = last.get(f.node)
+        if before is not None and (f.time < before.end or f.time == before.time):
+            raise InputError(
+                f"failure {f}: node {f.node!r} is already down (failure {before}); a node "
+                "fails again only once it is back"
+            )
+        last[f.node] = f
 
 
 @dataclass(frozen=True)
@@ -231,19 +266,28 @@ class Disturbances:
     failures: tuple[Failure, ...] = ()
     work_conserving: bool = False
 
+    def __post_init__(self) -> None:
+        check_overlaps(self.failures)
+
     @classmethod
     def parse(
         cls,
         noise: str | None = None,
-        slowdown: str | None = None,
+        slowdown: str = "muri",
         failures: Sequence[str] = (),
         work_conserving: bool = False,
+        time_unit: str | None = None,
     ) -> Disturbances:
-        """Build from the specs of ``planner simulate`` (``None``: no such disturbance)."""
+        """Build from the specs of ``planner simulate``, with the same defaults.
+
+        ``noise=None`` is no noise; ``slowdown`` is ``muri`` (the default, as on the
+        command line), ``none`` or a ``k,factor`` CSV; ``failures`` take durations
+        with a unit given the instance's ``time_unit``.
+        """
         return cls(
             noise=Noise.parse(noise) if noise is not None else None,
-            slowdown=Slowdown.parse(slowdown) if slowdown is not None else None,
-            failures=tuple(Failure.parse(f) for f in failures),
+            slowdown=Slowdown.parse(slowdown),
+            failures=tuple(Failure.parse(f, time_unit) for f in failures),
             work_conserving=work_conserving,
         )
 
@@ -270,12 +314,13 @@ class Simulation:
 _KEYS = ("noise", "slowdown", "fail", "runs", "seed", "work-conserving")
 
 
-def parse_simulation(spec: str) -> Simulation:
+def parse_simulation(spec: str, time_unit: str | None = None) -> Simulation:
     """Read ``key=value`` pairs separated by commas, e.g. ``noise=lognormal:0.1,runs=20``.
 
     Keys: ``noise`` (``lognormal:SIGMA`` or ``uniform:A``), ``slowdown`` (``muri``,
     the default, ``none`` or a ``k,factor`` CSV), ``fail`` (``NODE@TIME[+DOWN]``,
-    repeatable), ``runs`` (>= 1, default 1), ``seed`` (default 0) and
+    repeatable; durations with a unit given ``time_unit``), ``runs`` (1 to
+    :data:`MAX_RUNS`, default 1), ``seed`` (0 to 2**32 - 1, default 0) and
     ``work-conserving`` (``yes`` or ``no``, default ``no``).
     """
     given: dict[str, str] = {}
@@ -295,10 +340,12 @@ def parse_simulation(spec: str) -> Simulation:
         else:
             given[key] = value.strip()
     counts = {}
-    for key, least in (("runs", 1), ("seed", 0)):
-        text = given.get(key, str(least if key == "runs" else 0))
-        if not text.isdigit() or int(text) < least:
-            raise InputError(f"simulation {spec!r}: {key} must be a whole number >= {least}")
+    for key, least, most in (("runs", 1, MAX_RUNS), ("seed", 0, MAX_SEED)):
+        text = given.get(key, str(least))
+        if not text.isdigit() or not least <= int(text) <= most:
+            raise InputError(
+                f"simulation {spec!r}: {key} must be a whole number from {least} to {most:,}"
+            )
         counts[key] = int(text)
     conserving = given.get("work-conserving", "no")
     if conserving not in ("yes", "no"):
@@ -308,5 +355,6 @@ def parse_simulation(spec: str) -> Simulation:
         slowdown=given.get("slowdown", "muri"),
         failures=failures,
         work_conserving=conserving == "yes",
+        time_unit=time_unit,
     )
     return Simulation(disturbances, runs=counts["runs"], seed=counts["seed"])

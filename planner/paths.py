@@ -71,3 +71,29 @@ def _either(suffixes: Sequence[str]) -> str:
     if len(suffixes) == 1:
         return suffixes[0]
     return f"{', '.join(suffixes[:-1])} or {suffixes[-1]}"
+
+
+def check_distinct(outputs: dict[str, Path | None]) -> None:
+    """Refuse two outputs of one command that are the same file (one would overwrite the
+    other).
+
+    Parameters
+    ----------
+    outputs
+        Option name -> the path it was given (``None``: not given).
+
+    Raises
+    ------
+    InputError
+        Naming the file and both options.
+    """
+    seen: dict[str, str] = {}
+    for option, path in outputs.items():
+        if path is None:
+            continue
+        key = os.path.normcase(os.path.abspath(path))
+        if key in seen:
+            raise InputError(
+                f"given to both {seen[key]} and {option}; one would overwrite the other", str(path)
+            )
+        seen[key] = option

@@ -80,16 +80,20 @@ from planner.errors import InputError, PlannerError
 from planner.model import Job, Mode, Node, Precedence, Problem, Resource, Segment, Task
 from planner.result import Result, Status
 from planner.schedule import Schedule
+from planner.times import parse_ticks
 from planner.validate import validate
 
 if TYPE_CHECKING:
     from planner.disturbances import Disturbances
+    from planner.interrupt import Halt
     from planner.simulate import Execution
 
 log = logging.getLogger(__name__)
 
 MILESTONE = "#replan"
 """The zero-duration task at ``T`` that orders frozen tasks before unfrozen ones."""
+MAX_OVERRUN = 100.0
+"""The largest factor of an ``overrun`` event."""
 EVENT_FORMS = "fail:NODE[+DOWN], overrun:TASK:FACTOR, arrive:FILE or cancel:JOB"
 
 
@@ -142,9 +146,12 @@ class Cancel:
 Event = NodeFailure | Overrun | Arrival | Cancel
 
 
-def parse_event(spec: str) -> Event:
+def parse_event(spec: str, time_unit: str | None = None) -> Event:
     """Read one event: ``fail:NODE[+DOWN]``, ``overrun:TASK:FACTOR``, ``arrive:FILE`` or
     ``cancel:JOB`` (an arrival's file is loaded).
+
+    ``DOWN`` is whole ticks, or a duration with a unit (``+2h``) given the instance's
+    ``time_unit``; ``FACTOR`` is a number in ``(0, MAX_OVERRUN]``.
 
     Raises
     ------
@@ -160,9 +167,7 @@ def parse_event(spec: str) -> Event:
             raise InputError(f"event {spec!r}: expected fail:NODE[+DOWN]")
         if not plus:
             return NodeFailure(node)
-        if not down.isdigit():
-            raise InputError(f"event {spec!r}: DOWN {down!r} is not a whole number of ticks")
-        return NodeFailure(node, int(down))
+        return NodeFailure(node, parse_ticks(down, time_unit, f"event {spec!r}: DOWN"))
     if kind == "overrun":
         task, colon, factor = rest.rpartition(":")
         if not colon or not task:
@@ -171,8 +176,8 @@ def parse_event(spec: str) -> Event:
             value = float(factor)
         except ValueError:
             raise InputError(f"event {spec!r}: FACTOR {factor!r} is not a number") from None
-        if not math.isfinite(value) or value <= 0:
-            raise InputError(f"event {spec!r}: FACTOR must be a number > 0")
+        if not 0 < value <= MAX_OVERRUN:
+            raise InputError(f"event {spec!r}: FACTOR must be a number > 0 and <= {MAX_OVERRUN:g}")
         return Overrun(task, value)
     if kind == "arrive":
         from planner.instance import load_instance
@@ -211,6 +216,9 @@ class State:
     """The attempt of every task started before ``at`` that was not lost before it."""
     lost: dict[str, list[Started]] = field(default_factory=dict)
     """Per task, its attempts lost before ``at``."""
+    outages: dict[str, int] = field(default_factory=dict)
+    """Node -> the tick it is back, for every node down at ``at`` (a failure of the run
+    still in progress): nothing may start on it before then."""
 
 
 def _split(segments: Sequence[Segment], start: int, at: int) -> tuple[list[Segment], list[Segment]]:
@@ -256,6 +264,7 @@ def state_from_run(
     Segments that ended by ``at`` keep their realized durations. The segment running
     at ``at`` has left what its planned duration has not yet covered (at least 0), and
     the segments after it their planned durations: the future is not known at ``at``.
+    The run's node failures still in progress at ``at`` become :attr:`State.outages`.
 
     Raises
     ------
@@ -266,6 +275,7 @@ def state_from_run(
     if not isinstance(rows, list):
         raise InputError("expected a run of planner simulate (an object with 'tasks')", file)
     by_name = {r.get("task"): r for r in rows if isinstance(r, dict)}
+    outages = _outages(problem, run, at, file)
     started: dict[str, Started] = {}
     lost: dict[str, list[Started]] = {}
     for t in problem.tasks:
@@ -294,7 +304,25 @@ def state_from_run(
                 lost.setdefault(t.name, []).append(attempt)
             else:
                 started[t.name] = attempt
-    return State(at, started, lost)
+    return State(at, started, lost, outages)
+
+
+def _outages(problem: Problem, run: Mapping[str, Any], at: int, file: str | None) -> dict[str, int]:
+    """Node -> the tick it is back, for the run's failures in progress at ``at``."""
+    from planner.disturbances import Failure
+
+    specs = (run.get("disturbances") or {}).get("failures") or []
+    if not isinstance(specs, list):
+        raise InputError("disturbances.failures: expected a list of NODE@TIME[+DOWN]", file)
+    names = {n.name for n in problem.nodes}
+    out: dict[str, int] = {}
+    for spec in specs:
+        f = Failure.parse(str(spec))
+        if f.node not in names:
+            raise InputError(f"disturbances.failures: no node {f.node!r} in the instance", file)
+        if f.time <= at < f.end:
+            out[f.node] = max(out.get(f.node, 0), f.end)
+    return out
 
 
 def _attempt(
@@ -352,7 +380,9 @@ class Replanning:
     old_nodes: dict[str, tuple[str, ...]]
     old_modes: dict[str, str]
     failed: set[str]
-    """The nodes that fail at ``at``."""
+    """The nodes that fail at ``at``, or are down at it."""
+    down: set[str]
+    """The ``NODE#down`` tasks that hold a down node: not work, so not in the makespan."""
     old_makespan: int | None
     figures: dict[str, Any]
     """Counts of the state and the events (finished, running, killed, lost work, ...)."""
@@ -382,13 +412,27 @@ class Replanning:
             replaced += set(schedule.nodes.get(name, ())) != set(self.old_nodes.get(name, ()))
         return moved, shift, replaced
 
+    def makespan(self, schedule: Schedule) -> int:
+        """The jobs' makespan: the latest finish over every task but the ``NODE#down``
+        placeholders (``at`` at the least)."""
+        return max(
+            (schedule.finish(self.problem, t) for t in schedule.starts if t not in self.down),
+            default=self.at,
+        )
+
+    def objective(self, schedule: Schedule) -> float:
+        """The objective of ``schedule``, the makespan being :meth:`makespan`."""
+        if self.problem.objective == "makespan":
+            return self.makespan(schedule)
+        return schedule.objective(self.problem)
+
     def score(self, schedule: Schedule, stability: float) -> tuple[float, int]:
         """(objective + ``stability`` x total shift, total shift): smaller is better.
 
         ``schedule`` is one of :attr:`problem` (or of :attr:`instance`).
         """
         shift = self.shift(schedule)[1]
-        return schedule.objective(self.problem) + stability * shift, shift
+        return self.objective(schedule) + stability * shift, shift
 
     def solve(self, solver: str = "portfolio", stability: float = 0.0, **options: Any) -> Result:
         """Plan the unfrozen tasks with ``solver`` (see the module docstring).
@@ -429,7 +473,7 @@ class Replanning:
                 solver,
                 Status.OPTIMAL,
                 frozen,
-                objective=frozen.objective(self.instance),
+                objective=self.objective(frozen),
                 reason="nothing is left to plan",
             )
         elif solver.startswith("exclusive-"):
@@ -461,7 +505,7 @@ class Replanning:
                     result = replace(
                         result,
                         schedule=warm,
-                        objective=warm.objective(self.problem),
+                        objective=self.objective(warm),
                         status=Status.FEASIBLE,
                         reason="the old plan's order, decoded by the serial SGS, scores better "
                         "than the solver's schedule",
@@ -473,7 +517,7 @@ class Replanning:
         if not report.ok:
             raise SolverError(f"solver {solver!r}: the re-plan is invalid: {report.violations[0]}")
         moved, shift, replaced = self.shift(schedule)
-        makespan = schedule.makespan(self.instance)
+        makespan = self.makespan(schedule)
         figures = {
             **self.figures,
             "makespan": makespan,
@@ -488,10 +532,11 @@ class Replanning:
         return replace(
             result,
             schedule=schedule,
-            objective=schedule.objective(self.instance),
+            objective=self.objective(schedule),
             valid=True,
             runtime=time.perf_counter() - t0,
             stats={**result.stats, "replan": figures},
+            instance=self.instance,
         )
 
     def _priorities(self, values: Mapping[str, float]) -> np.ndarray:
@@ -621,7 +666,7 @@ def prepare(
     elif state is None:
         state = State(at, {})
     events = list(events)
-    failures = _failures(problem, events)
+    failures = _failures(problem, events, state)
     builder = _Build(problem, state, failures)
     for ev in events:
         if isinstance(ev, Overrun):
@@ -652,6 +697,7 @@ def prepare(
         old_nodes=old_nodes,
         old_modes=old_modes,
         failed=set(failures),
+        down=builder.down,
         old_makespan=None if schedule is None else _makespan(problem, schedule),
         figures=builder.figures,
     )
@@ -672,8 +718,8 @@ def replan(
 
     :func:`prepare` then :meth:`Replanning.solve` (see the module docstring). The
     schedule returned is complete and valid for the re-planned instance (the instance
-    plus the events); ``stats["replan"]`` holds the new makespan, the tasks moved, the
-    total shift and the figures of the state.
+    plus the events, in ``result.instance``); ``stats["replan"]`` holds the new
+    makespan, the tasks moved, the total shift and the figures of the state.
 
     Raises
     ------
@@ -689,10 +735,12 @@ def _makespan(problem: Problem, schedule: Schedule) -> int:
     return max((schedule.finish(problem, t.name) for t in problem.tasks), default=0)
 
 
-def _failures(problem: Problem, events: list[Event]) -> dict[str, int | None]:
-    """Failed node -> ticks down (``None``: gone for good), each checked."""
+def _failures(problem: Problem, events: list[Event], state: State) -> dict[str, int | None]:
+    """Failed node -> ticks down from ``T`` (``None``: gone for good), each checked: the
+    nodes that fail at ``T`` and those still down from a failure before it
+    (:attr:`State.outages`)."""
     names = [n.name for n in problem.nodes]
-    out: dict[str, int | None] = {}
+    out: dict[str, int | None] = {n: back - state.at for n, back in state.outages.items()}
     for ev in events:
         if not isinstance(ev, NodeFailure):
             continue
@@ -701,8 +749,16 @@ def _failures(problem: Problem, events: list[Event]) -> dict[str, int | None]:
         if ev.node not in names:
             shown = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
             raise InputError(f"event {ev}: no node {ev.node!r} (nodes: {shown})")
+        if ev.node in state.outages:
+            raise InputError(
+                f"event {ev}: node {ev.node!r} is already down (a failure of the run, back at "
+                f"tick {state.outages[ev.node]}); a node fails again only once it is back"
+            )
         if ev.node in out:
-            raise InputError(f"event {ev}: node {ev.node!r} fails twice")
+            raise InputError(
+                f"event {ev}: node {ev.node!r} is already down (event fail:{ev.node}); a node "
+                "fails again only once it is back"
+            )
         out[ev.node] = ev.down
     return out
 
@@ -782,6 +838,7 @@ class _Build:
         self.cancelled: set[str] = set()
         self.out: list[Task] = []
         self.frozen: dict[str, int] = {}
+        self.down: set[str] = set()
         self.dropped: set[str] = set()
         self.extra_precedences: list[Precedence] = []
         self.extra_jobs: list[Job] = []
@@ -1007,6 +1064,7 @@ class _Build:
         name = f"{node}#down"
         self.out.append(Task(name=name, modes=[hold], release=self.at, deadline=self.at + down))
         self.frozen[name] = self.at
+        self.down.add(name)
 
     def _moving_jobs(self) -> set[str]:
         """Colocated jobs with a task finished on a node gone for good and work left."""
@@ -1139,6 +1197,10 @@ class OnlineRun:
     mean_queueing: float | None
     """Mean over jobs of first start - arrival (release), in ticks."""
     makespan: int
+    jobs: int
+    """The jobs the figures cover: all, or those arrived by the last re-plan if interrupted."""
+    interrupted: bool = False
+    """Whether Ctrl-C stopped the re-plans before the last."""
 
     def figures(self) -> dict[str, Any]:
         """The figures as plain data."""
@@ -1146,6 +1208,8 @@ class OnlineRun:
         return {
             "solver": self.solver,
             "replans": len(self.events),
+            "jobs": self.jobs,
+            "interrupted": self.interrupted,
             "makespan": self.makespan,
             "mean_jct": self.mean_jct,
             "p99_jct": self.p99_jct,
@@ -1164,6 +1228,7 @@ def simulate_online(
     seed: int = 0,
     stability: float = 0.0,
     progress: Callable[[int, int], None] | None = None,
+    halt: Halt | None = None,
     **options: Any,
 ) -> OnlineRun:
     """Replay ``problem``'s jobs as they arrive, re-planning with ``solver`` at events.
@@ -1194,6 +1259,9 @@ def simulate_online(
         As for :func:`replan`.
     progress
         Called with (re-plans done, re-plans in all) after each.
+    halt
+        Checked before each re-plan: once set, the run stops there and its figures cover
+        the jobs arrived so far, replayed to their end (:attr:`OnlineRun.interrupted`).
 
     Raises
     ------
@@ -1201,6 +1269,8 @@ def simulate_online(
         For a bad ``every``, a failure of a node the problem lacks, or a solver option.
     PlannerError
         If the replay diverges from the run so far (a bug).
+    KeyboardInterrupt
+        If ``halt`` is set before the first re-plan ends.
     """
     from planner.disturbances import Disturbances
     from planner.simulate import dispatch
@@ -1222,7 +1292,10 @@ def simulate_online(
     execution: Execution | None = None
     last: Schedule | None = None
     seconds: list[float] = []
+    done = 0
     for k, t in enumerate(times):
+        if halt is not None and halt.is_set():
+            break
         t0 = time.perf_counter()
         new = {g for g in groups if arrival[g] <= t and g not in known}
         known |= new
@@ -1266,10 +1339,14 @@ def simulate_online(
         execution = dispatch(replay, composite, dist, seed, [keys[x.name] for x in replay.tasks])
         if ran is not None and _attempts(ran, t) != _attempts(execution, t):
             raise PlannerError(f"online: the replay diverged from the run so far at tick {t}")
+        done = k + 1
         if progress is not None:
-            progress(k + 1, len(times))
-    assert execution is not None
-    return _online_figures(problem, solver, execution, times, seconds, groups, arrival)
+            progress(done, len(times))
+    if execution is None:
+        raise KeyboardInterrupt
+    ran = {g: ts for g, ts in groups.items() if g in known}
+    out = _online_figures(problem, solver, execution, times[:done], seconds, ran, arrival)
+    return replace(out, interrupted=done < len(times))
 
 
 def _event_times(arrivals: list[int], every: str | int) -> list[int]:
@@ -1339,4 +1416,5 @@ def _online_figures(
         p99_jct=float(np.percentile(jct, 99)) if jct else None,
         mean_queueing=float(np.mean(wait)) if wait else None,
         makespan=execution.makespan,
+        jobs=len(groups),
     )

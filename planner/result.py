@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from planner.model import Problem
 from planner.schedule import Schedule
 
 
@@ -49,6 +50,9 @@ class Result:
     valid: bool | None = None
     """The validator's verdict on the schedule (set by :func:`solvers.solve`)."""
     stats: dict[str, Any] = field(default_factory=dict)
+    instance: Problem | None = None
+    """The instance :attr:`schedule` is of when it is not the problem that was solved: a
+    re-plan's instance plus its events (:func:`planner.replan.replan`)."""
     """Solver-specific figures (schedules generated, branches, horizon, ...)."""
 
     @property

@@ -74,9 +74,11 @@ import json
 import logging
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+import signal
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -87,10 +89,13 @@ from planner.errors import InputError, PlannerError
 from planner.metrics import job_completion, offered_capacity
 from planner.model import CapacityWindow, Mode, Precedence, Problem, Resource, Segment, Task
 from planner.schedule import Schedule
+from planner.times import tick_label
 from planner.validate import Report, validate
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
+
+    from planner.interrupt import Halt
 
 log = logging.getLogger(__name__)
 
@@ -199,6 +204,48 @@ class Execution:
                 for r in self.runs
             ],
         }
+
+    def node_view(self, planned: Problem) -> tuple[Problem, Schedule]:
+        """The realized run as a placed instance and schedule, for a chart by node.
+
+        Every attempt of :attr:`schedule` becomes a task on its nodes, of one mode whose
+        segments are the realized ones (waits demand nothing), each demanding of every
+        node kind what it demanded on each of its nodes. ``planned`` is the instance
+        that ran (its nodes). Not for the validator: :attr:`problem` is the checked form.
+        """
+        kinds = set(planned.node_kinds)
+        tasks, nodes = [], {}
+        for t in self.problem.tasks:
+            mode = t.modes[0]
+            on = mode.placement.split("+") if mode.placement else []
+            segments = [
+                seg.model_copy(
+                    update={
+                        "demand": {
+                            k: q
+                            for r, q in seg.demand.items()
+                            if (k := r.partition(".")[2]) in kinds and r.partition(".")[0] in on
+                        }
+                    }
+                )
+                for seg in mode.segments
+            ]
+            view = Mode(name=mode.name, segments=segments, nodes=len(on) or None)
+            tasks.append(t.model_copy(update={"modes": [view]}))
+            if on:
+                nodes[t.name] = tuple(on)
+        problem = Problem(
+            name=self.problem.name,
+            time_unit=self.problem.time_unit,
+            resources=planned.renewables,
+            nodes=planned.nodes,
+            tasks=tasks,
+            jobs=self.problem.jobs,
+        )
+        schedule = Schedule(
+            modes=dict(self.schedule.modes), starts=dict(self.schedule.starts), nodes=nodes
+        )
+        return problem, schedule
 
     def save(self, path: str | Path) -> None:
         """Write :meth:`to_json` to a ``.json`` file."""
@@ -309,53 +356,154 @@ def summarize(execution: Execution) -> RunSummary:
     )
 
 
+class Study:
+    """Monte Carlo runs kept as columns: a few numbers per run, never an execution, so
+    memory stays small whatever the number of runs (:data:`~planner.disturbances.MAX_RUNS`
+    at most: 56 bytes each).
+
+    Rows are in the order they were added; :meth:`figures` sorts them by seed.
+    """
+
+    COLUMNS = ("seed", "makespan", "optimism", "mean_jct", "p99_jct", "lost_gpu_ticks", "valid")
+
+    def __init__(self, capacity: int) -> None:
+        self.data = np.full((capacity, len(self.COLUMNS)), np.nan)
+        self.size = 0
+        self.interrupted = False
+        """Whether Ctrl-C stopped the study before its last run."""
+
+    def add(self, run: RunSummary) -> None:
+        """Append one run's figures."""
+        jct = [math.nan if v is None else v for v in (run.mean_jct, run.p99_jct)]
+        row = (run.seed, run.makespan, run.optimism, *jct, run.lost_gpu_ticks, run.valid)
+        self.data[self.size] = row
+        self.size += 1
+
+    def __len__(self) -> int:
+        return self.size
+
+    def column(self, name: str) -> np.ndarray:
+        """The values of column ``name`` of the runs done, in seed order."""
+        rows = self.data[: self.size]
+        rows = rows[np.argsort(rows[:, 0], kind="stable")]
+        return rows[:, self.COLUMNS.index(name)]
+
+    @property
+    def invalid(self) -> int:
+        """Runs whose realized schedule the validator rejected (0 unless there is a bug)."""
+        return int((self.column("valid") == 0).sum())
+
+    def figures(self, per_run: bool = True) -> dict[str, Any]:
+        """The distributions of the realized makespan and mean JCT, and (``per_run``) the
+        runs' figures as one list per column, in seed order."""
+        jct = self.column("mean_jct")
+        jct = jct[~np.isnan(jct)]
+        out: dict[str, Any] = {
+            "runs": self.size,
+            "interrupted": self.interrupted,
+            "makespan": distribution(self.column("makespan")),
+            "mean_jct": distribution(jct) if len(jct) else None,
+        }
+        if per_run:
+            cols: dict[str, Any] = {}
+            for name in self.COLUMNS:
+                values = self.column(name)
+                if name in ("seed", "makespan", "lost_gpu_ticks"):
+                    cols[name] = values.astype(np.int64).tolist()
+                elif name == "valid":
+                    cols[name] = (values == 1).tolist()
+                else:
+                    cols[name] = [None if math.isnan(v) else v for v in values.tolist()]
+            out["per_run"] = cols
+        return out
+
+
 def monte_carlo(
     problem: Problem,
     schedule: Schedule,
     disturbances: Disturbances,
-    seeds: Iterable[int],
+    runs: int = 10,
+    seed: int = 0,
     jobs: int = 1,
     progress: Callable[[RunSummary], None] | None = None,
-) -> list[RunSummary]:
-    """Replay ``schedule`` once per seed of ``seeds``.
+    study: Study | None = None,
+    halt: Halt | None = None,
+) -> Study:
+    """Replay ``schedule`` with the seeds ``seed .. seed + runs - 1``.
+
+    The runs are streamed: each keeps only its figures (:class:`Study`), and at most
+    two runs per worker are in flight. The first Ctrl-C (on the main thread) stops the
+    study after the runs in flight (within one run's time), and the study is returned
+    with :attr:`Study.interrupted` set; a second Ctrl-C aborts.
 
     Parameters
     ----------
     problem, schedule, disturbances
         As for :func:`simulate`.
-    seeds
-        One run per seed.
+    runs
+        Replays, 1 to :data:`~planner.disturbances.MAX_RUNS`.
+    seed
+        The first seed.
     jobs
         Worker processes; 1 runs in this process.
     progress
         Called with each run's summary as it ends.
+    study
+        Runs done before (e.g. the full replay of the first seed): the new ones are
+        added to it, and its capacity must hold them.
+    halt
+        The stop request Ctrl-C sets (a new one by default): a caller that shares it
+        can tell a first Ctrl-C from a second.
 
-    Returns
-    -------
-    list[RunSummary]
-        One summary per run, in the order of ``seeds``.
+    Raises
+    ------
+    InputError
+        For a bad count, or as :func:`simulate`.
     """
+    from planner.disturbances import MAX_RUNS, MAX_SEED
+    from planner.interrupt import Halt, run_interruptibly
+
+    if not 1 <= runs <= MAX_RUNS:
+        raise InputError(f"runs must be from 1 to {MAX_RUNS:,}, got {runs}")
+    if not 0 <= seed <= MAX_SEED - runs + 1:
+        raise InputError(f"the seeds {seed} .. {seed + runs - 1} are not all in 0 .. {MAX_SEED}")
     check_inputs(problem, schedule, disturbances)
-    seeds = list(seeds)
-    out: list[RunSummary] = []
-    if jobs <= 1 or len(seeds) <= 1:
-        for s in seeds:
-            out.append(summarize(_Replay(problem, schedule, disturbances, s).execution()))
-            if progress:
-                progress(out[-1])
-        return out
-    with ProcessPoolExecutor(
-        min(jobs, len(seeds)), initializer=_init_worker, initargs=(problem, schedule, disturbances)
-    ) as pool:
-        for fut in as_completed([pool.submit(_worker_run, s) for s in seeds]):
-            out.append(fut.result())
-            if progress:
-                progress(out[-1])
-    rank = {s: k for k, s in enumerate(seeds)}
-    return sorted(out, key=lambda r: rank[r.seed])
+    out = study if study is not None else Study(runs)
+    if out.size + runs > len(out.data):
+        raise InputError(f"the study holds {len(out.data) - out.size} more runs, not {runs}")
+    halt = halt if halt is not None else Halt()
+
+    def note(run: RunSummary) -> None:
+        out.add(run)
+        if progress:
+            progress(run)
+
+    def work() -> None:
+        seeds = range(seed, seed + runs)
+        if jobs <= 1 or runs <= 1:
+            for s in seeds:
+                if halt.is_set():
+                    return
+                note(summarize(_Replay(problem, schedule, disturbances, s).execution()))
+            return
+        with ProcessPoolExecutor(
+            min(jobs, runs), initializer=_init_worker, initargs=(problem, schedule, disturbances)
+        ) as pool:
+            todo = iter(seeds)
+            flying = {pool.submit(_worker_run, s) for s in islice(todo, 2 * jobs)}
+            while flying:
+                done, flying = wait(flying, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    note(fut.result())
+                if not halt.is_set():
+                    flying |= {pool.submit(_worker_run, s) for s in islice(todo, len(done))}
+
+    _, out.interrupted = run_interruptibly(work, halt.set, "monte-carlo")
+    out.interrupted = out.interrupted or halt.is_set()
+    return out
 
 
-def distribution(values: Sequence[float]) -> dict[str, float]:
+def distribution(values: Sequence[float] | np.ndarray) -> dict[str, float]:
     """Mean, 5th, 50th and 95th percentile and maximum of ``values`` (not empty)."""
     a = np.asarray(values, dtype=float)
     p5, p50, p95 = np.percentile(a, [5, 50, 95])
@@ -380,6 +528,8 @@ class Ranking:
     """Distribution of the realized mean JCT, if the instance has jobs."""
     invalid: int
     """Runs whose realized schedule the validator rejected (0 unless there is a bug)."""
+    runs: int
+    """The replays of the plan."""
 
 
 def rank_by_realized(
@@ -411,62 +561,69 @@ def rank_by_realized(
     list[Ranking]
         Best first: by mean realized makespan, then its 95th percentile, then name.
     """
-    if runs < 1:
-        raise InputError(f"runs must be at least 1, got {runs}")
     out = []
     for name, schedule in schedules.items():
-        got = monte_carlo(problem, schedule, disturbances, range(seed, seed + runs), jobs)
-        jcts = [r.mean_jct for r in got if r.mean_jct is not None]
+        got = monte_carlo(problem, schedule, disturbances, runs, seed, jobs)
+        if got.interrupted:
+            raise KeyboardInterrupt
+        figures = got.figures(per_run=False)
         out.append(
             Ranking(
                 name=name,
                 planned_makespan=schedule.makespan(problem),
-                makespan=distribution([r.makespan for r in got]),
-                mean_jct=distribution(jcts) if jcts else None,
-                invalid=sum(not r.valid for r in got),
+                makespan=figures["makespan"],
+                mean_jct=figures["mean_jct"],
+                invalid=got.invalid,
+                runs=len(got),
             )
         )
     return sorted(out, key=lambda r: (r.makespan["mean"], r.makespan["p95"], r.name))
 
 
-def draw_makespans(ax: Axes, runs: Sequence[RunSummary], planned: int, time_unit: str) -> Axes:
-    """Histogram of the realized makespans of ``runs`` on ``ax``, the planned one marked."""
-    ax.hist([r.makespan for r in runs], bins="auto", color="#4c72b0", alpha=0.8)
+def draw_makespans(ax: Axes, study: Study, planned: int, time_unit: str) -> Axes:
+    """Histogram of the realized makespans of ``study`` on ``ax``, the planned one marked."""
+    ax.hist(study.column("makespan"), bins="auto", color="#4c72b0", alpha=0.8)
     ax.axvline(planned, color="#c44e52", linewidth=1.5, label=f"planned {planned}")
-    ax.set_xlabel(f"realized makespan (ticks of {time_unit})")
+    ax.set_xlabel(f"realized makespan ({tick_label(time_unit)})")
     ax.set_ylabel("runs")
-    ax.set_title(f"{len(runs)} replays", fontsize=10, loc="left")
+    ax.set_title(f"{len(study)} replays", fontsize=10, loc="left")
     ax.legend(frameon=False)
     return ax
 
 
-def save_run_gantt(execution: Execution, path: str | Path) -> None:
+def save_run_gantt(
+    execution: Execution, path: str | Path, by: str | None = None, planned: Problem | None = None
+) -> None:
     """Gantt chart of the realized run (as :func:`planner.gantt.save_gantt`), planned starts marked.
 
-    Each row gets a black tick at the planned start of its first task.
+    Rows per task or job (``by``: ``task``, ``job``; the default as for plans): each row
+    gets a black tick at the planned start of its first task. ``by="node"`` (with the
+    ``planned`` instance, placed): one row per node, its attempts stacked by share
+    (:meth:`Execution.node_view`), a tick at the planned start of every task on it.
     """
-    from planner.gantt import FORMATS, draw_gantt, gantt_layout, new_figure, plotly_gantt
+    from planner.gantt import FORMATS, check_view, draw_gantt, new_figure, plotly_gantt
 
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in FORMATS:
         raise InputError(f"the chart file must end in {', '.join(FORMATS)}", str(path))
     problem, schedule = execution.problem, execution.schedule
-    layout = gantt_layout(problem, schedule)
-    planned: dict[str, int] = {}
-    for r in execution.runs:
-        row = r.job if layout.by_job and r.job else r.task
-        planned[row] = min(planned.get(row, r.planned_start), r.planned_start)
-    marks = [(planned[row], k, row) for k, row in enumerate(layout.rows) if row in planned]
+    if by == "node":
+        if planned is None or not planned.nodes:
+            raise InputError("--by node draws runs of placed instances (with nodes) only")
+        problem, schedule = execution.node_view(planned)
+    elif by is not None:
+        check_view(by, problem)
+    rows, marks = _planned_marks(execution, problem, schedule, by)
     if suffix == ".html":
         import plotly.graph_objects as go
 
-        fig = plotly_gantt(problem, schedule)
+        fig = plotly_gantt(problem, schedule, by=by)
         mark = {"symbol": "line-ns-open", "size": 12, "color": "black", "line": {"width": 2}}
         fig.add_trace(
             go.Scatter(
                 x=[m[0] for m in marks],
-                y=[m[2] for m in marks],
+                y=[rows[m[1]] for m in marks],
                 mode="markers",
                 marker=mark,
                 name="planned start",
@@ -477,11 +634,80 @@ def save_run_gantt(execution: Execution, path: str | Path) -> None:
         )
         fig.write_html(str(path), include_plotlyjs=True, full_html=True)
         return
-    fig = draw_gantt(new_figure(problem, schedule), problem, schedule)
+    fig = draw_gantt(new_figure(problem, schedule, by=by), problem, schedule, by=by)
     fig.axes[0].scatter(
         [m[0] for m in marks], [m[1] for m in marks], marker="|", color="black", s=40, zorder=3
     )
     fig.savefig(path, format=suffix[1:])
+
+
+def _planned_marks(
+    execution: Execution, problem: Problem, schedule: Schedule, by: str | None
+) -> tuple[list[str], list[tuple[int, int]]]:
+    """The chart's rows and a (planned start, row) mark per row, or per task on each node."""
+    from planner.gantt import chart_layout
+
+    layout = chart_layout(problem, schedule, by)
+    row_of = {row: k for k, row in enumerate(layout.rows)}
+    if by == "node":
+        marks = [(r.planned_start, row_of[n]) for r in execution.runs for n in r.nodes]
+        return layout.rows, marks
+    planned: dict[str, int] = {}
+    for r in execution.runs:
+        row = r.job if layout.by_job and r.job else r.task
+        planned[row] = min(planned.get(row, r.planned_start), r.planned_start)
+    return layout.rows, [(planned[row], k) for k, row in enumerate(layout.rows) if row in planned]
+
+
+def replay_run(problem: Problem, run: Mapping[str, Any], file: str | None = None) -> Execution:
+    """The :class:`Execution` of a run file of ``planner simulate -o``, replayed from its plan,
+    disturbances and seed (a replay is deterministic), and checked against the file.
+
+    Raises
+    ------
+    InputError
+        If the file is not a run of ``problem``, or its replay differs (a run of
+        ``simulate --online``, re-planned as it went, is not a replay of one plan).
+    """
+    from planner.disturbances import Noise, Slowdown
+
+    try:
+        rows = {r["task"]: r for r in run["tasks"]}
+        plan = Schedule(
+            modes={t: str(r["mode"]) for t, r in rows.items()},
+            starts={t: int(r["planned_start"]) for t, r in rows.items()},
+            nodes={t: tuple(r["nodes"]) for t, r in rows.items() if r.get("nodes")},
+        )
+        d = run["disturbances"]
+        factors = d.get("slowdown_factors")
+        dist = Disturbances(
+            noise=Noise.parse(d["noise"]) if d.get("noise") else None,
+            slowdown=Slowdown(tuple(factors), str(d.get("slowdown"))) if factors else None,
+            failures=tuple(Failure.parse(f) for f in d.get("failures") or ()),
+            work_conserving=bool(d.get("work_conserving")),
+        )
+        seed = int(run["seed"])
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise InputError(
+            "not a run of planner simulate -o (tasks with mode, nodes and planned_start; "
+            "disturbances; seed)",
+            file,
+        ) from None
+    missing = [t.name for t in problem.tasks if t.name not in rows]
+    if missing or len(rows) != len(problem.tasks):
+        raise InputError(f"not a run of instance {problem.name!r} (task {missing[:1]})", file)
+    ex = simulate(problem, plan, dist, seed)
+    same = all(
+        (r.start, r.finish) == (int(rows[r.task]["start"]), int(rows[r.task]["finish"]))
+        for r in ex.runs
+    )
+    if not same:
+        raise InputError(
+            "replaying the run's plan gives another run (a run of simulate --online is "
+            "re-planned as it goes: draw it with simulate --online --gantt)",
+            file,
+        )
+    return ex
 
 
 _WORKER: tuple[Problem, Schedule, Disturbances] | None = None
@@ -489,6 +715,9 @@ _WORKER: tuple[Problem, Schedule, Disturbances] | None = None
 
 def _init_worker(problem: Problem, schedule: Schedule, disturbances: Disturbances) -> None:
     global _WORKER
+    # Ctrl-C reaches the whole process group: the parent stops the study, the workers
+    # finish the run they have.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _WORKER = (problem, schedule, disturbances)
 
 

@@ -38,6 +38,28 @@ GPU_MIX = {1: 134, 2: 22, 4: 34, 8: 691, 16: 3, 32: 108}
 LOG_DURATION = (8.15, 2.87)
 """Mean and standard deviation of ln(job duration in seconds) in the same trace."""
 
+MAX_JOBS = 100_000
+"""The most jobs :func:`generate` writes (17x the largest published trace, 5,755 jobs)."""
+MAX_NODES = 10_000
+MAX_GPUS = 64
+"""The most GPUs per node."""
+MAX_BLOCKS = 1_000
+"""The most training blocks per job."""
+MAX_SEED = 2**32 - 1
+MIN_RATE, MAX_RATE = 0.01, 1e6
+"""The range of :func:`generate`'s arrival rate, in jobs per hour."""
+
+
+def _check_range(what: str, value: float, least: float, most: float) -> None:
+    if not least <= value <= most:
+        raise InputError(f"{what} must be from {least:,g} to {most:,g}, got {value:g}")
+
+
+def _check_cluster(nodes: int, gpus_per_node: int, blocks: int) -> None:
+    _check_range("the number of nodes", nodes, 1, MAX_NODES)
+    _check_range("the GPUs per node", gpus_per_node, 1, MAX_GPUS)
+    _check_range("the blocks per job", blocks, 1, MAX_BLOCKS)
+
 
 def muri_cluster(nodes: int, gpus_per_node: int) -> dict[str, Any]:
     """A cluster in Muri's model: each GPU brings one data-loading slot and one network slot."""
@@ -68,9 +90,12 @@ def import_muri(
     ------
     InputError
         If the file is missing or not CSV, lacks a column, has a row of another
-        width than its header, or holds a value out of range (naming line and column).
+        width than its header, or holds a value out of range (naming line and column),
+        or a count is out of its range (:data:`MAX_NODES`, :data:`MAX_GPUS`,
+        :data:`MAX_BLOCKS`).
     """
     _check_placement(placement)
+    _check_cluster(nodes, gpus_per_node, blocks)
     path = Path(path)
     name = str(path)
     if not path.is_file():
@@ -217,10 +242,15 @@ def generate(
     Raises
     ------
     InputError
-        If ``jobs`` is below 1 or ``placement`` is not one of :data:`PLACEMENTS`.
+        If a count, the seed or the rate is out of its range (``1 <= jobs <=``
+        :data:`MAX_JOBS`, ``0 <= seed <=`` :data:`MAX_SEED`, :data:`MIN_RATE` to
+        :data:`MAX_RATE` jobs per hour) or ``placement`` is not one of :data:`PLACEMENTS`.
     """
-    if jobs < 1:
-        raise InputError("the number of jobs must be at least 1")
+    _check_range("the number of jobs", jobs, 1, MAX_JOBS)
+    _check_range("the seed", seed, 0, MAX_SEED)
+    if arrival_rate is not None:
+        _check_range("the arrival rate (jobs per hour)", arrival_rate, MIN_RATE, MAX_RATE)
+    _check_cluster(nodes, gpus_per_node, blocks)
     _check_placement(placement)
     rng = np.random.default_rng(seed)
     total = nodes * gpus_per_node

@@ -62,8 +62,9 @@ def check_options(solver: str, func: Callable[..., Any], options: dict[str, Any]
     declared = solver_options(func)
     for name, value in options.items():
         if name not in declared:
+            settings = [o.name for o in declared.values() if o.type_name != "callable | None"]
             raise InputError(
-                f"solver {solver!r} has no option {name!r}; its options: {', '.join(declared)}"
+                f"solver {solver!r} has no option {name!r}; its options: {', '.join(settings)}"
             )
         option = declared[name]
         try:
@@ -120,6 +121,8 @@ def _parameter_help(doc: str) -> dict[str, str]:
 
 
 def _plain(text: str) -> str:
-    """Docstring markup as plain text: ``:data:`~x.Y``` -> ``Y``, double backquotes dropped."""
+    """Docstring markup as plain text: cross-references in parentheses, which name code
+    (``(see :mod:`x`)``), dropped; ``:data:`~x.Y``` -> ``Y``; double backquotes dropped."""
+    text = re.sub(r"\s*\((?:see\s+)?(?::\w+:`[^`]+`(?:,\s*)?)+\)", "", text)
     text = re.sub(r":\w+:`~?(?:[\w.]+\.)?([^`]+)`", r"\1", text)
     return text.replace("``", "")

@@ -131,8 +131,12 @@ def solve(problem: Problem, solver: str = DEFAULT_SOLVER, **options: Any) -> Res
     status = result.status
     if result.objective is not None and best is not None and result.objective <= best:
         status = Status.OPTIMAL
+    objective = result.objective
+    if isinstance(objective, float) and objective.is_integer():
+        objective = int(objective)  # one type for every solver: makespans are whole ticks
     return replace(
         result,
+        objective=objective,
         status=status,
         runtime=runtime,
         lower_bound=best,

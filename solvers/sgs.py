@@ -184,7 +184,7 @@ def solve_sgs(
     problem
         The problem.
     rule
-        One of :data:`RULES`.
+        The priority rule (:data:`RULES`).
     scheme
         ``"serial"`` or ``"parallel"``.
     justify

@@ -180,8 +180,7 @@ CASES = [
                 ],
             }
         ),
-        "gpus.yaml: tasks[0]: infeasible instance: task 'j/block1': its mode demands more than "
-        "a resource ever offers: gpu (demand 16, capacity 8)",
+        "gpus.yaml: jobs[0].gpus: job 'j' needs 16 GPUs; the cluster has 8 GPUs",
     ),
     # a capacity above the bound every integer of an instance keeps (issue 15, row 7)
     (

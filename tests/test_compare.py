@@ -508,7 +508,8 @@ def test_study_with_a_simulation_records_the_realized_figures(
         assert row.realized_makespan_mean != row.objective  # the noise moved it
     realized = summarize_realized(table)
     assert list(realized["solver"]) == [r.name for r in ranked]
-    assert list(realized["replayed"]) == [1, 1]
+    assert list(realized["plans"]) == [1, 1]
+    assert list(realized["replays"]) == [2, 2]  # runs=2 of each plan
     assert list(realized["realized_makespan_mean"]) == pytest.approx(
         [r.makespan["mean"] for r in ranked]
     )
@@ -574,7 +575,7 @@ def test_cli_compare_ranks_solvers_by_realized_makespan(tmp_path: Path, placed_b
     assert (tmp_path / "study.md").read_text() == expected
     best = realized.iloc[0]
     assert (
-        f"| {best['solver']} | 1 | {best['realized_makespan_mean']:.2f} | "
+        f"| {best['solver']} | 1 | 2 | {best['realized_makespan_mean']:.2f} | "
         f"{best['realized_makespan_p95']:.2f} | {best['realized_jct_mean']:.2f} |"
     ) in result.stdout
     assert best["realized_makespan_mean"] <= realized.iloc[1]["realized_makespan_mean"]
@@ -584,7 +585,7 @@ def test_cli_compare_ranks_solvers_by_realized_makespan(tmp_path: Path, placed_b
     ("spec", "message"),
     [
         # no replay at all
-        ("runs=0", "simulation 'runs=0': runs must be a whole number >= 1"),
+        ("runs=0", "simulation 'runs=0': runs must be a whole number from 1 to 1,000,000"),
         # an unknown key
         (
             "speed=2",

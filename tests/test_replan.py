@@ -352,13 +352,17 @@ def test_cli_replan_writes_a_valid_complete_schedule(files: tuple[Path, Path]) -
             "arrive:FILE or cancel:JOB",
         ),
         # DOWN not a whole number
-        ("fail:n1+x", "event 'fail:n1+x': DOWN 'x' is not a whole number of ticks"),
+        (
+            "fail:n1+x",
+            "event 'fail:n1+x': DOWN: 'x' is not a time: give whole ticks (600) or a duration "
+            "with a unit (90s, 30min, 2h, 1d)",
+        ),
         # a node the instance lacks
         ("fail:n9", "event fail:n9: no node 'n9' (nodes: n1, n2)"),
         # overrun without a factor
         ("overrun:a1", "event 'overrun:a1': expected overrun:TASK:FACTOR"),
         # a factor that is not positive
-        ("overrun:b1:0", "event 'overrun:b1:0': FACTOR must be a number > 0"),
+        ("overrun:b1:0", "event 'overrun:b1:0': FACTOR must be a number > 0 and <= 100"),
         # a task that finished before T
         (
             "overrun:a1:2",
@@ -436,7 +440,7 @@ def test_online_solver_options_reach_every_replan(tmp_path: Path) -> None:
     args = ["simulate", str(inst), "--online", "--slowdown", "none"]
     result = runner.invoke(app, [*args, "--option", "rule=spt"])
     assert result.exit_code == 0, result.output
-    assert re.search(r"\bsgs\s+2\s+9\.0\s", result.output), result.output
+    assert re.search(r"\bsgs\s+3\s+2\s+9\.0\s", result.stdout), result.output
     result = runner.invoke(app, [*args, "--option", "rule"])
     assert result.exit_code == 2
     assert result.stderr == "error: --option 'rule': expected KEY=VALUE, e.g. rule=spt\n"
