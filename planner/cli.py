@@ -442,7 +442,29 @@ def info(instance: Annotated[Path, typer.Argument(help="Instance file.")]) -> No
             ("energy bound", energy),
             ("lower bound", max(cp, energy)),
         ]
+        rows += _model_bounds(instance)
         show(rows)
+
+
+def _model_bounds(instance: Path) -> list[tuple[str, object]]:
+    """``planner info``'s bounds of a training workload (cluster form) under each
+    interleaving model, in seconds; none for another instance."""
+    from planner.interleave import Interleave, model_bound
+    from planner.peers import jobs_from_instance
+
+    if instance.suffix.lower() not in NATIVE:
+        return []
+    try:
+        jobs, nodes, gpus = jobs_from_instance(instance)
+    except InputError:
+        return []  # not a cluster-form instance of one GPU count per node
+    work = [(j.gpus, j.iterations, j.stages) for j in jobs]
+    rows: list[tuple[str, object]] = []
+    for model in (Interleave("fluid"), Interleave("muri")):
+        b = model_bound(work, (nodes or 1) * (gpus or 1), model)
+        which = max(("data", "gpu", "network", "longest"), key=lambda k: b[k])
+        rows.append((f"bound {model.kind}", f"{b['bound']:,.0f} s ({which})"))
+    return rows
 
 
 def _node_rows(problem: Problem) -> list[tuple[str, object]]:

@@ -137,6 +137,41 @@ def simulate_cmd(
             "--baseline", help="--online: also replay with this solver, e.g. exclusive-srtf."
         ),
     ] = None,
+    policy: Annotated[
+        str | None,
+        typer.Option(
+            help="Run a peer scheduler instead of a plan: srtf, srsf, muri-s or muri-l, on a "
+            "Muri trace (.csv) or a cluster-form instance (no SCHEDULE)."
+        ),
+    ] = None,
+    interleave: Annotated[
+        str,
+        typer.Option(
+            help="--policy: the interleaving model that sets every group's speed: muri "
+            "(Muri's rotation) or fluid (processor sharing)."
+        ),
+    ] = "muri",
+    data_slots: Annotated[
+        float,
+        typer.Option(
+            min=0.1, max=64, help="--policy, --interleave fluid: data slots per GPU (0.1 to 64)."
+        ),
+    ] = 1.0,
+    restart: Annotated[
+        bool,
+        typer.Option(
+            "--restart/--no-restart",
+            help="--policy: charge each running job its model's restart overhead on every "
+            "interval between events, as Muri's simulator does.",
+        ),
+    ] = True,
+    nodes: Annotated[
+        int,
+        typer.Option(min=1, max=10_000, help="--policy on a trace: nodes (1 to 10,000)."),
+    ] = 8,
+    gpus_per_node: Annotated[
+        int, typer.Option(min=1, max=64, help="--policy on a trace: GPUs per node (1 to 64).")
+    ] = 8,
     option: Annotated[
         list[str] | None,
         typer.Option(
@@ -160,6 +195,28 @@ def simulate_cmd(
     """
     from planner.gantt import FORMATS
 
+    if policy is not None:
+        with guard():
+            given = {
+                "SCHEDULE": schedule is not None,
+                "--online": online,
+                "--noise": noise is not None,
+                "--fail": bool(fail),
+                "--runs": runs > 1,
+                "--histogram": histogram is not None,
+                "--gantt": gantt is not None,
+                "--work-conserving": work_conserving,
+            }
+            clash = next((k for k, v in given.items() if v), None)
+            if clash is not None:
+                raise InputError(
+                    f"--policy runs a peer scheduler on the jobs: {clash} does not apply"
+                )
+            if output is not None:
+                check_output(output, inputs=[instance], suffixes=(".json",), what="the run file")
+            _policy(instance, policy, interleave, data_slots, slowdown, restart, nodes,
+                    gpus_per_node, output)  # fmt: skip
+        return
     if online:
         _online(
             instance,
@@ -499,3 +556,99 @@ def _online_runs(
         if halt.is_set():
             break
     return out
+
+
+def _policy(
+    instance: Path,
+    policy: str,
+    interleave: str,
+    data_slots: float,
+    slowdown: str,
+    restart: bool,
+    nodes: int,
+    gpus_per_node: int,
+    output: Path | None,
+) -> None:
+    """``simulate --policy``: a peer scheduler in the job-level executor."""
+    from tqdm import tqdm
+
+    from planner.disturbances import Slowdown
+    from planner.interleave import MURI_GROUP_FACTORS, Interleave, model_bound
+    from planner.interrupt import Halt, run_interruptibly
+    from planner.peers import POLICIES, jobs_from_instance, run_policy
+
+    if policy not in POLICIES:
+        raise InputError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
+    if slowdown == "muri":
+        factors: tuple[float, ...] | None = MURI_GROUP_FACTORS
+    else:
+        parsed = Slowdown.parse(slowdown)
+        factors = parsed.factors if parsed is not None else None
+    model = Interleave(interleave, data_slots=data_slots, factors=factors)  # type: ignore[arg-type]
+    jobs, have_nodes, have_gpus = jobs_from_instance(instance)
+    nodes, gpus_per_node = have_nodes or nodes, have_gpus or gpus_per_node
+    halt = Halt()
+    with tqdm(total=len(jobs), unit="job", file=sys.stderr, desc=policy) as bar:
+
+        def work() -> Any:
+            return run_policy(
+                jobs,
+                policy,
+                nodes,
+                gpus_per_node,
+                model,
+                restart,
+                progress=lambda done, _: bar.update(done - bar.n),
+                halt=halt,
+            )
+
+        run, _ = run_interruptibly(work, halt.set, "policy")
+    work_items = [(j.gpus, j.iterations, j.stages) for j in jobs]
+    bound = model_bound(work_items, nodes * gpus_per_node, model)
+    which = max(("data", "gpu", "network", "longest"), key=lambda k: bound[k])
+    factor_text = "Muri's slowdown factors" if slowdown == "muri" else f"slowdown {slowdown}"
+    overheads = "restart overheads" if restart else "no restart overhead"
+    slots = f", {data_slots:g} data slots per GPU" if interleave == "fluid" else ""
+    rows: list[tuple[str, object]] = [
+        ("instance", f"{instance} ({len(jobs)} jobs, {nodes} nodes x {gpus_per_node} GPUs)"),
+        ("policy", policy),
+        ("model", f"{interleave}{slots} ({factor_text}, {overheads})"),
+        ("bound", f"{bound['bound']:,.0f} s ({which}, under {interleave})"),
+    ]
+    if run.finished:
+        rows += [
+            ("makespan", f"{run.makespan:,.0f} s ({run.makespan / bound['bound']:.3f} x bound)"),
+            ("mean JCT", f"{run.mean_jct:,.0f} s"),
+            ("p99 JCT", f"{run.p99_jct:,.0f} s"),
+        ]
+    sizes = sum(run.groups.values()) or 1
+    rows += [
+        (
+            "groups",
+            ", ".join(f"{k}: {100 * n / sizes:.1f}%" for k, n in sorted(run.groups.items()))
+            + " of job-intervals by group size",
+        ),
+        ("events", run.events),
+        ("runtime", f"{run.runtime:.1f} s"),
+    ]
+    show(rows)
+    if not run.finished:
+        typer.echo(f"interrupted: {len(run.finish)} of {len(jobs)} jobs had finished")
+    if output is not None:
+        data = {
+            "instance": str(instance),
+            "policy": policy,
+            "interleave": interleave,
+            "data_slots": data_slots,
+            "slowdown": slowdown,
+            "restart": restart,
+            "finished": run.finished,
+            "makespan": run.makespan,
+            "mean_jct": run.mean_jct if run.finish else None,
+            "bound": bound,
+            "finish": run.finish,
+        }
+        output.write_text(json.dumps(data, indent=1) + "\n")
+        typer.echo(f"run written to {output}")
+    if not run.finished:
+        raise typer.Exit(130)

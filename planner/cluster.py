@@ -162,6 +162,11 @@ class TrainingJob(_Spec):
     model: str | None = None
     batch_size: PosInt | None = None
     stages: Stages | None = None
+    iteration_time: Seconds | None = Field(
+        default=None,
+        description="Measured seconds of one iteration alone (a trace's): the muri "
+        "interleaving model runs a job alone at it (default: its stages back to back).",
+    )
     iterations: PosInt | None = None
     duration: Seconds | None = Field(
         default=None, description="Seconds of training on the first configuration."

@@ -121,6 +121,9 @@ def import_muri(
             "blocks": min(blocks, iters),
             "stages": {"data": times[0] / 1000, "gpu": times[1] / 1000, "sync": times[2] / 1000},
         }
+        alone = cell.time("iteration_time") if "iteration_time" in header else 0.0
+        if alone:
+            job["iteration_time"] = alone / 1000
         if migrate:
             job["migrate"] = True
         release = cell.time("submit_time") / 1000 if "submit_time" in header else 0.0

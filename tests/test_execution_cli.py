@@ -271,7 +271,8 @@ BAD = [
     (["simulate", P, "{run}"], "{run}: a run of planner simulate, not a plan: replay the plan "
      "it ran (planner gantt draws a run)"),
     (["gantt", S, "-i", P, "--by", "node", "-o", "g.png", "--force"], None),  # fine: drawn
-    (["simulate", P, S, "--rns", "2"], "No such option: --rns (Possible options: --noise, --runs)"),
+    (["simulate", P, S, "--rns", "2"], "No such option: --rns (Possible options: --nodes, "
+     "--noise, --runs)"),
     (["simulate"], "Missing argument 'instance'."),
     (["import", "muri", "{big}", "-o", "big.json"], "jobs[2].gpus: job 'job2' "
      "needs 1000 GPUs; the cluster has 64 GPUs"),

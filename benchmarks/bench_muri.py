@@ -1,0 +1,79 @@
+"""Muri reproduced: the peer policies in planner's executor on Muri's trace3'.
+
+Runs ``srtf``, ``srsf``, ``muri-s`` and ``muri-l`` (:mod:`planner.peers`) on
+``muri_trace3_offline.csv`` (992 jobs, all at 0, 8 nodes x 8 GPUs) under Muri's
+interleaving model, twice: with Muri's slowdown factors and restart overheads (the
+published setting), and ideal (factors 1, no restart overhead). Prints one row per
+run: our makespan and mean JCT, Muri's figure for the same setting, the difference,
+the bound under the model and the run time (seconds). Writes the table as Markdown
+with ``--markdown``.
+
+    python benchmarks/bench_muri.py --benchmarks ../shared/benchmarks [--markdown out.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from planner.interleave import MURI_GROUP_FACTORS, Interleave, model_bound
+from planner.peers import POLICIES, read_trace, run_policy
+
+PUBLISHED = {
+    ("srtf", "muri"): 7_261_796,
+    ("srsf", "muri"): 6_907_790,
+    ("muri-s", "muri"): 4_400_675,
+    ("muri-l", "muri"): 4_403_652,
+    ("srtf", "ideal"): 7_110_416,
+    ("srsf", "ideal"): 6_736_976,
+    ("muri-s", "ideal"): 3_378_496,
+    ("muri-l", "ideal"): 3_302_449,
+}
+"""Muri's makespans (s): published with its factors and overheads, and its simulator
+re-run with factors 1 and no restart cost."""
+RERUN = {("muri-l", "muri"): 4_351_395, ("muri-l", "ideal"): 3_312_508}
+"""Muri's public simulator re-run on the same input (a second figure)."""
+PUBLISHED_JCT = {("srtf", "muri"): 844_395, ("srsf", "muri"): 798_058, ("muri-s", "muri"): 537_777}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--benchmarks", type=Path, required=True, help="the shared benchmarks")
+    parser.add_argument("--policy", action="append", choices=POLICIES, help="default: all")
+    parser.add_argument("--markdown", type=Path, help="also write the table here")
+    args = parser.parse_args()
+    jobs = read_trace(args.benchmarks / "dl" / "muri_trace3_offline.csv")
+    work = [(j.gpus, j.iterations, j.stages) for j in jobs]
+    bound = model_bound(work, 64, Interleave("muri"))["bound"]
+    header = (
+        "| policy | setting | makespan (s) | Muri's (s) | diff | x bound | mean JCT (s) "
+        "| Muri's JCT (s) | run time (s) |"
+    )
+    rows = [header, "|" + "---|" * 9]
+    for policy in args.policy or POLICIES:
+        for setting in ("muri", "ideal"):
+            model = Interleave("muri", factors=MURI_GROUP_FACTORS if setting == "muri" else None)
+            run = run_policy(jobs, policy, interleave=model, restart=setting == "muri")
+            ref = PUBLISHED[policy, setting]
+            other = RERUN.get((policy, setting))
+            refs = f"{ref:,}" + (f" / {other:,}" if other else "")
+            diff = f"{100 * (run.makespan / ref - 1):+.2f}%"
+            if other:
+                diff += f" / {100 * (run.makespan / other - 1):+.2f}%"
+            jct = PUBLISHED_JCT.get((policy, setting))
+            rows.append(
+                f"| {policy} | {setting} | {run.makespan:,.0f} | {refs} | {diff} | "
+                f"{run.makespan / bound:.3f} | {run.mean_jct:,.0f} | "
+                f"{f'{jct:,}' if jct else '-'} | {run.runtime:.1f} |"
+            )
+            print(rows[-1], flush=True)
+    text = "\n".join(rows) + f"\n\nbound under muri (GPU work / 64 GPUs): {bound:,.0f} s\n"
+    if args.markdown is not None:
+        args.markdown.write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,562 @@
+"""Peer schedulers in one executor: SRTF, SRSF, Muri-S and Muri-L on a GPU cluster.
+
+This is a job-level executor of the kind Muri's simulator is (Zhao et al., SIGCOMM
+2022; ``simulator/run_sim.py`` of its public artifact): jobs run iteration after
+iteration on GPU sets of a cluster of ``nodes x gpus_per_node`` GPUs, and at every
+scheduling event (an arrival or a completion) the policy decides anew which jobs run,
+in which groups and where. The speed of every group comes from the interleaving model
+(:class:`planner.interleave.Interleave`), nothing else.
+
+What a run does at an event at time ``t`` (as Muri's simulator does):
+
+1. The jobs whose predicted end is ``t`` complete; the jobs released at ``t`` arrive.
+2. Every running job progresses by ``max(0, t - last - overhead) / period``
+   iterations, ``overhead`` being its restart overhead (the catalog's measured
+   restart time of its model at its GPU count; a group pays the sum of its
+   members'). It is charged on every interval between events, not only on a real
+   restart, as Muri does; ``restart=False`` charges none. A job that completes at an
+   event is not charged for its last interval.
+3. The policy orders the jobs and places them first-fit (``yarn``: a job of ``g <=
+   G`` GPUs on the first node with ``g`` free GPUs; of ``g > G`` on ``g // G`` idle
+   nodes and one more node with ``g % G`` free); the ones that do not fit wait.
+4. Every running job's end is predicted from its remaining iterations and period.
+
+Policies:
+
+- ``srtf``: shortest remaining time first, each job alone on its GPUs.
+- ``srsf``: smallest remaining service (remaining time x GPUs) first, alone.
+- ``muri-s``: Muri with known durations (jobs ordered by remaining service);
+  ``muri-l``: Muri without (ordered by attained service: running wall time x GPUs).
+  Both take the first-fit set of the ordered jobs, each placed one admitting the next
+  three jobs of its GPU count, and group jobs of the same GPU count by repeated
+  maximum-weight matching (:func:`networkx.max_weight_matching`; the weight of a
+  pair of groups is their members' summed stage time over four times the merged
+  group's period). Groups are merged, in the matching's order, only while the GPUs
+  the candidates request exceed the cluster's, for at most four rounds. A group
+  slower than its members one after another is split again. Groups are then placed
+  by their first member, largest GPU count first, the others on the same GPUs.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from planner.catalog import restart_seconds
+from planner.errors import InputError
+from planner.interleave import MURI_GROUP_FACTORS, Interleave, Stages
+
+if TYPE_CHECKING:
+    from planner.interrupt import Halt
+
+POLICIES = ("srtf", "srsf", "muri-s", "muri-l")
+"""The peer policies."""
+
+DEFAULT_OVERHEAD = 10.0
+"""Restart overhead (s) of a model the catalog does not know, as in Muri's simulator."""
+
+GROUP = 4
+"""The most jobs in a Muri group."""
+
+
+@dataclass(frozen=True)
+class PeerJob:
+    """A training job as a trace gives it (seconds)."""
+
+    name: str
+    gpus: int
+    iterations: int
+    stages: Stages
+    iteration_time: float
+    """Seconds per iteration alone, as measured."""
+    duration: float
+    """The trace's duration (s): what Muri-S takes as a new job's remaining time."""
+    model: str = ""
+    release: float = 0.0
+
+
+def read_trace(path: str | Path) -> list[PeerJob]:
+    """The jobs of a Muri trace CSV (times in ms, as in the artifact).
+
+    Raises
+    ------
+    InputError
+        If the file is missing or a row lacks a column or a number.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputError("no such file", str(path))
+    out = []
+    with path.open(newline="", encoding="utf-8-sig") as f:
+        for line, row in enumerate(csv.DictReader(f), start=2):
+            try:
+                ms = [float(row[f"resource_time_{k}"]) / 1000 for k in range(3)]
+                out.append(
+                    PeerJob(
+                        name=f"job{row.get('job_id') or line - 2}",
+                        gpus=int(row["num_gpu"]),
+                        iterations=int(row["iterations"]),
+                        stages=Stages(*ms),
+                        iteration_time=float(row["iteration_time"]) / 1000,
+                        duration=float(row.get("duration") or 0) / 1000,
+                        model=row.get("model_name", ""),
+                        release=float(row.get("submit_time") or 0) / 1000,
+                    )
+                )
+            except (KeyError, TypeError, ValueError):
+                raise InputError(
+                    "expected num_gpu, iterations, iteration_time and resource_time_0/1/2",
+                    str(path),
+                    f"line {line}",
+                ) from None
+    if not out:
+        raise InputError("the trace has no jobs", str(path))
+    return out
+
+
+def jobs_from_instance(path: str | Path) -> tuple[list[PeerJob], int | None, int | None]:
+    """The jobs of a workload file, and its cluster's nodes and GPUs per node.
+
+    A ``.csv`` file is a Muri trace (:func:`read_trace`; no cluster: ``None, None``);
+    another is a cluster-form instance (JSON or YAML) whose nodes all have the same
+    number of GPUs. A job's stages are its own or the catalog's for its model, its
+    period alone its ``iteration_time`` (else its stages back to back), its duration
+    its iterations at that period.
+
+    Raises
+    ------
+    InputError
+        For another kind of file, a problem-form instance, or nodes of several sizes.
+    """
+    from planner.cluster import ClusterInstance, _Compiler
+    from planner.instance import parse_native_text, read_text, validated
+
+    path = Path(path)
+    if path.suffix.lower() == ".csv":
+        return read_trace(path), None, None
+    if not path.is_file():
+        raise InputError("no such file", str(path))
+    try:
+        data = parse_native_text(read_text(path), path.suffix.lower() == ".json")
+        if "cluster" not in data:
+            raise InputError(
+                "peer policies run training jobs: give a Muri trace (.csv) or a cluster-form "
+                "instance (with 'cluster' and 'jobs')"
+            )
+        inst = validated(ClusterInstance, data)
+    except InputError as exc:
+        raise exc.at(str(path)) from None
+    sizes = {n.gpu for n in inst.cluster.nodes}
+    if len(sizes) != 1:
+        raise InputError("peer policies need nodes with one GPU count", str(path), "cluster")
+    compiler = _Compiler(inst)
+    jobs = []
+    for i, job in enumerate(inst.jobs):
+        _, _, _, times, factor = compiler.configs(i, job)[0]
+        stages = Stages(times.data, times.gpu * factor, times.sync)
+        iterations = compiler.iterations(job, times.on(factor))
+        alone = job.iteration_time or stages.total
+        jobs.append(
+            PeerJob(
+                name=job.name,
+                gpus=job.gpus,
+                iterations=iterations,
+                stages=stages,
+                iteration_time=alone,
+                duration=iterations * alone,
+                model=job.model or "",
+                release=job.release,
+            )
+        )
+    return jobs, sum(n.count for n in inst.cluster.nodes), sizes.pop()
+
+
+@dataclass
+class PeerRun:
+    """A run of a policy: when each job finished, and the figures (seconds)."""
+
+    policy: str
+    interleave: Interleave
+    restart: bool
+    finish: dict[str, float]
+    release: dict[str, float]
+    events: int
+    runtime: float
+    """Wall time of the run (s)."""
+    finished: bool = True
+    """Whether every job ran to its end (false if Ctrl-C stopped the run)."""
+    groups: dict[int, int] = field(default_factory=dict)
+    """Job-intervals run in groups of each size (1 = alone), over all events."""
+
+    @property
+    def makespan(self) -> float:
+        """The last completion."""
+        return max(self.finish.values(), default=0.0)
+
+    @property
+    def jct(self) -> np.ndarray:
+        """Every job's completion time (finish - release)."""
+        return np.array([f - self.release[j] for j, f in self.finish.items()])
+
+    @property
+    def mean_jct(self) -> float:
+        """The mean JCT."""
+        return float(self.jct.mean()) if self.finish else 0.0
+
+    @property
+    def p99_jct(self) -> float:
+        """The 99th percentile of the JCT."""
+        return float(np.percentile(self.jct, 99)) if self.finish else 0.0
+
+
+class _Job:
+    """A job's state in a run."""
+
+    __slots__ = (
+        "alone",
+        "cost",
+        "executed",
+        "idx",
+        "job",
+        "last",
+        "overhead",
+        "period",
+        "remaining",
+        "remaining_time",
+        "running",
+        "sort_val",
+    )  # fmt: skip
+
+    def __init__(self, job: PeerJob, idx: int, model: Interleave, restart: bool) -> None:
+        self.job = job
+        self.idx = idx
+        self.remaining = float(job.iterations)
+        self.running = False
+        self.last = 0.0
+        self.alone = model.periods([job.stages], alone=[job.iteration_time])[0]
+        self.period = self.alone
+        self.overhead = 0.0
+        self.executed = 0.0
+        self.remaining_time = 0.0
+        self.sort_val = 0.0
+        known = restart_seconds(job.model, job.gpus) if job.model else None
+        self.cost = (known if known is not None else DEFAULT_OVERHEAD) if restart else 0.0
+
+
+class _Cluster:
+    """Free GPUs per node, placed first-fit (Muri's ``yarn``)."""
+
+    def __init__(self, nodes: int, per_node: int) -> None:
+        self.per_node = per_node
+        self.free = [per_node] * nodes
+
+    def empty(self) -> None:
+        self.free = [self.per_node] * len(self.free)
+
+    def place(self, gpus: int) -> bool:
+        """Take ``gpus`` GPUs first-fit; whether they were found."""
+        free, g = self.free, self.per_node
+        if gpus <= g:
+            for k, f in enumerate(free):
+                if f >= gpus:
+                    free[k] -= gpus
+                    return True
+            return False
+        full, rest = divmod(gpus, g)
+        idle = [k for k, f in enumerate(free) if f == g][:full]
+        if len(idle) < full:
+            return False
+        last = None
+        if rest:
+            last = next((k for k, f in enumerate(free) if k not in idle and f >= rest), None)
+            if last is None:
+                return False
+        for k in idle:
+            free[k] = 0
+        if last is not None:
+            free[last] -= rest
+        return True
+
+
+def run_policy(
+    jobs: Sequence[PeerJob],
+    policy: str,
+    nodes: int = 8,
+    gpus_per_node: int = 8,
+    interleave: Interleave | None = None,
+    restart: bool = True,
+    progress: Callable[[int, int], None] | None = None,
+    halt: Halt | None = None,
+) -> PeerRun:
+    """Run ``jobs`` on the cluster under ``policy`` (see the module docstring).
+
+    Parameters
+    ----------
+    jobs
+        The jobs, in trace order (which breaks ties).
+    policy
+        One of :data:`POLICIES`.
+    nodes, gpus_per_node
+        The cluster.
+    interleave
+        The interleaving model; by default ``muri`` with Muri's factors
+        (:data:`~planner.interleave.MURI_GROUP_FACTORS`).
+    restart
+        Charge the restart overhead on every interval (Muri's simulator does).
+    progress
+        Called with (jobs finished, jobs) after each event.
+    halt
+        Checked at every event: once set, the run stops there (:attr:`PeerRun.finished`
+        is then false, and the figures cover the jobs finished).
+
+    Raises
+    ------
+    InputError
+        For an unknown policy, a job larger than the cluster, or a Muri policy with
+        a ``fluid`` model of more than four jobs per GPU set.
+    """
+    if policy not in POLICIES:
+        raise InputError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
+    model = interleave or Interleave("muri", factors=MURI_GROUP_FACTORS)
+    total = nodes * gpus_per_node
+    big = next((j for j in jobs if j.gpus > total or j.gpus < 1), None)
+    if big is not None:
+        raise InputError(f"job {big.name!r} needs {big.gpus} GPUs; the cluster has {total}")
+    t0 = time.perf_counter()
+    state = [_Job(j, k, model, restart) for k, j in enumerate(jobs)]
+    order = sorted(state, key=lambda s: s.job.release)
+    cluster = _Cluster(nodes, gpus_per_node)
+    muri = policy.startswith("muri")
+    grouping = _Grouping(model, total) if muri else None
+    runnable: list[_Job] = []
+    ends: list[tuple[float, list[_Job]]] = []
+    finish: dict[str, float] = {}
+    groups: dict[int, int] = {}
+    head = events = 0
+    while head < len(order) or runnable:
+        if halt is not None and halt.is_set():
+            break
+        start = order[head].job.release if head < len(order) else math.inf
+        end = ends[0][0] if ends else math.inf
+        if start == math.inf and end == math.inf:
+            raise InputError("the cluster cannot run the jobs left")  # pragma: no cover
+        if end < math.inf and math.isclose(end, start, abs_tol=1e-4):
+            t, ending, arriving = start, ends[0][1], True
+        elif end < start:
+            t, ending, arriving = end, ends[0][1], False
+        else:
+            t, ending, arriving = start, [], True
+        events += 1
+        for s in ending:
+            s.executed += t - s.last
+            finish[s.job.name] = t
+            runnable.remove(s)
+            s.running = False
+        while arriving and head < len(order) and order[head].job.release == start:
+            s = order[head]
+            head += 1
+            s.last = t
+            s.remaining_time = s.job.duration if muri else s.remaining * s.alone
+            runnable.append(s)
+        for s in runnable:
+            if s.running:
+                s.remaining -= max(t - s.last - s.overhead, 0.0) / s.period
+                s.executed += t - s.last
+                s.remaining_time = s.remaining * s.alone
+            s.last = t
+        if policy == "srtf":
+            runnable.sort(key=lambda s: s.remaining_time)
+        elif policy == "srsf":
+            runnable.sort(key=lambda s: s.remaining_time * s.job.gpus)
+        else:
+            for s in runnable:
+                s.sort_val = (
+                    s.remaining_time * s.job.gpus if policy == "muri-s" else s.executed * s.job.gpus
+                )
+            runnable.sort(key=lambda s: s.sort_val)
+        if grouping is not None:
+            chosen = grouping.schedule(runnable, cluster)
+        else:
+            cluster.empty()
+            chosen = {}
+            for s in runnable:
+                if cluster.place(s.job.gpus):
+                    chosen[s.idx] = ([s], s.alone, s.cost)
+        for s in runnable:
+            run = chosen.get(s.idx)
+            s.running = run is not None
+            if run is not None:
+                members, s.period, s.overhead = run
+                groups[len(members)] = groups.get(len(members), 0) + 1
+        by_end: dict[float, list[_Job]] = {}
+        for s in runnable:
+            if s.running:
+                by_end.setdefault(t + s.remaining * s.period, []).append(s)
+        ends = sorted(by_end.items())
+        if progress is not None:
+            progress(len(finish), len(jobs))
+    return PeerRun(
+        finished=len(finish) == len(jobs),
+        policy=policy,
+        interleave=model,
+        restart=restart,
+        finish=finish,
+        release={j.name: j.release for j in jobs},
+        events=events,
+        runtime=time.perf_counter() - t0,
+        groups=groups,
+    )
+
+
+class _Grouping:
+    """Muri's grouping at one event (see the module docstring)."""
+
+    def __init__(self, model: Interleave, cluster_gpus: int) -> None:
+        self.model = model
+        self.cluster_gpus = cluster_gpus
+
+        @cache
+        def sorted_periods(members: tuple[int, ...]) -> dict[int, float]:
+            jobs = [self.jobs[k] for k in members]
+            stages = [j.stages for j in jobs]
+            periods = self.model.periods(stages, alone=[j.iteration_time for j in jobs])
+            return dict(zip(members, periods, strict=True))
+
+        def periods(members: tuple[int, ...]) -> dict[int, float]:
+            """Each member's period in a group of the jobs ``members`` (indices), from the
+            interleaving model, factors included."""
+            return sorted_periods(tuple(sorted(members)))
+
+        self.periods = periods
+        self.mates = cache(self._mates)
+        self.jobs: dict[int, PeerJob] = {}
+
+    def schedule(
+        self, runnable: list[_Job], cluster: _Cluster
+    ) -> dict[int, tuple[list[_Job], float, float]]:
+        """Job index -> (its group, the group's period, the group's overhead)."""
+        for s in runnable:
+            self.jobs.setdefault(s.idx, s.job)
+        by_gpu: dict[int, list[_Job]] = {}
+        for s in runnable:
+            by_gpu.setdefault(s.job.gpus, []).append(s)
+        taken = dict.fromkeys(by_gpu, 0)
+        used: set[int] = set()
+        cluster.empty()
+        for s in runnable:
+            if s.idx in used:
+                continue
+            g = s.job.gpus
+            if cluster.place(g):
+                upto = min(taken[g] + GROUP, len(by_gpu[g]))
+                used.update(x.idx for x in by_gpu[g][taken[g] : upto])
+                taken[g] = upto
+        candidates = {g: by_gpu[g][: taken[g]] for g in by_gpu if taken[g]}
+        packings = self._match(candidates)
+        packings = self._autopack(packings, runnable, cluster)
+        return self._place(packings, runnable, cluster)
+
+    def _match(self, candidates: dict[int, list[_Job]]) -> dict[int, list[tuple[int, ...]]]:
+        """Up to four rounds of maximum-weight matching of same-GPU-count groups, merged
+        while the candidates request more GPUs than the cluster has."""
+        packings = {g: [(s.idx,) for s in jobs] for g, jobs in candidates.items()}
+        required = sum(g * len(p) for g, p in packings.items())
+        for _ in range(GROUP):
+            ready: list[tuple[int, list[tuple[int, ...]]]] = []
+            for g, groups in packings.items():
+                mate = self.mates(tuple(groups))
+                for u in range(len(groups)):
+                    v = mate.get(u)
+                    if v is None:
+                        ready.append((g, [groups[u]]))
+                    elif v < u:
+                        ready.append((g, [groups[v], groups[u]]))
+            merged: dict[int, list[tuple[int, ...]]] = {g: [] for g in packings}
+            for g, pair in ready:
+                if required <= self.cluster_gpus or len(pair) == 1:
+                    merged[g].extend(pair)
+                else:
+                    merged[g].append(pair[0] + pair[1])
+                    required -= g
+            packings = merged
+            if required <= self.cluster_gpus:
+                break
+        return packings
+
+    def _mates(self, groups: tuple[tuple[int, ...], ...]) -> dict[int, int]:
+        """The maximum-weight matching of ``groups`` (positions), cached: between two
+        events most GPU counts keep their candidates."""
+        import networkx as nx
+
+        graph = nx.Graph()
+        graph.add_nodes_from(range(len(groups)))
+        for u in range(len(groups)):
+            for v in range(u + 1, len(groups)):
+                if len(groups[u]) + len(groups[v]) <= GROUP:
+                    w = self._used_ratio(groups[u] + groups[v])
+                    if w > 0 and not math.isclose(w, 0, rel_tol=1e-5):
+                        graph.add_edge(u, v, weight=w)
+        mate: dict[int, int] = {}
+        for a, b in nx.max_weight_matching(graph):
+            mate[a], mate[b] = b, a
+        return mate
+
+    def _used_ratio(self, members: tuple[int, ...]) -> float:
+        work = sum(self.jobs[k].stages.total for k in members)
+        return work / (self.period(members) * GROUP)
+
+    def period(self, members: tuple[int, ...]) -> float:
+        """The group's period: its slowest member's (all members' under ``muri``)."""
+        return max(self.periods(members).values())
+
+    def _autopack(
+        self,
+        packings: dict[int, list[tuple[int, ...]]],
+        runnable: list[_Job],
+        cluster: _Cluster,
+    ) -> list[tuple[int, ...]]:
+        """Split the groups slower than their members one after another, order the rest
+        by their least sort key and keep those that fit, first-fit."""
+        key = {s.idx: s.sort_val for s in runnable}
+        ordered: list[tuple[float, tuple[int, ...]]] = []
+        for groups in packings.values():
+            for members in groups:
+                alone = sum(self.period((k,)) for k in members)
+                if self.period(members) / alone > 1:
+                    ordered.extend((key[k], (k,)) for k in members)
+                else:
+                    ordered.append((min(key[k] for k in members), members))
+        ordered.sort(key=lambda e: e[0])
+        cluster.empty()
+        return [m for _, m in ordered if cluster.place(self.jobs[m[0]].gpus)]
+
+    def _place(
+        self, packings: list[tuple[int, ...]], runnable: list[_Job], cluster: _Cluster
+    ) -> dict[int, tuple[list[_Job], float, float]]:
+        """Place the groups by their members, largest GPU count first: the first member
+        met takes the GPUs, the others share them."""
+        group_of = {k: members for members in packings for k in members}
+        state = {s.idx: s for s in runnable}
+        placed: set[tuple[int, ...]] = set()
+        out: dict[int, tuple[list[_Job], float, float]] = {}
+        cluster.empty()
+        runnable.sort(key=lambda s: -s.job.gpus)  # in place: it breaks later ties, as in Muri
+        for s in runnable:
+            members = group_of.get(s.idx)
+            if members is None:
+                continue
+            if members not in placed:
+                if not cluster.place(s.job.gpus):
+                    continue
+                placed.add(members)
+            cost = sum(state[k].cost for k in members)
+            out[s.idx] = ([state[k] for k in members], self.periods(members)[s.idx], cost)
+        return out

@@ -1,0 +1,184 @@
+"""The interleaving model (hand-computed periods) and the peer schedulers in its executor."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from planner.cli import app
+from planner.errors import InputError
+from planner.interleave import (
+    MURI_GROUP_FACTORS,
+    Interleave,
+    Stages,
+    fluid_stretch,
+    model_bound,
+    muri_period,
+)
+from planner.peers import PeerJob, jobs_from_instance, read_trace, run_policy
+from tests.conftest import INSTANCES, lines
+
+RESNET18 = Stages(data=0.723, gpu=0.113, sync=0.073)  # 4 GPUs, Muri's profile (s)
+GPT2 = Stages(data=0.0006, gpu=0.413, sync=0.020)
+SLICE = INSTANCES / "muri_trace3_40.csv"  # the first 40 jobs of Muri's trace3'
+
+
+def test_four_resnet18_under_muri_load_data_two_at_a_time() -> None:
+    period, _ = muri_period([RESNET18] * 4)
+    assert period == pytest.approx(4 * max(0.073, 0.113, 0.723 / 2))
+
+
+def test_a_pair_takes_the_best_rotation_or_the_pair_formula() -> None:
+    a, b = Stages(4, 1, 1), Stages(1, 3, 2)
+    # the pair formula: max(d_a, g_b + s_b) + max(d_b, g_a + s_a) = 5 + 2 = 7; the
+    # rotation (a, b): f = 0, 2, 4, 5, 8, 10: period 8; (b, a): f = 0, 1, 1, 5, 7, 8:
+    # period 7, found first, so Muri keeps that order
+    assert muri_period([a, b]) == (pytest.approx(7), (1, 0))
+
+
+def test_the_order_muri_picks_for_a_data_heavy_and_a_gpu_heavy_job() -> None:
+    # (resnet18, gpt2): f = 0, .020, .723, .836, 1.249, 1.269: period 1.249;
+    # (gpt2, resnet18): f = 0, .073, .0006, .796, .909, .982: period .909, as the pair
+    # formula max(.723, .433) + max(.0006, .186) = .909: gpt2 computes while resnet18 loads
+    assert muri_period([RESNET18, GPT2]) == (pytest.approx(0.909), (1, 0))
+    assert muri_period([RESNET18, GPT2])[0] < RESNET18.total + GPT2.total
+
+
+def test_muri_runs_a_job_alone_at_its_measured_iteration_time() -> None:
+    model = Interleave("muri", factors=MURI_GROUP_FACTORS)
+    assert model.periods([RESNET18], alone=[0.921]) == [pytest.approx(0.921 * 1.015)]
+    assert model.periods([RESNET18] * 4) == [pytest.approx(1.446 * 1.37 / 1.015)] * 4
+
+
+def test_fluid_shares_fit_then_slow_in_proportion() -> None:
+    data_heavy, gpu_heavy = Stages(3, 1, 0), Stages(0, 3, 1)  # shares 3/4+1/4 and 0+3/4+1/4
+    # data: 3/4, gpu: 1/4 + 3/4 = 1, network: 1/4: everything fits at full speed
+    assert fluid_stretch([data_heavy, gpu_heavy]) == pytest.approx(1.0)
+    assert Interleave("fluid").periods([data_heavy, gpu_heavy]) == [4, 4]
+    # two data-heavy jobs: data 3/4 + 3/4 = 1.5 of one slot, so both slow by 1.5
+    assert Interleave("fluid").periods([data_heavy, data_heavy]) == [6, 6]
+    # with Muri's two data slots they fit again
+    assert Interleave("fluid", data_slots=2).periods([data_heavy, data_heavy]) == [4, 4]
+
+
+def test_bad_models_are_refused() -> None:
+    with pytest.raises(InputError, match="interleave 'lru' is not one of fluid, muri"):
+        Interleave("lru")  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="5 jobs on one GPU set: at most 4"):
+        Interleave("muri").periods([RESNET18] * 5)
+
+
+def test_bounds_per_model_on_the_slice() -> None:
+    jobs = read_trace(SLICE)
+    work = [(j.gpus, j.iterations, j.stages) for j in jobs]
+    fluid, muri = (
+        model_bound(work, 64, Interleave("fluid")),
+        model_bound(work, 64, Interleave("muri")),
+    )
+    assert fluid["data"] == pytest.approx(2 * muri["data"])  # one data slot against two
+    assert fluid["gpu"] == muri["gpu"]
+    assert muri["bound"] == max(muri["data"], muri["gpu"], muri["network"], muri["longest"])
+
+
+def test_a_hand_made_group_timeline() -> None:
+    # four 1-GPU jobs of 100 iterations on one GPU: Muri-S groups all four (4 GPUs asked,
+    # 1 GPU there) and they finish together after 100 periods of the group
+    jobs = [
+        PeerJob(f"j{k}", 1, 100, RESNET18, iteration_time=0.909, duration=90.9) for k in range(4)
+    ]
+    ideal = Interleave("muri")
+    run = run_policy(jobs, "muri-s", nodes=1, gpus_per_node=1, interleave=ideal, restart=False)
+    assert run.finished and run.groups == {4: 4}
+    assert run.finish == {f"j{k}": pytest.approx(100 * 1.446) for k in range(4)}
+    # SRTF runs them one after another at their own iteration time
+    run = run_policy(jobs, "srtf", nodes=1, gpus_per_node=1, interleave=ideal, restart=False)
+    assert sorted(run.finish.values()) == pytest.approx([90.9 * k for k in (1, 2, 3, 4)])
+
+
+def test_restart_overheads_are_charged_on_intervals_between_events() -> None:
+    # two 1-GPU jobs on one GPU under SRTF: the second waits; an interval that ends a job
+    # is not charged, so only an interval cut by another event costs the overhead
+    jobs = [
+        PeerJob("a", 1, 10, RESNET18, iteration_time=1.0, duration=10, model="resnet18"),
+        PeerJob("b", 1, 10, RESNET18, iteration_time=1.0, duration=10, model="resnet18",
+                release=5.0),
+    ]  # fmt: skip
+    run = run_policy(jobs, "srtf", 1, 1, Interleave("muri"), restart=True)
+    # at 5, a has run 5 s minus its 4 s overhead: 1 iteration, 9 left -> ends at 14;
+    # b (10 left) waits, then runs alone to 24
+    assert run.finish == {"a": pytest.approx(14.0), "b": pytest.approx(24.0)}
+
+
+# The reproduced figures on the 40-job slice of trace3' (8 x 8 GPUs), pinned.
+PINNED = {
+    ("srtf", True): 1_232_236,
+    ("srtf", False): 1_213_522,
+    ("srsf", True): 1_239_401,
+    ("srsf", False): 1_220_895,
+    ("muri-s", True): 1_063_238,
+    ("muri-s", False): 995_906,
+    ("muri-l", True): 1_096_118,
+    ("muri-l", False): 1_005_573,
+}
+
+
+@pytest.mark.parametrize(("policy", "real"), list(PINNED))
+def test_the_policies_on_the_slice(policy: str, real: bool) -> None:
+    jobs = read_trace(SLICE)
+    model = Interleave("muri", factors=MURI_GROUP_FACTORS if real else None)
+    run = run_policy(jobs, policy, interleave=model, restart=real)
+    assert round(run.makespan) == PINNED[policy, real]
+    again = run_policy(jobs, policy, interleave=model, restart=real)
+    assert again.finish == run.finish  # deterministic
+
+
+def test_cli_policy_on_a_cluster_form_instance(tmp_path: Path) -> None:
+    runner = CliRunner()
+    inst, out = tmp_path / "tr.json", tmp_path / "p.json"
+    assert runner.invoke(app, ["import", "muri", str(SLICE), "-o", str(inst)]).exit_code == 0
+    jobs, nodes, gpus = jobs_from_instance(inst)
+    assert (len(jobs), nodes, gpus) == (40, 8, 8)
+    assert jobs == [
+        PeerJob(j.name, j.gpus, j.iterations, j.stages, j.iteration_time, j.iterations *
+                j.iteration_time, j.model)
+        for j in read_trace(SLICE)
+    ]  # fmt: skip
+    result = runner.invoke(
+        app, ["simulate", str(inst), "--policy", "srtf", "--slowdown", "none", "--no-restart",
+              "-o", str(out)],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    info = lines(result.stdout)
+    assert info["makespan"].startswith("1,213,522 s")
+    assert info["model"] == "muri (slowdown none, no restart overhead)"
+    assert json.loads(out.read_text())["makespan"] == pytest.approx(1_213_522, abs=1)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--policy", "fifo"], "unknown policy 'fifo'; choose one of srtf, srsf, muri-s, muri-l"),
+        (["--policy", "srtf", "--online"], "--policy runs a peer scheduler on the jobs: "
+         "--online does not apply"),
+        (["--policy", "srtf", "--interleave", "lru"], "interleave 'lru' is not one of fluid, muri"),
+        (["--policy", "srtf", "--runs", "3"], "--policy runs a peer scheduler on the jobs: "
+         "--runs does not apply"),
+    ],
+)  # fmt: skip
+def test_cli_policy_bad_input(args: list[str], message: str) -> None:
+    result = CliRunner().invoke(app, ["simulate", str(SLICE), *args])
+    assert (result.exit_code, result.stderr) == (2, f"error: {message}\n")
+
+
+def test_info_prints_the_bound_under_each_model(tmp_path: Path) -> None:
+    runner = CliRunner()
+    inst = tmp_path / "slice.json"
+    assert runner.invoke(app, ["import", "muri", str(SLICE), "-o", str(inst)]).exit_code == 0
+    info = lines(runner.invoke(app, ["info", str(inst)]).stdout)
+    work = [(j.gpus, j.iterations, j.stages) for j in read_trace(SLICE)]
+    for kind in ("fluid", "muri"):
+        bound = model_bound(work, 64, Interleave(kind))  # type: ignore[arg-type]
+        assert info[f"bound {kind}"].startswith(f"{bound['bound']:,.0f} s (")
