@@ -1,6 +1,6 @@
 """Muri reproduced: the peer policies in planner's executor on Muri's trace3'.
 
-Runs ``srtf``, ``srsf``, ``muri-s`` and ``muri-l`` (:mod:`planner.peers`) on
+Runs ``srtf``, ``srsf``, ``tiresias``, ``muri-s`` and ``muri-l`` (:mod:`planner.peers`) on
 ``muri_trace3_offline.csv`` (992 jobs, all at 0, 8 nodes x 8 GPUs) under Muri's
 interleaving model, twice: with Muri's slowdown factors and restart overheads (the
 published setting), and ideal (factors 1, no restart overhead). Prints one row per
@@ -23,6 +23,7 @@ from planner.peers import POLICIES, read_trace, run_policy
 PUBLISHED = {
     ("srtf", "muri"): 7_261_796,
     ("srsf", "muri"): 6_907_790,
+    ("tiresias", "muri"): 6_761_641,
     ("muri-s", "muri"): 4_400_675,
     ("muri-l", "muri"): 4_403_652,
     ("srtf", "ideal"): 7_110_416,
@@ -42,10 +43,17 @@ def main() -> int:
     parser.add_argument("--benchmarks", type=Path, required=True, help="the shared benchmarks")
     parser.add_argument("--policy", action="append", choices=POLICIES, help="default: all")
     parser.add_argument("--markdown", type=Path, help="also write the table here")
+    parser.add_argument(
+        "--interleave",
+        choices=("muri", "fluid"),
+        default="muri",
+        help="the model (under fluid there is no figure of Muri's to compare with)",
+    )
+    parser.add_argument("--data-slots", type=float, default=1.0, help="fluid: per GPU")
     args = parser.parse_args()
     jobs = read_trace(args.benchmarks / "dl" / "muri_trace3_offline.csv")
     work = [(j.gpus, j.iterations, j.stages) for j in jobs]
-    bound = model_bound(work, 64, Interleave("muri"))["bound"]
+    bound = model_bound(work, 64, Interleave(args.interleave, data_slots=args.data_slots))["bound"]
     header = (
         "| policy | setting | makespan (s) | Muri's (s) | diff | x bound | mean JCT (s) "
         "| Muri's JCT (s) | run time (s) |"
@@ -53,22 +61,21 @@ def main() -> int:
     rows = [header, "|" + "---|" * 9]
     for policy in args.policy or POLICIES:
         for setting in ("muri", "ideal"):
-            model = Interleave("muri", factors=MURI_GROUP_FACTORS if setting == "muri" else None)
+            factors = MURI_GROUP_FACTORS if setting == "muri" else None
+            model = Interleave(args.interleave, data_slots=args.data_slots, factors=factors)
             run = run_policy(jobs, policy, interleave=model, restart=setting == "muri")
-            ref = PUBLISHED[policy, setting]
-            other = RERUN.get((policy, setting))
-            refs = f"{ref:,}" + (f" / {other:,}" if other else "")
-            diff = f"{100 * (run.makespan / ref - 1):+.2f}%"
-            if other:
-                diff += f" / {100 * (run.makespan / other - 1):+.2f}%"
-            jct = PUBLISHED_JCT.get((policy, setting))
+            figures = (PUBLISHED.get((policy, setting)), RERUN.get((policy, setting)))
+            known = [r for r in figures if r and args.interleave == "muri"]
+            refs = " / ".join(f"{r:,}" for r in known) or "-"
+            diff = " / ".join(f"{100 * (run.makespan / r - 1):+.2f}%" for r in known) or "-"
+            jct = PUBLISHED_JCT.get((policy, setting)) if args.interleave == "muri" else None
             rows.append(
                 f"| {policy} | {setting} | {run.makespan:,.0f} | {refs} | {diff} | "
                 f"{run.makespan / bound:.3f} | {run.mean_jct:,.0f} | "
                 f"{f'{jct:,}' if jct else '-'} | {run.runtime:.1f} |"
             )
             print(rows[-1], flush=True)
-    text = "\n".join(rows) + f"\n\nbound under muri (GPU work / 64 GPUs): {bound:,.0f} s\n"
+    text = "\n".join(rows) + f"\n\nbound under {args.interleave}: {bound:,.0f} s\n"
     if args.markdown is not None:
         args.markdown.write_text(text)
     print(text)

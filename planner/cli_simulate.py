@@ -140,8 +140,8 @@ def simulate_cmd(
     policy: Annotated[
         str | None,
         typer.Option(
-            help="Run a peer scheduler instead of a plan: srtf, srsf, muri-s or muri-l, on a "
-            "Muri trace (.csv) or a cluster-form instance (no SCHEDULE)."
+            help="Run a peer scheduler instead of a plan: srtf, srsf, tiresias, muri-s or "
+            "muri-l, on a Muri trace (.csv) or a cluster-form instance (no SCHEDULE)."
         ),
     ] = None,
     interleave: Annotated[

@@ -42,6 +42,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
+from numba import njit
+
 from planner.errors import InputError
 
 MODELS = ("fluid", "muri")
@@ -74,20 +77,42 @@ class Stages:
         return self.data + self.gpu + self.sync
 
 
-def _rotation(order: Sequence[Stages]) -> float:
-    """The period of Muri's four-slot rotation of ``order`` (see the module docstring)."""
-    n = len(order)
-    f = [0.0] * 9
-    for i in range(8):
-        if (i + 1) % 4 < n:
-            f[i + 1] = max(f[i + 1], f[i] + order[(i + 1) % 4].sync)
-        if (i + 2) % 4 < n:
-            f[i + 1] = max(f[i + 1], f[i] + order[(i + 2) % 4].gpu)
-        if i > 0 and (i + 3) % 4 < n:
-            f[i + 1] = max(f[i + 1], f[i - 1] + order[(i + 3) % 4].data)
-        if i >= 4 and math.isclose(f[i + 1] - f[i - 3], f[i] - f[i - 4], rel_tol=1e-3):
-            return f[i + 1] - f[i - 3]
-    return f[8] - f[4]
+_PERMUTATIONS = {
+    n: np.array(list(itertools.permutations(range(n))), dtype=np.int64) for n in (2, 3, 4)
+}
+"""Every order of 2, 3 and 4 members, in :func:`itertools.permutations` order."""
+
+
+@njit(cache=True)
+def _best_rotation(stages: np.ndarray, orders: np.ndarray) -> tuple[float, int]:
+    """The least period of Muri's four-slot rotation over ``orders`` (rows of member
+    indices) of ``stages`` (one row ``data, gpu, sync`` per member), and its row: the
+    first one in case of ties (see the module docstring for the recurrence)."""
+    n = stages.shape[0]
+    best, arg = np.inf, 0
+    f = np.zeros(9)
+    for p in range(orders.shape[0]):
+        f[:] = 0.0
+        period = -1.0
+        for i in range(8):
+            x = 0.0
+            if (i + 1) % 4 < n:
+                x = max(x, f[i] + stages[orders[p, (i + 1) % 4], 2])
+            if (i + 2) % 4 < n:
+                x = max(x, f[i] + stages[orders[p, (i + 2) % 4], 1])
+            if i > 0 and (i + 3) % 4 < n:
+                x = max(x, f[i - 1] + stages[orders[p, (i + 3) % 4], 0])
+            f[i + 1] = x
+            if i >= 4:
+                a, b = f[i + 1] - f[i - 3], f[i] - f[i - 4]
+                if abs(a - b) <= 1e-3 * max(abs(a), abs(b)):  # math.isclose(rel_tol=1e-3)
+                    period = a
+                    break
+        if not period > 0:
+            period = f[8] - f[4]
+        if period < best:
+            best, arg = period, p
+    return best, arg
 
 
 def muri_period(members: Sequence[Stages]) -> tuple[float, tuple[int, ...]]:
@@ -106,11 +131,10 @@ def muri_period(members: Sequence[Stages]) -> tuple[float, tuple[int, ...]]:
         raise InputError(f"a Muri group has 1 to {MAX_MURI_GROUP} members, got {len(members)}")
     if len(members) == 1:
         return members[0].total, (0,)
-    best, order = math.inf, tuple(range(len(members)))
-    for perm in itertools.permutations(range(len(members))):
-        period = _rotation([members[k] for k in perm])
-        if period < best:
-            best, order = period, perm
+    orders = _PERMUTATIONS[len(members)]
+    stages = np.array([(m.data, m.gpu, m.sync) for m in members], dtype=np.float64)
+    best, row = _best_rotation(stages, orders)
+    order = tuple(int(k) for k in orders[row])
     if len(members) == 2:
         a, b = members
         pair = max(a.data, b.gpu + b.sync) + max(b.data, a.gpu + a.sync)

@@ -25,11 +25,17 @@ Policies:
 
 - ``srtf``: shortest remaining time first, each job alone on its GPUs.
 - ``srsf``: smallest remaining service (remaining time x GPUs) first, alone.
+- ``tiresias``: discretised two-dimensional least attained service, as Muri's
+  simulator runs it (``dlas-gpu``): three queues split at 3,250 and 7,200 GPU-seconds
+  of attained service; a job enters the first queue and moves down as it crosses a
+  limit (a demotion is an event of its own); jobs run queue by queue, in queue order,
+  while GPUs are free (GPUs counted, not placed on nodes), and the jobs left waiting
+  go to the end of their queue.
 - ``muri-s``: Muri with known durations (jobs ordered by remaining service);
   ``muri-l``: Muri without (ordered by attained service: running wall time x GPUs).
   Both take the first-fit set of the ordered jobs, each placed one admitting the next
   three jobs of its GPU count, and group jobs of the same GPU count by repeated
-  maximum-weight matching (:func:`networkx.max_weight_matching`; the weight of a
+  maximum-weight matching (``rustworkx.max_weight_matching``, compiled; the weight of a
   pair of groups is their members' summed stage time over four times the merged
   group's period). Groups are merged, in the matching's order, only while the GPUs
   the candidates request exceed the cluster's, for at most four rounds. A group
@@ -57,7 +63,7 @@ from planner.interleave import MURI_GROUP_FACTORS, Interleave, Stages
 if TYPE_CHECKING:
     from planner.interrupt import Halt
 
-POLICIES = ("srtf", "srsf", "muri-s", "muri-l")
+POLICIES = ("srtf", "srsf", "tiresias", "muri-s", "muri-l")
 """The peer policies."""
 
 DEFAULT_OVERHEAD = 10.0
@@ -65,6 +71,9 @@ DEFAULT_OVERHEAD = 10.0
 
 GROUP = 4
 """The most jobs in a Muri group."""
+
+WEIGHT_SCALE = 10**9
+"""Edge weights (used ratios in (0, 1]) are matched as whole numbers of 1e-9."""
 
 
 @dataclass(frozen=True)
@@ -336,6 +345,7 @@ def run_policy(
     cluster = _Cluster(nodes, gpus_per_node)
     muri = policy.startswith("muri")
     grouping = _Grouping(model, total) if muri else None
+    queues = _Queues(total) if policy == "tiresias" else None
     runnable: list[_Job] = []
     ends: list[tuple[float, list[_Job]]] = []
     finish: dict[str, float] = {}
@@ -354,18 +364,24 @@ def run_policy(
             t, ending, arriving = end, ends[0][1], False
         else:
             t, ending, arriving = start, [], True
+        if queues is not None and t > queues.jump:
+            t, ending, arriving = queues.jump, [], False
         events += 1
         for s in ending:
             s.executed += t - s.last
             finish[s.job.name] = t
             runnable.remove(s)
             s.running = False
+            if queues is not None:
+                queues.remove(s)
         while arriving and head < len(order) and order[head].job.release == start:
             s = order[head]
             head += 1
             s.last = t
             s.remaining_time = s.job.duration if muri else s.remaining * s.alone
             runnable.append(s)
+            if queues is not None:
+                queues.add(s)
         for s in runnable:
             if s.running:
                 s.remaining -= max(t - s.last - s.overhead, 0.0) / s.period
@@ -376,7 +392,7 @@ def run_policy(
             runnable.sort(key=lambda s: s.remaining_time)
         elif policy == "srsf":
             runnable.sort(key=lambda s: s.remaining_time * s.job.gpus)
-        else:
+        elif muri:
             for s in runnable:
                 s.sort_val = (
                     s.remaining_time * s.job.gpus if policy == "muri-s" else s.executed * s.job.gpus
@@ -384,6 +400,8 @@ def run_policy(
             runnable.sort(key=lambda s: s.sort_val)
         if grouping is not None:
             chosen = grouping.schedule(runnable, cluster)
+        elif queues is not None:
+            chosen = queues.schedule(runnable, t)
         else:
             cluster.empty()
             chosen = {}
@@ -414,6 +432,60 @@ def run_policy(
         runtime=time.perf_counter() - t0,
         groups=groups,
     )
+
+
+class _Queues:
+    """Tiresias' priority queues (see the module docstring)."""
+
+    LIMITS = (3250.0, 7200.0)
+    """Attained GPU-seconds at which a job leaves the first and the second queue."""
+
+    def __init__(self, gpus: int) -> None:
+        self.gpus = gpus
+        self.queues: list[list[_Job]] = [[] for _ in range(len(self.LIMITS) + 1)]
+        self.level: dict[int, int] = {}
+        self.jump = math.inf
+        """The next demotion of a running job."""
+
+    def add(self, s: _Job) -> None:
+        self.level[s.idx] = 0
+        self.queues[0].append(s)
+
+    def remove(self, s: _Job) -> None:
+        self.queues[self.level.pop(s.idx)].remove(s)
+
+    def schedule(
+        self, runnable: list[_Job], t: float
+    ) -> dict[int, tuple[list[_Job], float, float]]:
+        """Demote the jobs past their queue's limit, then run queue by queue while GPUs
+        are free; the jobs left waiting go to the end of their queue."""
+        for s in runnable:
+            q = self.level[s.idx]
+            # a demotion event lands on the limit itself, up to rounding
+            reached = (
+                s.executed * s.job.gpus >= self.LIMITS[q] - 1e-6 if q < len(self.LIMITS) else False
+            )
+            if s.running and reached:
+                self.queues[q].remove(s)
+                self.queues[q + 1].append(s)
+                self.level[s.idx] = q + 1
+        free = self.gpus
+        chosen: dict[int, tuple[list[_Job], float, float]] = {}
+        for queue in self.queues:
+            for s in queue:
+                if free >= s.job.gpus:
+                    free -= s.job.gpus
+                    chosen[s.idx] = ([s], s.alone, s.cost)
+            queue.sort(key=lambda s: s.idx not in chosen)
+        self.jump = min(
+            (
+                math.ceil(self.LIMITS[q] / s.job.gpus) - s.executed + t
+                for s in runnable
+                if s.idx in chosen and (q := self.level[s.idx]) < len(self.LIMITS)
+            ),
+            default=math.inf,
+        )
+        return chosen
 
 
 class _Grouping:
@@ -494,18 +566,18 @@ class _Grouping:
     def _mates(self, groups: tuple[tuple[int, ...], ...]) -> dict[int, int]:
         """The maximum-weight matching of ``groups`` (positions), cached: between two
         events most GPU counts keep their candidates."""
-        import networkx as nx
+        import rustworkx as rx
 
-        graph = nx.Graph()
+        graph = rx.PyGraph()
         graph.add_nodes_from(range(len(groups)))
         for u in range(len(groups)):
             for v in range(u + 1, len(groups)):
                 if len(groups[u]) + len(groups[v]) <= GROUP:
                     w = self._used_ratio(groups[u] + groups[v])
                     if w > 0 and not math.isclose(w, 0, rel_tol=1e-5):
-                        graph.add_edge(u, v, weight=w)
+                        graph.add_edge(u, v, round(w * WEIGHT_SCALE))
         mate: dict[int, int] = {}
-        for a, b in nx.max_weight_matching(graph):
+        for a, b in rx.max_weight_matching(graph, weight_fn=int):
             mate[a], mate[b] = b, a
         return mate
 

@@ -118,10 +118,12 @@ PINNED = {
     ("srtf", False): 1_213_522,
     ("srsf", True): 1_239_401,
     ("srsf", False): 1_220_895,
-    ("muri-s", True): 1_063_238,
-    ("muri-s", False): 995_906,
-    ("muri-l", True): 1_096_118,
-    ("muri-l", False): 1_005_573,
+    ("tiresias", True): 946_868,
+    ("tiresias", False): 932_524,
+    ("muri-s", True): 1_063_944,
+    ("muri-s", False): 996_049,
+    ("muri-l", True): 1_091_821,
+    ("muri-l", False): 1_004_430,
 }
 
 
@@ -160,7 +162,8 @@ def test_cli_policy_on_a_cluster_form_instance(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--policy", "fifo"], "unknown policy 'fifo'; choose one of srtf, srsf, muri-s, muri-l"),
+        (["--policy", "fifo"], "unknown policy 'fifo'; choose one of srtf, srsf, tiresias, muri-s, "
+         "muri-l"),
         (["--policy", "srtf", "--online"], "--policy runs a peer scheduler on the jobs: "
          "--online does not apply"),
         (["--policy", "srtf", "--interleave", "lru"], "interleave 'lru' is not one of fluid, muri"),
