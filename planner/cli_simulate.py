@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -145,12 +146,13 @@ def simulate_cmd(
         ),
     ] = None,
     interleave: Annotated[
-        str,
+        str | None,
         typer.Option(
-            help="--policy: the interleaving model that sets every group's speed: muri "
-            "(Muri's rotation) or fluid (processor sharing)."
+            help="The interleaving model that sets every GPU set's speed: muri (Muri's "
+            "rotation) or fluid (processor sharing). With --policy (default muri); with a "
+            "SCHEDULE it executes the plan job by job on its nodes under that model."
         ),
-    ] = "muri",
+    ] = None,
     data_slots: Annotated[
         float,
         typer.Option(
@@ -195,27 +197,30 @@ def simulate_cmd(
     """
     from planner.gantt import FORMATS
 
-    if policy is not None:
+    if policy is not None or (interleave is not None and not online):
         with guard():
+            what = "--policy runs a peer scheduler" if policy else "--interleave runs the plan"
             given = {
-                "SCHEDULE": schedule is not None,
+                "SCHEDULE": schedule is not None and policy is not None,
                 "--online": online,
                 "--noise": noise is not None,
                 "--fail": bool(fail),
                 "--runs": runs > 1,
                 "--histogram": histogram is not None,
                 "--gantt": gantt is not None,
-                "--work-conserving": work_conserving,
+                "--work-conserving": work_conserving and policy is not None,
             }
             clash = next((k for k, v in given.items() if v), None)
             if clash is not None:
-                raise InputError(
-                    f"--policy runs a peer scheduler on the jobs: {clash} does not apply"
-                )
+                raise InputError(f"{what} job by job: {clash} does not apply")
+            if policy is None and schedule is None:
+                raise InputError("--interleave without --policy executes a plan: give SCHEDULE")
+            inputs = [instance, *([schedule] if schedule is not None else [])]
             if output is not None:
-                check_output(output, inputs=[instance], suffixes=(".json",), what="the run file")
-            _policy(instance, policy, interleave, data_slots, slowdown, restart, nodes,
-                    gpus_per_node, output)  # fmt: skip
+                check_output(output, inputs=inputs, suffixes=(".json",), what="the run file")
+            job_level = _JobLevel(interleave or "muri", data_slots, slowdown, restart)
+            job_level.run(instance, schedule, policy, nodes, gpus_per_node, work_conserving,
+                          output)  # fmt: skip
         return
     if online:
         _online(
@@ -558,97 +563,127 @@ def _online_runs(
     return out
 
 
-def _policy(
-    instance: Path,
-    policy: str,
-    interleave: str,
-    data_slots: float,
-    slowdown: str,
-    restart: bool,
-    nodes: int,
-    gpus_per_node: int,
-    output: Path | None,
-) -> None:
-    """``simulate --policy``: a peer scheduler in the job-level executor."""
-    from tqdm import tqdm
+@dataclass(frozen=True)
+class _JobLevel:
+    """``simulate --policy`` and ``simulate SCHEDULE --interleave``: the job-level executor
+    (:mod:`planner.peers`) under one interleaving model."""
 
-    from planner.disturbances import Slowdown
-    from planner.interleave import MURI_GROUP_FACTORS, Interleave, model_bound
-    from planner.interrupt import Halt, run_interruptibly
-    from planner.peers import POLICIES, jobs_from_instance, run_policy
+    interleave: str
+    data_slots: float
+    slowdown: str
+    restart: bool
 
-    if policy not in POLICIES:
-        raise InputError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
-    if slowdown == "muri":
-        factors: tuple[float, ...] | None = MURI_GROUP_FACTORS
-    else:
-        parsed = Slowdown.parse(slowdown)
-        factors = parsed.factors if parsed is not None else None
-    model = Interleave(interleave, data_slots=data_slots, factors=factors)  # type: ignore[arg-type]
-    jobs, have_nodes, have_gpus = jobs_from_instance(instance)
-    nodes, gpus_per_node = have_nodes or nodes, have_gpus or gpus_per_node
-    halt = Halt()
-    with tqdm(total=len(jobs), unit="job", file=sys.stderr, desc=policy) as bar:
+    def model(self) -> Any:
+        """The :class:`~planner.interleave.Interleave` of the options."""
+        from planner.disturbances import Slowdown
+        from planner.interleave import MURI_GROUP_FACTORS, Interleave
 
-        def work() -> Any:
-            return run_policy(
-                jobs,
-                policy,
-                nodes,
-                gpus_per_node,
-                model,
-                restart,
-                progress=lambda done, _: bar.update(done - bar.n),
-                halt=halt,
-            )
+        if self.slowdown == "muri":
+            factors: tuple[float, ...] | None = MURI_GROUP_FACTORS
+        else:
+            parsed = Slowdown.parse(self.slowdown)
+            factors = parsed.factors if parsed is not None else None
+        return Interleave(self.interleave, data_slots=self.data_slots, factors=factors)  # type: ignore[arg-type]
 
-        run, _ = run_interruptibly(work, halt.set, "policy")
-    work_items = [(j.gpus, j.iterations, j.stages) for j in jobs]
-    bound = model_bound(work_items, nodes * gpus_per_node, model)
-    which = max(("data", "gpu", "network", "longest"), key=lambda k: bound[k])
-    factor_text = "Muri's slowdown factors" if slowdown == "muri" else f"slowdown {slowdown}"
-    overheads = "restart overheads" if restart else "no restart overhead"
-    slots = f", {data_slots:g} data slots per GPU" if interleave == "fluid" else ""
-    rows: list[tuple[str, object]] = [
-        ("instance", f"{instance} ({len(jobs)} jobs, {nodes} nodes x {gpus_per_node} GPUs)"),
-        ("policy", policy),
-        ("model", f"{interleave}{slots} ({factor_text}, {overheads})"),
-        ("bound", f"{bound['bound']:,.0f} s ({which}, under {interleave})"),
-    ]
-    if run.finished:
-        rows += [
-            ("makespan", f"{run.makespan:,.0f} s ({run.makespan / bound['bound']:.3f} x bound)"),
-            ("mean JCT", f"{run.mean_jct:,.0f} s"),
-            ("p99 JCT", f"{run.p99_jct:,.0f} s"),
+    def run(
+        self,
+        instance: Path,
+        schedule: Path | None,
+        policy: str | None,
+        nodes: int,
+        gpus_per_node: int,
+        work_conserving: bool,
+        output: Path | None,
+    ) -> None:
+        """Run the policy, or the plan, and print (and write) what it gives."""
+        from tqdm import tqdm
+
+        from planner.interleave import model_bound
+        from planner.interrupt import Halt, run_interruptibly
+        from planner.peers import POLICIES, jobs_from_instance, plan_of, run_policy
+
+        if policy is not None and policy not in POLICIES:
+            raise InputError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
+        model = self.model()
+        jobs, have_nodes, have_gpus = jobs_from_instance(instance)
+        nodes, gpus_per_node = have_nodes or nodes, have_gpus or gpus_per_node
+        placed: dict[str, tuple[int, ...]] | None = None
+        planned = None
+        if schedule is not None:
+            refuse_run_as_plan(schedule, "replay the plan it ran (planner gantt draws a run)")
+            problem = load_instance(instance)
+            plan = load_schedule(schedule, problem)
+            jobs, placed = plan_of(problem, plan, jobs, work_conserving)
+            planned = plan.makespan(problem)
+        name = policy or "plan"
+        halt = Halt()
+        with tqdm(total=len(jobs), unit="job", file=sys.stderr, desc=name) as bar:
+
+            def work() -> Any:
+                return run_policy(
+                    jobs,
+                    name,
+                    nodes,
+                    gpus_per_node,
+                    model,
+                    self.restart,
+                    progress=lambda done, _: bar.update(done - bar.n),
+                    halt=halt,
+                    plan=placed,
+                )
+
+            run, _ = run_interruptibly(work, halt.set, name)
+        work_items = [(j.gpus, j.iterations, j.stages) for j in jobs]
+        bound = model_bound(work_items, nodes * gpus_per_node, model)
+        which = max(("data", "gpu", "network", "longest"), key=lambda k: bound[k])
+        factors = (
+            "Muri's slowdown factors" if self.slowdown == "muri" else f"slowdown {self.slowdown}"
+        )
+        overheads = "restart overheads" if self.restart else "no restart overhead"
+        plural = "" if self.data_slots == 1 else "s"
+        slots = (
+            f", {self.data_slots:g} data slot{plural} per GPU" if self.interleave == "fluid" else ""
+        )
+        rows: list[tuple[str, object]] = [
+            ("instance", f"{instance} ({len(jobs)} jobs, {nodes} nodes x {gpus_per_node} GPUs)"),
+            ("policy", policy) if policy else ("plan", f"{schedule} (makespan {planned} ticks)"),
+            ("model", f"{self.interleave}{slots} ({factors}, {overheads})"),
+            ("bound", f"{bound['bound']:,.0f} s ({which}, under {self.interleave})"),
         ]
-    sizes = sum(run.groups.values()) or 1
-    rows += [
-        (
-            "groups",
-            ", ".join(f"{k}: {100 * n / sizes:.1f}%" for k, n in sorted(run.groups.items()))
-            + " of job-intervals by group size",
-        ),
-        ("events", run.events),
-        ("runtime", f"{run.runtime:.1f} s"),
-    ]
-    show(rows)
-    if not run.finished:
-        typer.echo(f"interrupted: {len(run.finish)} of {len(jobs)} jobs had finished")
-    if output is not None:
-        data = {
-            "instance": str(instance),
-            "policy": policy,
-            "interleave": interleave,
-            "data_slots": data_slots,
-            "slowdown": slowdown,
-            "restart": restart,
-            "finished": run.finished,
-            "makespan": run.makespan,
-            "mean_jct": run.mean_jct if run.finish else None,
-            "bound": bound,
-            "finish": run.finish,
-        }
-        output.write_text(json.dumps(data, indent=1) + "\n")
-        typer.echo(f"run written to {output}")
-    if not run.finished:
-        raise typer.Exit(130)
+        if run.finished:
+            rows += [
+                (
+                    "makespan",
+                    f"{run.makespan:,.0f} s ({run.makespan / bound['bound']:.3f} x bound)",
+                ),
+                ("mean JCT", f"{run.mean_jct:,.0f} s"),
+                ("p99 JCT", f"{run.p99_jct:,.0f} s"),
+            ]
+        sizes = sum(run.groups.values()) or 1
+        share = ", ".join(f"{k}: {100 * n / sizes:.1f}%" for k, n in sorted(run.groups.items()))
+        rows += [
+            ("groups", f"{share} of job-intervals by group size"),
+            ("events", run.events),
+            ("runtime", f"{run.runtime:.1f} s"),
+        ]
+        show(rows)
+        if not run.finished:
+            typer.echo(f"interrupted: {len(run.finish)} of {len(jobs)} jobs had finished")
+        if output is not None:
+            data = {
+                "instance": str(instance),
+                "policy": name,
+                "interleave": self.interleave,
+                "data_slots": self.data_slots,
+                "slowdown": self.slowdown,
+                "restart": self.restart,
+                "finished": run.finished,
+                "makespan": run.makespan,
+                "mean_jct": run.mean_jct if run.finish else None,
+                "bound": bound,
+                "finish": run.finish,
+            }
+            output.write_text(json.dumps(data, indent=1) + "\n")
+            typer.echo(f"run written to {output}")
+        if not run.finished:
+            raise typer.Exit(130)

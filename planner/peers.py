@@ -48,8 +48,8 @@ from __future__ import annotations
 import csv
 import math
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -62,6 +62,8 @@ from planner.interleave import MURI_GROUP_FACTORS, Interleave, Stages
 
 if TYPE_CHECKING:
     from planner.interrupt import Halt
+    from planner.model import Problem
+    from planner.schedule import Schedule
 
 POLICIES = ("srtf", "srsf", "tiresias", "muri-s", "muri-l")
 """The peer policies."""
@@ -188,6 +190,42 @@ def jobs_from_instance(path: str | Path) -> tuple[list[PeerJob], int | None, int
     return jobs, sum(n.count for n in inst.cluster.nodes), sizes.pop()
 
 
+def plan_of(
+    problem: Problem, schedule: Schedule, jobs: Sequence[PeerJob], work_conserving: bool = False
+) -> tuple[list[PeerJob], dict[str, tuple[int, ...]]]:
+    """A placed plan of ``problem`` as a job-level dispatch: every job released at its
+    first task's planned start (seconds of the problem's ticks; ``work_conserving``: at
+    its own release, the plan giving the order), on that task's nodes (indices into
+    ``problem.nodes``).
+
+    Raises
+    ------
+    InputError
+        If a job has no task in the schedule, or the plan names no nodes (pooled).
+    """
+    from planner.cluster import tick_seconds
+
+    if not problem.nodes:
+        raise InputError("a pooled plan names no nodes: execute a placed plan (--placement node)")
+    tick = tick_seconds(problem.time_unit) if problem.time_unit != "1" else 1.0
+    index = {n.name: k for k, n in enumerate(problem.nodes)}
+    first: dict[str, tuple[int, str]] = {}
+    for t in problem.tasks:
+        if t.job is not None and t.name in schedule.starts:
+            start = schedule.starts[t.name]
+            if t.job not in first or start < first[t.job][0]:
+                first[t.job] = (start, t.name)
+    out, nodes = [], {}
+    for j in jobs:
+        if j.name not in first:
+            raise InputError(f"job {j.name!r} has no task in the plan")
+        start, task = first[j.name]
+        nodes[j.name] = tuple(index[n] for n in schedule.nodes.get(task, ()))
+        release = j.release if work_conserving else max(j.release, start * tick)
+        out.append(replace(j, release=release))
+    return out, nodes
+
+
 @dataclass
 class PeerRun:
     """A run of a policy: when each job finished, and the figures (seconds)."""
@@ -304,6 +342,7 @@ def run_policy(
     restart: bool = True,
     progress: Callable[[int, int], None] | None = None,
     halt: Halt | None = None,
+    plan: Mapping[str, Sequence[int]] | None = None,
 ) -> PeerRun:
     """Run ``jobs`` on the cluster under ``policy`` (see the module docstring).
 
@@ -312,7 +351,7 @@ def run_policy(
     jobs
         The jobs, in trace order (which breaks ties).
     policy
-        One of :data:`POLICIES`.
+        One of :data:`POLICIES`, or ``plan`` with ``plan``.
     nodes, gpus_per_node
         The cluster.
     interleave
@@ -325,6 +364,13 @@ def run_policy(
     halt
         Checked at every event: once set, the run stops there (:attr:`PeerRun.finished`
         is then false, and the figures cover the jobs finished).
+    plan
+        ``policy="plan"``: the nodes (indices) of every job. A job is dispatched at its
+        release (its planned start), in release order, onto its planned nodes: on free
+        GPUs alone, else into the GPU set of the same size there with the fewest members
+        (fewer than ``max_colocated``), else it waits and later jobs are tried. It stays
+        in its set to its end (a plan does not preempt); every set's speeds are asked of
+        the interleaving model whenever its members change.
 
     Raises
     ------
@@ -332,7 +378,7 @@ def run_policy(
         For an unknown policy, a job larger than the cluster, or a Muri policy with
         a ``fluid`` model of more than four jobs per GPU set.
     """
-    if policy not in POLICIES:
+    if policy not in POLICIES and not (policy == "plan" and plan is not None):
         raise InputError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
     model = interleave or Interleave("muri", factors=MURI_GROUP_FACTORS)
     total = nodes * gpus_per_node
@@ -346,6 +392,7 @@ def run_policy(
     muri = policy.startswith("muri")
     grouping = _Grouping(model, total) if muri else None
     queues = _Queues(total) if policy == "tiresias" else None
+    sets = _PlanSets(model, nodes, gpus_per_node, plan, state) if plan is not None else None
     runnable: list[_Job] = []
     ends: list[tuple[float, list[_Job]]] = []
     finish: dict[str, float] = {}
@@ -402,6 +449,8 @@ def run_policy(
             chosen = grouping.schedule(runnable, cluster)
         elif queues is not None:
             chosen = queues.schedule(runnable, t)
+        elif sets is not None:
+            chosen = sets.schedule(runnable)
         else:
             cluster.empty()
             chosen = {}
@@ -432,6 +481,86 @@ def run_policy(
         runtime=time.perf_counter() - t0,
         groups=groups,
     )
+
+
+class _GpuSet:
+    """GPUs that a group of jobs shares: on ``nodes``, ``gpus`` of them."""
+
+    __slots__ = ("gpus", "members", "nodes")
+
+    def __init__(self, nodes: tuple[int, ...], gpus: int) -> None:
+        self.nodes, self.gpus = nodes, gpus
+        self.members: list[_Job] = []
+
+
+class _PlanSets:
+    """A plan's dispatch onto GPU sets (see :func:`run_policy`, ``plan``)."""
+
+    def __init__(
+        self,
+        model: Interleave,
+        nodes: int,
+        per_node: int,
+        plan: Mapping[str, Sequence[int]],
+        state: Sequence[_Job],
+    ) -> None:
+        self.model, self.per_node = model, per_node
+        self.free = [per_node] * nodes
+        self.where: dict[int, tuple[int, ...]] = {}
+        for s in state:
+            on = tuple(plan.get(s.job.name, ()))
+            need = max(1, -(-s.job.gpus // per_node))
+            if len(on) != need or any(not 0 <= k < nodes for k in on):
+                raise InputError(
+                    f"job {s.job.name!r}: the plan puts it on nodes {list(on)}; it needs "
+                    f"{need} of the cluster's {nodes}"
+                )
+            self.where[s.idx] = on
+        self.sets: list[_GpuSet] = []
+        self.set_of: dict[int, _GpuSet] = {}
+
+    def schedule(self, runnable: list[_Job]) -> dict[int, tuple[list[_Job], float, float]]:
+        """Drop the finished jobs, admit the waiting ones in plan order, and give every
+        running job its set's speed."""
+        live = {s.idx for s in runnable}
+        for gset in self.sets:
+            gset.members = [m for m in gset.members if m.idx in live]
+        for gset in [g for g in self.sets if not g.members]:
+            self.sets.remove(gset)
+            for k in gset.nodes:
+                self.free[k] += gset.gpus if len(gset.nodes) == 1 else self.per_node
+        self.set_of = {m.idx: g for g in self.sets for m in g.members}
+        for s in runnable:
+            if s.idx not in self.set_of:
+                gset = self._admit(s)
+                if gset is not None:
+                    gset.members.append(s)
+                    self.set_of[s.idx] = gset
+        chosen: dict[int, tuple[list[_Job], float, float]] = {}
+        for gset in self.sets:
+            members = gset.members
+            stages = [m.job.stages for m in members]
+            periods = self.model.periods(stages, alone=[m.job.iteration_time for m in members])
+            cost = sum(m.cost for m in members)
+            for m, period in zip(members, periods, strict=True):
+                chosen[m.idx] = (members, period, cost)
+        return chosen
+
+    def _admit(self, s: _Job) -> _GpuSet | None:
+        on, g = self.where[s.idx], s.job.gpus
+        whole = len(on) > 1
+        if all(self.free[k] >= (self.per_node if whole else g) for k in on):
+            for k in on:
+                self.free[k] -= self.per_node if whole else g
+            gset = _GpuSet(on, g)
+            self.sets.append(gset)
+            return gset
+        shared = [
+            x
+            for x in self.sets
+            if x.nodes == on and x.gpus == g and len(x.members) < self.model.max_colocated
+        ]
+        return min(shared, key=lambda x: len(x.members), default=None)
 
 
 class _Queues:

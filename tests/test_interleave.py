@@ -164,10 +164,10 @@ def test_cli_policy_on_a_cluster_form_instance(tmp_path: Path) -> None:
     [
         (["--policy", "fifo"], "unknown policy 'fifo'; choose one of srtf, srsf, tiresias, muri-s, "
          "muri-l"),
-        (["--policy", "srtf", "--online"], "--policy runs a peer scheduler on the jobs: "
+        (["--policy", "srtf", "--online"], "--policy runs a peer scheduler job by job: "
          "--online does not apply"),
         (["--policy", "srtf", "--interleave", "lru"], "interleave 'lru' is not one of fluid, muri"),
-        (["--policy", "srtf", "--runs", "3"], "--policy runs a peer scheduler on the jobs: "
+        (["--policy", "srtf", "--runs", "3"], "--policy runs a peer scheduler job by job: "
          "--runs does not apply"),
     ],
 )  # fmt: skip
@@ -185,3 +185,50 @@ def test_info_prints_the_bound_under_each_model(tmp_path: Path) -> None:
     for kind in ("fluid", "muri"):
         bound = model_bound(work, 64, Interleave(kind))  # type: ignore[arg-type]
         assert info[f"bound {kind}"].startswith(f"{bound['bound']:,.0f} s (")
+
+
+def test_a_plan_runs_job_by_job_on_its_gpu_sets() -> None:
+    # three 8-GPU jobs planned on node 0 at 0 and one 4-GPU job on node 1 at 10 s: the first
+    # takes node 0's GPUs, the next two join its set (a group of three under Muri's
+    # rotation); the 4-GPU job runs alone on node 1 from its planned start
+    jobs = [PeerJob(f"j{k}", 8, 100, RESNET18, 0.909, 90.9) for k in range(3)]
+    jobs.append(PeerJob("k", 4, 100, GPT2, 0.4336, 43.36, release=10.0))
+    plan = {"j0": (0,), "j1": (0,), "j2": (0,), "k": (1,)}
+    model = Interleave("muri")
+    run = run_policy(jobs, "plan", 2, 8, model, restart=False, plan=plan)
+    trio = muri_period([RESNET18] * 3)[0]
+    assert run.finish == {
+        "j0": pytest.approx(100 * trio),
+        "j1": pytest.approx(100 * trio),
+        "j2": pytest.approx(100 * trio),
+        "k": pytest.approx(10 + 43.36),
+    }
+    # under fluid the trio shares node 0 at data 3 x 0.795 of one slot: 2.39 x slower each
+    fluid = run_policy(jobs, "plan", 2, 8, Interleave("fluid"), restart=False, plan=plan)
+    stretch = fluid_stretch([RESNET18] * 3)
+    assert fluid.finish["j0"] == pytest.approx(100 * RESNET18.total * stretch)
+    assert stretch == pytest.approx(3 * 0.723 / 0.909)
+
+
+def test_a_plan_on_nodes_the_cluster_lacks_is_refused() -> None:
+    jobs = [PeerJob("j", 16, 10, RESNET18, 0.909, 9.09)]
+    with pytest.raises(InputError, match=r"^job 'j': the plan puts it on nodes \[0\]; it needs 2 "):
+        run_policy(jobs, "plan", 2, 8, Interleave("muri"), plan={"j": (0,)})
+
+
+def test_cli_executes_a_placed_plan_under_a_model(tmp_path: Path) -> None:
+    runner = CliRunner()
+    inst, plan = tmp_path / "placed.json", tmp_path / "plan.json"
+    args = ["import", "muri", str(SLICE), "--placement", "node", "-o", str(inst)]
+    assert runner.invoke(app, args).exit_code == 0
+    assert runner.invoke(app, ["solve", str(inst), "-s", "sgs", "-o", str(plan)]).exit_code == 0
+    result = runner.invoke(
+        app, ["simulate", str(inst), str(plan), "--interleave", "muri", "--slowdown", "none",
+              "--no-restart"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    info = lines(result.stdout)
+    assert info["model"] == "muri (slowdown none, no restart overhead)"
+    assert info["makespan"].endswith("x bound)")
+    bad = runner.invoke(app, ["simulate", str(inst), "--interleave", "muri"])
+    assert bad.stderr == "error: --interleave without --policy executes a plan: give SCHEDULE\n"
