@@ -455,13 +455,14 @@ def _model_bounds(instance: Path) -> list[tuple[str, object]]:
     if instance.suffix.lower() not in NATIVE:
         return []
     try:
-        jobs, nodes, gpus = jobs_from_instance(instance)
+        workload = jobs_from_instance(instance)
     except InputError:
         return []  # not a cluster-form instance of one GPU count per node
-    work = [(j.gpus, j.iterations, j.stages) for j in jobs]
-    rows: list[tuple[str, object]] = []
-    for model in (Interleave("fluid"), Interleave("muri")):
-        b = model_bound(work, (nodes or 1) * (gpus or 1), model)
+    work = [(j.gpus, j.iterations, j.stages) for j in workload.jobs]
+    gpus = (workload.nodes or 1) * (workload.gpus_per_node or 1)
+    rows: list[tuple[str, object]] = [("interleave", workload.interleave)]
+    for model in (Interleave("fluid", data_slots=workload.data_slots), Interleave("muri")):
+        b = model_bound(work, gpus, model)
         which = max(("data", "gpu", "network", "longest"), key=lambda k: b[k])
         rows.append((f"bound {model.kind}", f"{b['bound']:,.0f} s ({which})"))
     return rows
@@ -762,6 +763,13 @@ def import_muri_cmd(
         str,
         typer.Option(help="makespan, or weighted_completion (the mean JCT, all weights 1)."),
     ] = "makespan",
+    interleave: Annotated[
+        str,
+        typer.Option(
+            help="The instance's interleaving model: fluid (processor sharing) or muri "
+            "(Muri's rotation); the executor and the peer policies run under it."
+        ),
+    ] = "fluid",
 ) -> None:
     """Read a Muri trace into a cluster-form instance (a data and a network slot per GPU)."""
     from planner.workloads import import_muri
@@ -770,6 +778,7 @@ def import_muri_cmd(
         check_output(output, inputs=[trace], suffixes=NATIVE)
         data = import_muri(trace, nodes, gpus_per_node, time_unit, blocks, placement, migrate)
         data["objective"] = objective
+        data["interleave"] = interleave
         problem = _write_instance(data, output)
         typer.echo(f"{trace} -> {output} ({len(data['jobs'])} jobs, {len(problem.tasks)} tasks)")
 

@@ -154,11 +154,13 @@ def simulate_cmd(
         ),
     ] = None,
     data_slots: Annotated[
-        float,
+        float | None,
         typer.Option(
-            min=0.1, max=64, help="--policy, --interleave fluid: data slots per GPU (0.1 to 64)."
+            min=0.1,
+            max=64,
+            help="The fluid model's data slots per GPU (0.1 to 64; default: the instance's, 1).",
         ),
-    ] = 1.0,
+    ] = None,
     restart: Annotated[
         bool,
         typer.Option(
@@ -568,13 +570,14 @@ class _JobLevel:
     """``simulate --policy`` and ``simulate SCHEDULE --interleave``: the job-level executor
     (:mod:`planner.peers`) under one interleaving model."""
 
-    interleave: str
-    data_slots: float
+    interleave: str | None
+    """The model given (``None``: the instance's, ``muri`` for a trace)."""
+    data_slots: float | None
     slowdown: str
     restart: bool
 
-    def model(self) -> Any:
-        """The :class:`~planner.interleave.Interleave` of the options."""
+    def model(self, workload: Any) -> Any:
+        """The :class:`~planner.interleave.Interleave` of the options over ``workload``'s."""
         from planner.disturbances import Slowdown
         from planner.interleave import MURI_GROUP_FACTORS, Interleave
 
@@ -583,7 +586,9 @@ class _JobLevel:
         else:
             parsed = Slowdown.parse(self.slowdown)
             factors = parsed.factors if parsed is not None else None
-        return Interleave(self.interleave, data_slots=self.data_slots, factors=factors)  # type: ignore[arg-type]
+        kind = self.interleave or workload.interleave or "muri"
+        slots = self.data_slots or workload.data_slots
+        return Interleave(kind, data_slots=slots, factors=factors)
 
     def run(
         self,
@@ -604,9 +609,10 @@ class _JobLevel:
 
         if policy is not None and policy not in POLICIES:
             raise InputError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
-        model = self.model()
-        jobs, have_nodes, have_gpus = jobs_from_instance(instance)
-        nodes, gpus_per_node = have_nodes or nodes, have_gpus or gpus_per_node
+        workload = jobs_from_instance(instance)
+        model = self.model(workload)
+        jobs = workload.jobs
+        nodes, gpus_per_node = workload.nodes or nodes, workload.gpus_per_node or gpus_per_node
         placed: dict[str, tuple[int, ...]] | None = None
         planned = None
         if schedule is not None:
@@ -640,15 +646,13 @@ class _JobLevel:
             "Muri's slowdown factors" if self.slowdown == "muri" else f"slowdown {self.slowdown}"
         )
         overheads = "restart overheads" if self.restart else "no restart overhead"
-        plural = "" if self.data_slots == 1 else "s"
-        slots = (
-            f", {self.data_slots:g} data slot{plural} per GPU" if self.interleave == "fluid" else ""
-        )
+        plural = "" if model.data_slots == 1 else "s"
+        slots = f", {model.data_slots:g} data slot{plural} per GPU" if model.kind == "fluid" else ""
         rows: list[tuple[str, object]] = [
             ("instance", f"{instance} ({len(jobs)} jobs, {nodes} nodes x {gpus_per_node} GPUs)"),
             ("policy", policy) if policy else ("plan", f"{schedule} (makespan {planned} ticks)"),
-            ("model", f"{self.interleave}{slots} ({factors}, {overheads})"),
-            ("bound", f"{bound['bound']:,.0f} s ({which}, under {self.interleave})"),
+            ("model", f"{model.kind}{slots} ({factors}, {overheads})"),
+            ("bound", f"{bound['bound']:,.0f} s ({which}, under {model.kind})"),
         ]
         if run.finished:
             rows += [
@@ -673,8 +677,8 @@ class _JobLevel:
             data = {
                 "instance": str(instance),
                 "policy": name,
-                "interleave": self.interleave,
-                "data_slots": self.data_slots,
+                "interleave": model.kind,
+                "data_slots": model.data_slots,
                 "slowdown": self.slowdown,
                 "restart": self.restart,
                 "finished": run.finished,

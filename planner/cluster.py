@@ -210,6 +210,14 @@ class ClusterInstance(_Spec):
     time_unit: str = "1s"
     objective: Literal["makespan", "weighted_completion"] = "makespan"
     placement: Literal["pooled", "node"] = "pooled"
+    interleave: Literal["fluid", "muri"] = Field(
+        default="fluid",
+        description="The interleaving model that sets the speeds of co-located jobs in the "
+        "job-level executor and the peer policies (planner.interleave).",
+    )
+    data_slots: Annotated[float, Field(gt=0, le=64, allow_inf_nan=False)] = Field(
+        default=1.0, description="fluid: data-loading slots per GPU (Muri's overlap is 2)."
+    )
     cluster: Cluster
     profiles: list[Profile] = Field(default_factory=list)
     jobs: list[TrainingJob] = Field(min_length=1)

@@ -133,12 +133,24 @@ def read_trace(path: str | Path) -> list[PeerJob]:
     return out
 
 
-def jobs_from_instance(path: str | Path) -> tuple[list[PeerJob], int | None, int | None]:
-    """The jobs of a workload file, and its cluster's nodes and GPUs per node.
+@dataclass(frozen=True)
+class Workload:
+    """The jobs of a workload file, with what the file says of the cluster and the model."""
 
-    A ``.csv`` file is a Muri trace (:func:`read_trace`; no cluster: ``None, None``);
-    another is a cluster-form instance (JSON or YAML) whose nodes all have the same
-    number of GPUs. A job's stages are its own or the catalog's for its model, its
+    jobs: list[PeerJob]
+    nodes: int | None = None
+    gpus_per_node: int | None = None
+    interleave: str | None = None
+    """The file's interleaving model (``None``: a trace, which names none)."""
+    data_slots: float = 1.0
+
+
+def jobs_from_instance(path: str | Path) -> Workload:
+    """The jobs of a workload file, its cluster's nodes and GPUs per node, and its model.
+
+    A ``.csv`` file is a Muri trace (:func:`read_trace`; no cluster, no model); another
+    is a cluster-form instance (JSON or YAML) whose nodes all have the same number of
+    GPUs. A job's stages are its own or the catalog's for its model, its
     period alone its ``iteration_time`` (else its stages back to back), its duration
     its iterations at that period.
 
@@ -152,7 +164,7 @@ def jobs_from_instance(path: str | Path) -> tuple[list[PeerJob], int | None, int
 
     path = Path(path)
     if path.suffix.lower() == ".csv":
-        return read_trace(path), None, None
+        return Workload(read_trace(path))
     if not path.is_file():
         raise InputError("no such file", str(path))
     try:
@@ -187,7 +199,8 @@ def jobs_from_instance(path: str | Path) -> tuple[list[PeerJob], int | None, int
                 release=job.release,
             )
         )
-    return jobs, sum(n.count for n in inst.cluster.nodes), sizes.pop()
+    nodes = sum(n.count for n in inst.cluster.nodes)
+    return Workload(jobs, nodes, sizes.pop(), inst.interleave, inst.data_slots)
 
 
 def plan_of(

@@ -141,16 +141,17 @@ def test_cli_policy_on_a_cluster_form_instance(tmp_path: Path) -> None:
     runner = CliRunner()
     inst, out = tmp_path / "tr.json", tmp_path / "p.json"
     assert runner.invoke(app, ["import", "muri", str(SLICE), "-o", str(inst)]).exit_code == 0
-    jobs, nodes, gpus = jobs_from_instance(inst)
-    assert (len(jobs), nodes, gpus) == (40, 8, 8)
-    assert jobs == [
+    workload = jobs_from_instance(inst)
+    assert (len(workload.jobs), workload.nodes, workload.gpus_per_node) == (40, 8, 8)
+    assert workload.interleave == "fluid"  # import muri's default
+    assert workload.jobs == [
         PeerJob(j.name, j.gpus, j.iterations, j.stages, j.iteration_time, j.iterations *
                 j.iteration_time, j.model)
         for j in read_trace(SLICE)
     ]  # fmt: skip
     result = runner.invoke(
         app, ["simulate", str(inst), "--policy", "srtf", "--slowdown", "none", "--no-restart",
-              "-o", str(out)],
+              "-o", str(out), "--interleave", "muri"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     info = lines(result.stdout)
@@ -232,3 +233,20 @@ def test_cli_executes_a_placed_plan_under_a_model(tmp_path: Path) -> None:
     assert info["makespan"].endswith("x bound)")
     bad = runner.invoke(app, ["simulate", str(inst), "--interleave", "muri"])
     assert bad.stderr == "error: --interleave without --policy executes a plan: give SCHEDULE\n"
+
+
+def test_the_instance_names_its_model_and_the_option_overrides_it(tmp_path: Path) -> None:
+    runner = CliRunner()
+    inst = tmp_path / "muri.json"
+    args = ["import", "muri", str(SLICE), "--interleave", "muri", "-o", str(inst)]
+    assert runner.invoke(app, args).exit_code == 0
+    assert lines(runner.invoke(app, ["info", str(inst)]).stdout)["interleave"] == "muri"
+    own = lines(runner.invoke(app, ["simulate", str(inst), "--policy", "muri-l"]).stdout)
+    assert own["model"] == "muri (Muri's slowdown factors, restart overheads)"
+    other = runner.invoke(
+        app, ["simulate", str(inst), "--policy", "muri-l", "--interleave", "fluid",
+              "--data-slots", "2"],
+    )  # fmt: skip
+    model = "fluid, 2 data slots per GPU (Muri's slowdown factors, restart overheads)"
+    assert lines(other.stdout)["model"] == model
+    assert lines(other.stdout)["makespan"] != own["makespan"]
