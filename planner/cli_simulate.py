@@ -603,6 +603,7 @@ class _JobLevel:
         """Run the policy, or the plan, and print (and write) what it gives."""
         from tqdm import tqdm
 
+        from planner.cluster import tick_seconds
         from planner.interleave import model_bound
         from planner.interrupt import Halt, run_interruptibly
         from planner.peers import POLICIES, jobs_from_instance, plan_of, run_policy
@@ -620,7 +621,8 @@ class _JobLevel:
             problem = load_instance(instance)
             plan = load_schedule(schedule, problem)
             jobs, placed = plan_of(problem, plan, jobs, work_conserving)
-            planned = plan.makespan(problem)
+            unit = problem.time_unit
+            planned = plan.makespan(problem) * (tick_seconds(unit) if unit != "1" else 1.0)
         name = policy or "plan"
         halt = Halt()
         with tqdm(total=len(jobs), unit="job", file=sys.stderr, desc=name) as bar:
@@ -650,7 +652,7 @@ class _JobLevel:
         slots = f", {model.data_slots:g} data slot{plural} per GPU" if model.kind == "fluid" else ""
         rows: list[tuple[str, object]] = [
             ("instance", f"{instance} ({len(jobs)} jobs, {nodes} nodes x {gpus_per_node} GPUs)"),
-            ("policy", policy) if policy else ("plan", f"{schedule} (makespan {planned} ticks)"),
+            ("policy", policy) if policy else ("plan", f"{schedule} (makespan {planned:,.0f} s)"),
             ("model", f"{model.kind}{slots} ({factors}, {overheads})"),
             ("bound", f"{bound['bound']:,.0f} s ({which}, under {model.kind})"),
         ]
@@ -663,6 +665,10 @@ class _JobLevel:
                 ("mean JCT", f"{run.mean_jct:,.0f} s"),
                 ("p99 JCT", f"{run.p99_jct:,.0f} s"),
             ]
+            if planned:
+                rows.append(
+                    ("optimism", f"{run.makespan / planned:.3f} (executed / planned makespan)")
+                )
         sizes = sum(run.groups.values()) or 1
         share = ", ".join(f"{k}: {100 * n / sizes:.1f}%" for k, n in sorted(run.groups.items()))
         rows += [

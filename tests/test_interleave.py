@@ -231,6 +231,9 @@ def test_cli_executes_a_placed_plan_under_a_model(tmp_path: Path) -> None:
     info = lines(result.stdout)
     assert info["model"] == "muri (slowdown none, no restart overhead)"
     assert info["makespan"].endswith("x bound)")
+    executed = float(info["makespan"].split()[0].replace(",", ""))
+    planned = float(info["plan"].split("(makespan ")[1].split()[0].replace(",", ""))
+    assert info["optimism"] == f"{executed / planned:.3f} (executed / planned makespan)"
     bad = runner.invoke(app, ["simulate", str(inst), "--interleave", "muri"])
     assert bad.stderr == "error: --interleave without --policy executes a plan: give SCHEDULE\n"
 
