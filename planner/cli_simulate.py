@@ -606,7 +606,7 @@ class _JobLevel:
         from planner.cluster import tick_seconds
         from planner.interleave import model_bound
         from planner.interrupt import Halt, run_interruptibly
-        from planner.peers import POLICIES, jobs_from_instance, plan_of, run_policy
+        from planner.peers import POLICIES, audit, jobs_from_instance, plan_of, run_policy
 
         if policy is not None and policy not in POLICIES:
             raise InputError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
@@ -671,10 +671,13 @@ class _JobLevel:
                 )
         sizes = sum(run.groups.values()) or 1
         share = ", ".join(f"{k}: {100 * n / sizes:.1f}%" for k, n in sorted(run.groups.items()))
+        wrong = audit(run, jobs, nodes * gpus_per_node)
+        verdict = "valid" if not wrong else f"INVALID: {wrong[0]} ({len(wrong)} violations)"
         rows += [
             ("groups", f"{share} of job-intervals by group size"),
             ("events", run.events),
             ("runtime", f"{run.runtime:.1f} s"),
+            ("audit", f"{verdict} (GPUs, groups and every job's work, from the run's trace)"),
         ]
         show(rows)
         if not run.finished:
@@ -695,5 +698,8 @@ class _JobLevel:
             }
             output.write_text(json.dumps(data, indent=1) + "\n")
             typer.echo(f"run written to {output}")
+        if wrong:
+            typer.echo("error: the run fails its audit (a bug)", err=True)
+            raise typer.Exit(1)
         if not run.finished:
             raise typer.Exit(130)

@@ -255,6 +255,8 @@ class PeerRun:
     """Whether every job ran to its end (false if Ctrl-C stopped the run)."""
     groups: dict[int, int] = field(default_factory=dict)
     """Job-intervals run in groups of each size (1 = alone), over all events."""
+    trace: list[tuple[float, list[tuple[tuple[str, ...], float]]]] = field(default_factory=list)
+    """Per event, its time and the groups that run from it: (member names, overhead)."""
 
     @property
     def makespan(self) -> float:
@@ -407,6 +409,7 @@ def run_policy(
     queues = _Queues(total) if policy == "tiresias" else None
     sets = _PlanSets(model, nodes, gpus_per_node, plan, state) if plan is not None else None
     runnable: list[_Job] = []
+    trace: list[tuple[float, list[tuple[tuple[str, ...], float]]]] = []
     ends: list[tuple[float, list[_Job]]] = []
     finish: dict[str, float] = {}
     groups: dict[int, int] = {}
@@ -470,12 +473,15 @@ def run_policy(
             for s in runnable:
                 if cluster.place(s.job.gpus):
                     chosen[s.idx] = ([s], s.alone, s.cost)
+        running: dict[tuple[str, ...], float] = {}
         for s in runnable:
             run = chosen.get(s.idx)
             s.running = run is not None
             if run is not None:
                 members, s.period, s.overhead = run
                 groups[len(members)] = groups.get(len(members), 0) + 1
+                running[tuple(m.job.name for m in members)] = s.overhead
+        trace.append((t, list(running.items())))
         by_end: dict[float, list[_Job]] = {}
         for s in runnable:
             if s.running:
@@ -493,7 +499,52 @@ def run_policy(
         events=events,
         runtime=time.perf_counter() - t0,
         groups=groups,
+        trace=trace,
     )
+
+
+def audit(run: PeerRun, jobs: Sequence[PeerJob], gpus: int) -> list[str]:
+    """What is wrong with ``run`` (empty: nothing), checked from its trace alone.
+
+    Replays the trace's intervals with the interleaving model's periods, independently
+    of the executor's bookkeeping: at every event the groups' GPUs fit the cluster's
+    ``gpus``, no group has more than ``max_colocated`` members, a ``muri`` group has one
+    GPU count, no job runs before its release or after its finish; and every finished
+    job was credited exactly its iterations: ``(interval - overhead) / period`` per
+    interval (at least 0), its last interval not charged the overhead.
+    """
+    model = run.interleave
+    by_name = {j.name: j for j in jobs}
+    done = dict.fromkeys(by_name, 0.0)
+    wrong: list[str] = []
+    for k, (t, groups) in enumerate(run.trace):
+        end = run.trace[k + 1][0] if k + 1 < len(run.trace) else t
+        used = 0
+        for names, overhead in groups:
+            members = [by_name[n] for n in names]
+            used += members[0].gpus
+            if len(members) > model.max_colocated:
+                wrong.append(f"at {t:g} s: {len(members)} jobs share one GPU set")
+                continue
+            if model.kind == "muri" and len({m.gpus for m in members}) > 1:
+                wrong.append(f"at {t:g} s: a Muri group of several GPU counts {list(names)}")
+            stages = [m.stages for m in members]
+            periods = model.periods(stages, alone=[m.iteration_time for m in members])
+            for m, period in zip(members, periods, strict=True):
+                if m.release > t + 1e-9 or run.finish.get(m.name, math.inf) < end - 1e-6:
+                    wrong.append(f"job {m.name!r} runs at {t:g} s, outside its release and finish")
+                last = math.isclose(run.finish.get(m.name, -1.0), end, abs_tol=1e-4)
+                span = end - t if last else max(end - t - overhead, 0.0)
+                done[m.name] += span / period
+        if used > gpus:
+            wrong.append(f"at {t:g} s: groups hold {used} GPUs of {gpus}")
+    for name, finish in run.finish.items():
+        need = by_name[name].iterations
+        if not math.isclose(done[name], need, rel_tol=1e-6):
+            wrong.append(
+                f"job {name!r} finished at {finish:g} s after {done[name]:g} of {need} iterations"
+            )
+    return wrong
 
 
 class _GpuSet:

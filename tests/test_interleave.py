@@ -253,3 +253,22 @@ def test_the_instance_names_its_model_and_the_option_overrides_it(tmp_path: Path
     model = "fluid, 2 data slots per GPU (Muri's slowdown factors, restart overheads)"
     assert lines(other.stdout)["model"] == model
     assert lines(other.stdout)["makespan"] != own["makespan"]
+
+
+def test_the_audit_passes_every_run_and_catches_a_wrong_one() -> None:
+    from dataclasses import replace
+
+    from planner.peers import audit
+
+    jobs = read_trace(SLICE)
+    for policy in ("srtf", "tiresias", "muri-s", "muri-l"):
+        run = run_policy(jobs, policy)
+        assert audit(run, jobs, 64) == []
+    run = run_policy(jobs, "muri-s")
+    early = dict(run.finish, job0=run.finish["job0"] - 1000)
+    assert any("job 'job0'" in w for w in audit(replace(run, finish=early), jobs, 64))
+    t, groups = run.trace[0]
+    crowded = [(tuple(n for names, _ in groups for n in names)[:5], 0.0), *groups]
+    wrong = audit(replace(run, trace=[(t, crowded), *run.trace[1:]]), jobs, 64)
+    assert any("5 jobs share one GPU set" in w for w in wrong)
+    assert audit(run, jobs, 8)[0].startswith("at 0 s: groups hold ")
