@@ -606,7 +606,14 @@ class _JobLevel:
         from planner.cluster import tick_seconds
         from planner.interleave import model_bound
         from planner.interrupt import Halt, run_interruptibly
-        from planner.peers import POLICIES, audit, jobs_from_instance, plan_of, run_policy
+        from planner.peers import (
+            POLICIES,
+            audit,
+            check_jobs,
+            jobs_from_instance,
+            plan_of,
+            run_policy,
+        )
 
         if policy is not None and policy not in POLICIES:
             raise InputError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
@@ -623,6 +630,7 @@ class _JobLevel:
             jobs, placed = plan_of(problem, plan, jobs, work_conserving)
             unit = problem.time_unit
             planned = plan.makespan(problem) * (tick_seconds(unit) if unit != "1" else 1.0)
+        check_jobs(jobs, nodes, gpus_per_node, placed)
         name = policy or "plan"
         halt = Halt()
         with tqdm(total=len(jobs), unit="job", file=sys.stderr, desc=name) as bar:

@@ -165,6 +165,12 @@ def jobs_from_instance(path: str | Path) -> Workload:
     path = Path(path)
     if path.suffix.lower() == ".csv":
         return Workload(read_trace(path))
+    if path.suffix.lower() not in (".json", ".yaml", ".yml"):
+        raise InputError(
+            "peer policies and plans under a model run training jobs: give a Muri trace (.csv) "
+            "or a cluster-form instance (.json, .yaml)",
+            str(path),
+        )
     if not path.is_file():
         raise InputError("no such file", str(path))
     try:
@@ -397,9 +403,7 @@ def run_policy(
         raise InputError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
     model = interleave or Interleave("muri", factors=MURI_GROUP_FACTORS)
     total = nodes * gpus_per_node
-    big = next((j for j in jobs if j.gpus > total or j.gpus < 1), None)
-    if big is not None:
-        raise InputError(f"job {big.name!r} needs {big.gpus} GPUs; the cluster has {total}")
+    check_jobs(jobs, nodes, gpus_per_node, plan)
     t0 = time.perf_counter()
     state = [_Job(j, k, model, restart) for k, j in enumerate(jobs)]
     order = sorted(state, key=lambda s: s.job.release)
@@ -570,16 +574,7 @@ class _PlanSets:
     ) -> None:
         self.model, self.per_node = model, per_node
         self.free = [per_node] * nodes
-        self.where: dict[int, tuple[int, ...]] = {}
-        for s in state:
-            on = tuple(plan.get(s.job.name, ()))
-            need = max(1, -(-s.job.gpus // per_node))
-            if len(on) != need or any(not 0 <= k < nodes for k in on):
-                raise InputError(
-                    f"job {s.job.name!r}: the plan puts it on nodes {list(on)}; it needs "
-                    f"{need} of the cluster's {nodes}"
-                )
-            self.where[s.idx] = on
+        self.where = {s.idx: tuple(plan[s.job.name]) for s in state}
         self.sets: list[_GpuSet] = []
         self.set_of: dict[int, _GpuSet] = {}
 
@@ -625,6 +620,35 @@ class _PlanSets:
             if x.nodes == on and x.gpus == g and len(x.members) < self.model.max_colocated
         ]
         return min(shared, key=lambda x: len(x.members), default=None)
+
+
+def check_jobs(
+    jobs: Sequence[PeerJob],
+    nodes: int,
+    gpus_per_node: int,
+    plan: Mapping[str, Sequence[int]] | None = None,
+) -> None:
+    """Refuse jobs that cannot run on the cluster, and a plan that puts a job on nodes
+    that cannot hold it (:func:`run_policy` checks this before it starts).
+
+    Raises
+    ------
+    InputError
+        Naming the first such job.
+    """
+    total = nodes * gpus_per_node
+    for j in jobs:
+        if not 1 <= j.gpus <= total:
+            raise InputError(f"job {j.name!r} needs {j.gpus} GPUs; the cluster has {total}")
+        if plan is None:
+            continue
+        on = tuple(plan.get(j.name, ()))
+        need = max(1, -(-j.gpus // gpus_per_node))
+        if len(on) != need or any(not 0 <= k < nodes for k in on):
+            raise InputError(
+                f"job {j.name!r}: the plan puts it on nodes {list(on)}; it needs {need} of "
+                f"the cluster's {nodes}"
+            )
 
 
 class _Queues:

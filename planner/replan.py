@@ -1148,10 +1148,6 @@ class _Build:
         return validated(Problem, data)
 
 
-def _node_keys(nodes: Iterable[Node]) -> set[tuple[Any, ...]]:
-    return {(n.name, tuple(sorted(n.capacity.items())), n.type) for n in nodes}
-
-
 def _with_milestone(instance: Problem, frozen: Mapping[str, int], at: int) -> Problem:
     """``instance`` plus the :data:`MILESTONE` between frozen and unfrozen tasks, if both exist."""
     free = [t.name for t in instance.tasks if t.name not in frozen]

@@ -170,6 +170,10 @@ def test_cli_policy_on_a_cluster_form_instance(tmp_path: Path) -> None:
         (["--policy", "srtf", "--interleave", "lru"], "interleave 'lru' is not one of fluid, muri"),
         (["--policy", "srtf", "--runs", "3"], "--policy runs a peer scheduler job by job: "
          "--runs does not apply"),
+        (["--policy", "srtf", "--nodes", "1", "--gpus-per-node", "2"], "job 'job0' needs 4 GPUs; "
+         "the cluster has 2"),
+        (["--policy", "srtf", "--data-slots", "0"], "Invalid value for '--data-slots': Input "
+         "should be greater than or equal to 0.1"),
     ],
 )  # fmt: skip
 def test_cli_policy_bad_input(args: list[str], message: str) -> None:
@@ -272,3 +276,13 @@ def test_the_audit_passes_every_run_and_catches_a_wrong_one() -> None:
     wrong = audit(replace(run, trace=[(t, crowded), *run.trace[1:]]), jobs, 64)
     assert any("5 jobs share one GPU set" in w for w in wrong)
     assert audit(run, jobs, 8)[0].startswith("at 0 s: groups hold ")
+
+
+def test_policies_refuse_what_is_not_a_training_workload() -> None:
+    sm = INSTANCES / "psplib" / "j301_1.sm"
+    result = CliRunner().invoke(app, ["simulate", str(sm), "--policy", "srtf"])
+    assert (result.exit_code, result.stderr) == (
+        2,
+        f"error: {sm}: peer policies and plans under a model run training jobs: give a Muri "
+        "trace (.csv) or a cluster-form instance (.json, .yaml)\n",
+    )
