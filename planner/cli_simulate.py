@@ -24,7 +24,7 @@ from planner.cli import (
     show,
     time_limit_option,
 )
-from planner.disturbances import MAX_RUNS, MAX_SEED, MAX_SIGMA, Disturbances
+from planner.disturbances import MAX_RUNS, MAX_SEED, MAX_SIGMA, Disturbances, Noise
 from planner.errors import InputError
 from planner.instance import load_instance
 from planner.model import Problem
@@ -205,7 +205,6 @@ def simulate_cmd(
             given = {
                 "SCHEDULE": schedule is not None and policy is not None,
                 "--online": online,
-                "--noise": noise is not None,
                 "--fail": bool(fail),
                 "--runs": runs > 1,
                 "--histogram": histogram is not None,
@@ -222,7 +221,7 @@ def simulate_cmd(
                 check_output(output, inputs=inputs, suffixes=(".json",), what="the run file")
             job_level = _JobLevel(interleave or "muri", data_slots, slowdown, restart)
             job_level.run(instance, schedule, policy, nodes, gpus_per_node, work_conserving,
-                          output)  # fmt: skip
+                          output, noise, seed)  # fmt: skip
         return
     if online:
         _online(
@@ -599,8 +598,11 @@ class _JobLevel:
         gpus_per_node: int,
         work_conserving: bool,
         output: Path | None,
+        noise: str | None = None,
+        seed: int = 0,
     ) -> None:
-        """Run the policy, or the plan, and print (and write) what it gives."""
+        """Run the policy, or the plan, and print (and write) what it gives; with
+        ``noise``, every job's iteration time scaled by one factor drawn from ``seed``."""
         from tqdm import tqdm
 
         from planner.cluster import tick_seconds
@@ -613,6 +615,7 @@ class _JobLevel:
             jobs_from_instance,
             plan_of,
             run_policy,
+            with_noise,
         )
 
         if policy is not None and policy not in POLICIES:
@@ -631,6 +634,8 @@ class _JobLevel:
             unit = problem.time_unit
             planned = plan.makespan(problem) * (tick_seconds(unit) if unit != "1" else 1.0)
         check_jobs(jobs, nodes, gpus_per_node, placed)
+        if noise is not None:
+            jobs = with_noise(jobs, Noise.parse(noise), seed)
         name = policy or "plan"
         halt = Halt()
         with tqdm(total=len(jobs), unit="job", file=sys.stderr, desc=name) as bar:
@@ -662,6 +667,7 @@ class _JobLevel:
             ("instance", f"{instance} ({len(jobs)} jobs, {nodes} nodes x {gpus_per_node} GPUs)"),
             ("policy", policy) if policy else ("plan", f"{schedule} (makespan {planned:,.0f} s)"),
             ("model", f"{model.kind}{slots} ({factors}, {overheads})"),
+            ("noise", f"{noise}, seed {seed} (one factor per job)" if noise else "none"),
             ("bound", f"{bound['bound']:,.0f} s ({which}, under {model.kind})"),
         ]
         if run.finished:

@@ -61,6 +61,7 @@ from planner.errors import InputError
 from planner.interleave import MURI_GROUP_FACTORS, Interleave, Stages
 
 if TYPE_CHECKING:
+    from planner.disturbances import Noise
     from planner.interrupt import Halt
     from planner.model import Problem
     from planner.schedule import Schedule
@@ -620,6 +621,19 @@ class _PlanSets:
             if x.nodes == on and x.gpus == g and len(x.members) < self.model.max_colocated
         ]
         return min(shared, key=lambda x: len(x.members), default=None)
+
+
+def with_noise(jobs: Sequence[PeerJob], noise: Noise, seed: int) -> list[PeerJob]:
+    """``jobs`` with every job's stages and iteration time multiplied by one factor of
+    ``noise`` (mean 1), drawn per job in trace order from ``seed``: the same seed gives
+    the same factors."""
+    factors = noise.factors(np.random.default_rng(seed), len(jobs))
+    out = []
+    for j, f in zip(jobs, factors, strict=True):
+        s = j.stages
+        stages = Stages(s.data * f, s.gpu * f, s.sync * f)
+        out.append(replace(j, stages=stages, iteration_time=j.iteration_time * f))
+    return out
 
 
 def check_jobs(

@@ -286,3 +286,24 @@ def test_policies_refuse_what_is_not_a_training_workload() -> None:
         f"error: {sm}: peer policies and plans under a model run training jobs: give a Muri "
         "trace (.csv) or a cluster-form instance (.json, .yaml)\n",
     )
+
+
+def test_noise_scales_each_job_by_one_seeded_factor() -> None:
+    from planner.disturbances import Noise
+    from planner.peers import with_noise
+
+    jobs = read_trace(SLICE)
+    noisy = with_noise(jobs, Noise("uniform", 0.3), seed=4)
+    assert noisy == with_noise(jobs, Noise("uniform", 0.3), seed=4)
+    assert noisy != with_noise(jobs, Noise("uniform", 0.3), seed=5)
+    for j, n in zip(jobs, noisy, strict=True):
+        f = n.iteration_time / j.iteration_time
+        assert 0.7 <= f <= 1.3
+        assert n.stages.total == pytest.approx(j.stages.total * f)
+    result = CliRunner().invoke(
+        app, ["simulate", str(SLICE), "--policy", "muri-s", "--noise", "uniform:0.3", "--seed", "4"]
+    )
+    assert result.exit_code == 0, result.output
+    assert lines(result.stdout)["noise"] == "uniform:0.3, seed 4 (one factor per job)"
+    run = run_policy(noisy, "muri-s")
+    assert lines(result.stdout)["makespan"].startswith(f"{run.makespan:,.0f} s")
