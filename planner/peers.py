@@ -397,8 +397,8 @@ def run_policy(
     Raises
     ------
     InputError
-        For an unknown policy, a job larger than the cluster, or a Muri policy with
-        a ``fluid`` model of more than four jobs per GPU set.
+        For an unknown policy, a job larger than the cluster, or a plan that puts a job
+        on nodes that cannot hold it (:func:`check_jobs`).
     """
     if policy not in POLICIES and not (policy == "plan" and plan is not None):
         raise InputError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
