@@ -449,7 +449,7 @@ def info(instance: Annotated[Path, typer.Argument(help="Instance file.")]) -> No
 def _model_bounds(instance: Path) -> list[tuple[str, object]]:
     """``planner info``'s bounds of a training workload (cluster form) under each
     interleaving model, in seconds; none for another instance."""
-    from planner.interleave import Interleave, model_bound
+    from planner.interleave import Interleave, binding, model_bound
     from planner.peers import jobs_from_instance
 
     if instance.suffix.lower() not in NATIVE:
@@ -463,8 +463,7 @@ def _model_bounds(instance: Path) -> list[tuple[str, object]]:
     rows: list[tuple[str, object]] = [("interleave", workload.interleave)]
     for model in (Interleave("fluid", data_slots=workload.data_slots), Interleave("muri")):
         b = model_bound(work, gpus, model)
-        which = max(("data", "gpu", "network", "longest"), key=lambda k: b[k])
-        rows.append((f"bound {model.kind}", f"{b['bound']:,.0f} s ({which})"))
+        rows.append((f"bound {model.kind}", f"{b['bound']:,.0f} s ({binding(b)})"))
     return rows
 
 

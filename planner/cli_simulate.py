@@ -199,6 +199,9 @@ def simulate_cmd(
     """
     from planner.gantt import FORMATS
 
+    if schedule is not None:
+        with guard():
+            refuse_run_as_plan(schedule, "replay the plan it ran (planner gantt draws a run)")
     if policy is not None or (interleave is not None and not online):
         with guard():
             what = "--policy runs a peer scheduler" if policy else "--interleave runs the plan"
@@ -219,7 +222,7 @@ def simulate_cmd(
             inputs = [instance, *([schedule] if schedule is not None else [])]
             if output is not None:
                 check_output(output, inputs=inputs, suffixes=(".json",), what="the run file")
-            job_level = _JobLevel(interleave or "muri", data_slots, slowdown, restart)
+            job_level = _JobLevel(interleave, data_slots, slowdown, restart)
             job_level.run(instance, schedule, policy, nodes, gpus_per_node, work_conserving,
                           output, noise, seed)  # fmt: skip
         return
@@ -258,7 +261,6 @@ def simulate_cmd(
         check_distinct({"--output": output, "--gantt": gantt, "--histogram": histogram})
         if seed + runs - 1 > MAX_SEED:
             raise InputError(f"--seed {seed} --runs {runs}: the last seed passes {MAX_SEED}")
-        refuse_run_as_plan(schedule, "replay the plan it ran (planner gantt draws a run)")
         problem = load_instance(instance)
         dist = Disturbances.parse(noise, slowdown, fail or (), work_conserving, problem.time_unit)
         plan = load_schedule(schedule)
@@ -606,7 +608,7 @@ class _JobLevel:
         from tqdm import tqdm
 
         from planner.cluster import tick_seconds
-        from planner.interleave import model_bound
+        from planner.interleave import binding, model_bound
         from planner.interrupt import Halt, run_interruptibly
         from planner.peers import (
             POLICIES,
@@ -627,7 +629,6 @@ class _JobLevel:
         placed: dict[str, tuple[int, ...]] | None = None
         planned = None
         if schedule is not None:
-            refuse_run_as_plan(schedule, "replay the plan it ran (planner gantt draws a run)")
             problem = load_instance(instance)
             plan = load_schedule(schedule, problem)
             jobs, placed = plan_of(problem, plan, jobs, work_conserving)
@@ -656,7 +657,6 @@ class _JobLevel:
             run, _ = run_interruptibly(work, halt.set, name)
         work_items = [(j.gpus, j.iterations, j.stages) for j in jobs]
         bound = model_bound(work_items, nodes * gpus_per_node, model)
-        which = max(("data", "gpu", "network", "longest"), key=lambda k: bound[k])
         factors = (
             "Muri's slowdown factors" if self.slowdown == "muri" else f"slowdown {self.slowdown}"
         )
@@ -668,7 +668,7 @@ class _JobLevel:
             ("policy", policy) if policy else ("plan", f"{schedule} (makespan {planned:,.0f} s)"),
             ("model", f"{model.kind}{slots} ({factors}, {overheads})"),
             ("noise", f"{noise}, seed {seed} (one factor per job)" if noise else "none"),
-            ("bound", f"{bound['bound']:,.0f} s ({which}, under {model.kind})"),
+            ("bound", f"{bound['bound']:,.0f} s ({binding(bound)}, under {model.kind})"),
         ]
         if run.finished:
             rows += [

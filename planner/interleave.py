@@ -244,3 +244,9 @@ def model_bound(
         "longest": longest,
         "bound": max(data, gpu, net, longest),
     }
+
+
+def binding(bound: dict[str, float]) -> str:
+    """Which part of a :func:`model_bound` is the bound: ``data``, ``gpu``, ``network`` or
+    ``longest``."""
+    return max(("data", "gpu", "network", "longest"), key=lambda k: bound[k])

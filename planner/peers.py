@@ -45,7 +45,6 @@ Policies:
 
 from __future__ import annotations
 
-import csv
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -96,41 +95,33 @@ class PeerJob:
 
 
 def read_trace(path: str | Path) -> list[PeerJob]:
-    """The jobs of a Muri trace CSV (times in ms, as in the artifact).
+    """The jobs of a Muri trace CSV (:func:`planner.workloads.read_muri_trace`). A job
+    alone runs at the trace's ``iteration_time`` (else its stages back to back); a trace
+    without ``duration`` gives its iterations at that period.
 
     Raises
     ------
     InputError
-        If the file is missing or a row lacks a column or a number.
+        As :func:`~planner.workloads.read_muri_trace`.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise InputError("no such file", str(path))
+    from planner.workloads import read_muri_trace
+
     out = []
-    with path.open(newline="", encoding="utf-8-sig") as f:
-        for line, row in enumerate(csv.DictReader(f), start=2):
-            try:
-                ms = [float(row[f"resource_time_{k}"]) / 1000 for k in range(3)]
-                out.append(
-                    PeerJob(
-                        name=f"job{row.get('job_id') or line - 2}",
-                        gpus=int(row["num_gpu"]),
-                        iterations=int(row["iterations"]),
-                        stages=Stages(*ms),
-                        iteration_time=float(row["iteration_time"]) / 1000,
-                        duration=float(row.get("duration") or 0) / 1000,
-                        model=row.get("model_name", ""),
-                        release=float(row.get("submit_time") or 0) / 1000,
-                    )
-                )
-            except (KeyError, TypeError, ValueError):
-                raise InputError(
-                    "expected num_gpu, iterations, iteration_time and resource_time_0/1/2",
-                    str(path),
-                    f"line {line}",
-                ) from None
-    if not out:
-        raise InputError("the trace has no jobs", str(path))
+    for row in read_muri_trace(path):
+        stages = Stages(*row.stages)
+        alone = row.iteration_time or stages.total
+        out.append(
+            PeerJob(
+                name=row.name,
+                gpus=row.gpus,
+                iterations=row.iterations,
+                stages=stages,
+                iteration_time=alone,
+                duration=row.duration or row.iterations * alone,
+                model=row.model,
+                release=row.release,
+            )
+        )
     return out
 
 
@@ -410,9 +401,10 @@ def run_policy(
     order = sorted(state, key=lambda s: s.job.release)
     cluster = _Cluster(nodes, gpus_per_node)
     muri = policy.startswith("muri")
-    grouping = _Grouping(model, total) if muri else None
+    periods = _Periods(model, jobs)
+    grouping = _Grouping(periods, total) if muri else None
     queues = _Queues(total) if policy == "tiresias" else None
-    sets = _PlanSets(model, nodes, gpus_per_node, plan, state) if plan is not None else None
+    sets = _PlanSets(periods, nodes, gpus_per_node, plan, state) if plan is not None else None
     runnable: list[_Job] = []
     trace: list[tuple[float, list[tuple[tuple[str, ...], float]]]] = []
     ends: list[tuple[float, list[_Job]]] = []
@@ -552,6 +544,25 @@ def audit(run: PeerRun, jobs: Sequence[PeerJob], gpus: int) -> list[str]:
     return wrong
 
 
+class _Periods:
+    """Each member's period in a group of jobs (indices), from the interleaving model and
+    cached by membership: groups recur from one event to the next."""
+
+    def __init__(self, model: Interleave, jobs: Sequence[PeerJob]) -> None:
+        self.model, self.jobs = model, jobs
+        self.of_sorted = cache(self._of_sorted)
+
+    def __call__(self, members: Sequence[int]) -> dict[int, float]:
+        return self.of_sorted(tuple(sorted(members)))
+
+    def _of_sorted(self, members: tuple[int, ...]) -> dict[int, float]:
+        jobs = [self.jobs[k] for k in members]
+        periods = self.model.periods(
+            [j.stages for j in jobs], alone=[j.iteration_time for j in jobs]
+        )
+        return dict(zip(members, periods, strict=True))
+
+
 class _GpuSet:
     """GPUs that a group of jobs shares: on ``nodes``, ``gpus`` of them."""
 
@@ -567,13 +578,13 @@ class _PlanSets:
 
     def __init__(
         self,
-        model: Interleave,
+        periods: _Periods,
         nodes: int,
         per_node: int,
         plan: Mapping[str, Sequence[int]],
         state: Sequence[_Job],
     ) -> None:
-        self.model, self.per_node = model, per_node
+        self.periods, self.model, self.per_node = periods, periods.model, per_node
         self.free = [per_node] * nodes
         self.where = {s.idx: tuple(plan[s.job.name]) for s in state}
         self.sets: list[_GpuSet] = []
@@ -599,11 +610,10 @@ class _PlanSets:
         chosen: dict[int, tuple[list[_Job], float, float]] = {}
         for gset in self.sets:
             members = gset.members
-            stages = [m.job.stages for m in members]
-            periods = self.model.periods(stages, alone=[m.job.iteration_time for m in members])
+            periods = self.periods([m.idx for m in members])
             cost = sum(m.cost for m in members)
-            for m, period in zip(members, periods, strict=True):
-                chosen[m.idx] = (members, period, cost)
+            for m in members:
+                chosen[m.idx] = (members, periods[m.idx], cost)
         return chosen
 
     def _admit(self, s: _Job) -> _GpuSet | None:
@@ -722,32 +732,15 @@ class _Queues:
 class _Grouping:
     """Muri's grouping at one event (see the module docstring)."""
 
-    def __init__(self, model: Interleave, cluster_gpus: int) -> None:
-        self.model = model
+    def __init__(self, periods: _Periods, cluster_gpus: int) -> None:
+        self.periods, self.jobs = periods, periods.jobs
         self.cluster_gpus = cluster_gpus
-
-        @cache
-        def sorted_periods(members: tuple[int, ...]) -> dict[int, float]:
-            jobs = [self.jobs[k] for k in members]
-            stages = [j.stages for j in jobs]
-            periods = self.model.periods(stages, alone=[j.iteration_time for j in jobs])
-            return dict(zip(members, periods, strict=True))
-
-        def periods(members: tuple[int, ...]) -> dict[int, float]:
-            """Each member's period in a group of the jobs ``members`` (indices), from the
-            interleaving model, factors included."""
-            return sorted_periods(tuple(sorted(members)))
-
-        self.periods = periods
         self.mates = cache(self._mates)
-        self.jobs: dict[int, PeerJob] = {}
 
     def schedule(
         self, runnable: list[_Job], cluster: _Cluster
     ) -> dict[int, tuple[list[_Job], float, float]]:
         """Job index -> (its group, the group's period, the group's overhead)."""
-        for s in runnable:
-            self.jobs.setdefault(s.idx, s.job)
         by_gpu: dict[int, list[_Job]] = {}
         for s in runnable:
             by_gpu.setdefault(s.job.gpus, []).append(s)

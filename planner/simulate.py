@@ -84,7 +84,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from planner.disturbances import Disturbances, Failure
+from planner.disturbances import MAX_RUNS, MAX_SEED, Disturbances, Failure
 from planner.errors import InputError, PlannerError
 from planner.metrics import job_completion, offered_capacity
 from planner.model import CapacityWindow, Mode, Precedence, Problem, Resource, Segment, Task
@@ -382,32 +382,35 @@ class Study:
     def __len__(self) -> int:
         return self.size
 
+    def _in_seed_order(self) -> np.ndarray:
+        rows = self.data[: self.size]
+        return rows[np.argsort(rows[:, 0], kind="stable")]
+
     def column(self, name: str) -> np.ndarray:
         """The values of column ``name`` of the runs done, in seed order."""
-        rows = self.data[: self.size]
-        rows = rows[np.argsort(rows[:, 0], kind="stable")]
-        return rows[:, self.COLUMNS.index(name)]
+        return self._in_seed_order()[:, self.COLUMNS.index(name)]
 
     @property
     def invalid(self) -> int:
         """Runs whose realized schedule the validator rejected (0 unless there is a bug)."""
-        return int((self.column("valid") == 0).sum())
+        return int((self.data[: self.size, self.COLUMNS.index("valid")] == 0).sum())
 
     def figures(self, per_run: bool = True) -> dict[str, Any]:
         """The distributions of the realized makespan and mean JCT, and (``per_run``) the
         runs' figures as one list per column, in seed order."""
-        jct = self.column("mean_jct")
+        rows = self._in_seed_order()
+        jct = rows[:, self.COLUMNS.index("mean_jct")]
         jct = jct[~np.isnan(jct)]
         out: dict[str, Any] = {
             "runs": self.size,
             "interrupted": self.interrupted,
-            "makespan": distribution(self.column("makespan")),
+            "makespan": distribution(rows[:, self.COLUMNS.index("makespan")]),
             "mean_jct": distribution(jct) if len(jct) else None,
         }
         if per_run:
             cols: dict[str, Any] = {}
-            for name in self.COLUMNS:
-                values = self.column(name)
+            for k, name in enumerate(self.COLUMNS):
+                values = rows[:, k]
                 if name in ("seed", "makespan", "lost_gpu_ticks"):
                     cols[name] = values.astype(np.int64).tolist()
                 elif name == "valid":
@@ -460,7 +463,6 @@ def monte_carlo(
     InputError
         For a bad count, or as :func:`simulate`.
     """
-    from planner.disturbances import MAX_RUNS, MAX_SEED
     from planner.interrupt import Halt, run_interruptibly
 
     if not 1 <= runs <= MAX_RUNS:

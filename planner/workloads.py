@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -96,6 +97,64 @@ def import_muri(
     """
     _check_placement(placement)
     _check_cluster(nodes, gpus_per_node, blocks)
+    jobs = []
+    for row in read_muri_trace(path):
+        data, gpu, sync = row.stages
+        job: dict[str, Any] = {
+            "name": row.name,
+            "model": row.model,
+            "batch_size": row.batch_size,
+            "gpus": row.gpus,
+            "iterations": row.iterations,
+            "blocks": min(blocks, row.iterations),
+            "stages": {"data": data, "gpu": gpu, "sync": sync},
+        }
+        if row.iteration_time:
+            job["iteration_time"] = row.iteration_time
+        if migrate:
+            job["migrate"] = True
+        if row.release:
+            job["release"] = row.release
+        jobs.append(job)
+    path = Path(path)
+    return {
+        "name": path.stem,
+        "time_unit": time_unit,
+        "placement": placement,
+        "cluster": muri_cluster(nodes, gpus_per_node),
+        "jobs": jobs,
+    }
+
+
+@dataclass(frozen=True)
+class TraceRow:
+    """One job of a Muri trace, its times in seconds (the trace's are in ms)."""
+
+    name: str
+    model: str
+    batch_size: int
+    gpus: int
+    iterations: int
+    stages: tuple[float, float, float]
+    """Data loading, GPU compute and synchronisation per iteration."""
+    iteration_time: float
+    """Measured iteration alone (``iteration_time``); 0 when the trace has no such column."""
+    duration: float
+    """The trace's ``duration``; 0 when it has none."""
+    release: float
+    """``submit_time``; 0 when the trace has none."""
+
+
+def read_muri_trace(path: str | Path) -> list[TraceRow]:
+    """The jobs of a Muri trace CSV, every value checked.
+
+    Raises
+    ------
+    InputError
+        If the file is missing or not CSV, lacks a column of :data:`MURI_COLUMNS`, has a
+        row of another width than its header, or holds a value out of range (naming line
+        and column).
+    """
     path = Path(path)
     name = str(path)
     if not path.is_file():
@@ -104,41 +163,36 @@ def import_muri(
     missing = [c for c in MURI_COLUMNS if c not in header]
     if missing:
         raise InputError(f"missing column(s) {', '.join(missing)}", name, "line 1")
-    jobs = []
+    out = []
     for k, (line, row) in enumerate(rows):
         place = f"line {line}"
         if len(row) != len(header):
             raise InputError(_width(header, row), name, place)
         cell = _Cells(dict(zip(header, row, strict=True)), name, place)
-        gpus, iters = cell.whole("num_gpu"), cell.whole("iterations")
-        times = [cell.time(f"resource_time_{s}") for s in range(3)]
-        job: dict[str, Any] = {
-            "name": f"job{cell.values.get('job_id', '').strip() or k}",
-            "model": cell.text("model_name"),
-            "batch_size": cell.whole("batch_size"),
-            "gpus": gpus,
-            "iterations": iters,
-            "blocks": min(blocks, iters),
-            "stages": {"data": times[0] / 1000, "gpu": times[1] / 1000, "sync": times[2] / 1000},
-        }
-        alone = cell.time("iteration_time") if "iteration_time" in header else 0.0
-        if alone:
-            job["iteration_time"] = alone / 1000
-        if migrate:
-            job["migrate"] = True
-        release = cell.time("submit_time") / 1000 if "submit_time" in header else 0.0
-        if release:
-            job["release"] = release
-        jobs.append(job)
-    if not jobs:
+
+        def seconds(column: str, cell: _Cells = cell) -> float:
+            return cell.time(column) / 1000 if column in header else 0.0
+
+        out.append(
+            TraceRow(
+                name=f"job{cell.values.get('job_id', '').strip() or k}",
+                model=cell.text("model_name"),
+                batch_size=cell.whole("batch_size"),
+                gpus=cell.whole("num_gpu"),
+                iterations=cell.whole("iterations"),
+                stages=(
+                    seconds("resource_time_0"),
+                    seconds("resource_time_1"),
+                    seconds("resource_time_2"),
+                ),
+                iteration_time=seconds("iteration_time"),
+                duration=seconds("duration"),
+                release=seconds("submit_time"),
+            )
+        )
+    if not out:
         raise InputError("the trace has no jobs", name)
-    return {
-        "name": path.stem,
-        "time_unit": time_unit,
-        "placement": placement,
-        "cluster": muri_cluster(nodes, gpus_per_node),
-        "jobs": jobs,
-    }
+    return out
 
 
 def _check_placement(placement: str) -> None:

@@ -257,6 +257,13 @@ def test_the_instance_names_its_model_and_the_option_overrides_it(tmp_path: Path
     model = "fluid, 2 data slots per GPU (Muri's slowdown factors, restart overheads)"
     assert lines(other.stdout)["model"] == model
     assert lines(other.stdout)["makespan"] != own["makespan"]
+    plain = tmp_path / "plain.json"  # import muri's default model: fluid
+    assert runner.invoke(app, ["import", "muri", str(SLICE), "-o", str(plain)]).exit_code == 0
+    default = lines(runner.invoke(app, ["simulate", str(plain), "--policy", "muri-l"]).stdout)
+    assert (
+        default["model"]
+        == "fluid, 1 data slot per GPU (Muri's slowdown factors, restart overheads)"
+    )
 
 
 def test_the_audit_passes_every_run_and_catches_a_wrong_one() -> None:
