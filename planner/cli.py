@@ -652,7 +652,9 @@ def compare(
         typer.Option(
             help="Also replay every schedule and rank the solvers by realized makespan, e.g. "
             "noise=lognormal:0.1,slowdown=muri,runs=20 (keys noise, slowdown, fail, runs, seed, "
-            "work-conserving)."
+            "work-conserving, interleave, restart); with interleave=fluid|muri, plans run job "
+            "by job under that model and peer policies (muri-s, muri-l, srtf, srsf, tiresias) "
+            "may be given as solvers."
         ),
     ] = None,
 ) -> None:

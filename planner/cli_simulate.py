@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -208,7 +209,6 @@ def simulate_cmd(
             given = {
                 "SCHEDULE": schedule is not None and policy is not None,
                 "--online": online,
-                "--fail": bool(fail),
                 "--runs": runs > 1,
                 "--histogram": histogram is not None,
                 "--gantt": gantt is not None,
@@ -224,7 +224,7 @@ def simulate_cmd(
                 check_output(output, inputs=inputs, suffixes=(".json",), what="the run file")
             job_level = _JobLevel(interleave, data_slots, slowdown, restart)
             job_level.run(instance, schedule, policy, nodes, gpus_per_node, work_conserving,
-                          output, noise, seed)  # fmt: skip
+                          output, noise, seed, fail or ())  # fmt: skip
         return
     if online:
         _online(
@@ -580,16 +580,10 @@ class _JobLevel:
     def model(self, workload: Any) -> Any:
         """The :class:`~planner.interleave.Interleave` of the options over ``workload``'s."""
         from planner.disturbances import Slowdown
-        from planner.interleave import MURI_GROUP_FACTORS, Interleave
+        from planner.peers import model_of
 
-        if self.slowdown == "muri":
-            factors: tuple[float, ...] | None = MURI_GROUP_FACTORS
-        else:
-            parsed = Slowdown.parse(self.slowdown)
-            factors = parsed.factors if parsed is not None else None
-        kind = self.interleave or workload.interleave or "muri"
-        slots = self.data_slots or workload.data_slots
-        return Interleave(kind, data_slots=slots, factors=factors)
+        slowdown = Slowdown.parse(self.slowdown)
+        return model_of(workload, self.interleave, slowdown, self.data_slots)
 
     def run(
         self,
@@ -602,12 +596,15 @@ class _JobLevel:
         output: Path | None,
         noise: str | None = None,
         seed: int = 0,
+        fail: Sequence[str] = (),
     ) -> None:
         """Run the policy, or the plan, and print (and write) what it gives; with
-        ``noise``, every job's iteration time scaled by one factor drawn from ``seed``."""
+        ``noise``, every job's iteration time scaled by one factor drawn from ``seed``;
+        with ``fail``, nodes down as the failure specs say."""
         from tqdm import tqdm
 
         from planner.cluster import tick_seconds
+        from planner.disturbances import Failure
         from planner.interleave import binding, model_bound
         from planner.interrupt import Halt, run_interruptibly
         from planner.peers import (
@@ -615,6 +612,7 @@ class _JobLevel:
             audit,
             check_jobs,
             jobs_from_instance,
+            outages_of,
             plan_of,
             run_policy,
             with_noise,
@@ -635,6 +633,9 @@ class _JobLevel:
             unit = problem.time_unit
             planned = plan.makespan(problem) * (tick_seconds(unit) if unit != "1" else 1.0)
         check_jobs(jobs, nodes, gpus_per_node, placed)
+        names = workload.names(nodes)
+        failures = [Failure.parse(spec, workload.time_unit) for spec in fail]
+        outages = outages_of(failures, names, workload.time_unit)
         if noise is not None:
             jobs = with_noise(jobs, Noise.parse(noise), seed)
         name = policy or "plan"
@@ -652,6 +653,7 @@ class _JobLevel:
                     progress=lambda done, _: bar.update(done - bar.n),
                     halt=halt,
                     plan=placed,
+                    outages=outages,
                 )
 
             run, _ = run_interruptibly(work, halt.set, name)
@@ -668,6 +670,7 @@ class _JobLevel:
             ("policy", policy) if policy else ("plan", f"{schedule} (makespan {planned:,.0f} s)"),
             ("model", f"{model.kind}{slots} ({factors}, {overheads})"),
             ("noise", f"{noise}, seed {seed} (one factor per job)" if noise else "none"),
+            ("failures", ", ".join(fail) if fail else "none"),
             ("bound", f"{bound['bound']:,.0f} s ({binding(bound)}, under {model.kind})"),
         ]
         if run.finished:
@@ -708,7 +711,9 @@ class _JobLevel:
                 "makespan": run.makespan,
                 "mean_jct": run.mean_jct if run.finish else None,
                 "bound": bound,
+                "failures": list(fail),
                 "finish": run.finish,
+                "residences": run.residences(names),
             }
             output.write_text(json.dumps(data, indent=1) + "\n")
             typer.echo(f"run written to {output}")

@@ -109,6 +109,7 @@ def run_one(
         If Ctrl-C stopped the solve (``Result.interrupted``): its figures are
         those of a cut-short run, not a result of the study.
     """
+    from planner.peers import POLICIES
     from planner.validate import validate
     from solvers import SolverError, solve
     from solvers.registry import applicable
@@ -117,6 +118,10 @@ def run_one(
     row.update(instance=run.instance, solver=run.solver, seed=run.seed, error="")
     if simulation is not None:
         row["simulation"] = simulation
+    if run.solver in POLICIES and simulation is not None:
+        row["status"] = "policy"
+        _realize(row, run.path, None, parse_simulation(simulation))
+        return row
     options: dict[str, Any] = {"time_limit": time_limit, "seed": run.seed}
     if workers is not None:
         options["workers"] = workers
@@ -144,26 +149,41 @@ def run_one(
         if not row["valid"]:
             row["status"] = "invalid"
         elif simulation is not None:
-            _realize(row, problem, result.schedule, parse_simulation(simulation, problem.time_unit))
+            sim = parse_simulation(simulation, problem.time_unit)
+            _realize(row, run.path, (problem, result.schedule), sim)
     return row
 
 
-def _realize(row: dict[str, Any], problem: Problem, schedule: Any, sim: Simulation) -> None:
-    """Fill in the realized figures of ``row``'s plan (status ``error`` if replaying fails)."""
+def _realize(
+    row: dict[str, Any], path: str, plan: tuple[Problem, Any] | None, sim: Simulation
+) -> None:
+    """Fill in the realized figures of ``row``'s plan, or of its peer policy (``plan``
+    ``None``, ``sim`` with an interleaving model), in ticks of the instance (status
+    ``error`` if running it fails)."""
+    from planner.cluster import tick_seconds
+    from planner.peers import judge
     from planner.simulate import rank_by_realized
 
     try:
-        (rank,) = rank_by_realized(
-            problem, {row["solver"]: schedule}, sim.disturbances, sim.runs, sim.seed
-        )
+        if sim.interleave is None and plan is not None:
+            problem, schedule = plan
+            (rank,) = rank_by_realized(
+                problem, {row["solver"]: schedule}, sim.disturbances, sim.runs, sim.seed
+            )
+            figures = {"makespan_mean": rank.makespan["mean"], "makespan_p95": rank.makespan["p95"]}
+            if rank.mean_jct is not None:
+                figures["jct_mean"] = rank.mean_jct["mean"]
+            tick = 1.0
+        else:
+            figures = judge(path, sim, "plan" if plan else row["solver"], plan)
+            unit = (plan[0] if plan else load_instance(path)).time_unit
+            tick = tick_seconds(unit) if unit != "1" else 1.0
     # A replay that fails is a failed run of the study, not the end of it.
     except Exception as exc:
         row.update(status="error", error=f"simulation: {exc.__class__.__name__}: {exc}")
         return
-    row["realized_makespan_mean"] = rank.makespan["mean"]
-    row["realized_makespan_p95"] = rank.makespan["p95"]
-    if rank.mean_jct is not None:
-        row["realized_jct_mean"] = rank.mean_jct["mean"]
+    for key, value in figures.items():
+        row[f"realized_{key}"] = value / tick
 
 
 def plan_runs(
@@ -184,11 +204,21 @@ def plan_runs(
         or the ``simulation`` spec is bad for an instance (read with its time unit) or
         names a node failure an instance does not have.
     """
+    from planner.peers import POLICIES
     from solvers import SOLVERS
 
+    executed = simulation is not None and parse_simulation(simulation).interleave is not None
     for s in solvers:
-        if s not in SOLVERS:
-            raise InputError(f"unknown solver {s!r}; choose from {', '.join(SOLVERS)}")
+        if s in POLICIES and not executed:
+            raise InputError(
+                f"{s!r} is a peer policy: it runs job by job under an interleaving model; "
+                "add --simulate interleave=fluid or interleave=muri"
+            )
+        if s not in SOLVERS and s not in POLICIES:
+            raise InputError(
+                f"unknown solver {s!r}; choose from {', '.join(SOLVERS)} (or, under "
+                f"--simulate interleave=MODEL, a peer policy: {', '.join(POLICIES)})"
+            )
     if seeds < 1:
         raise InputError(f"seeds must be at least 1, got {seeds}")
     names: dict[str, Path] = {}
@@ -575,6 +605,7 @@ def summarize(table: pd.DataFrame) -> pd.DataFrame:
     """
     best = best_objectives(table)
     out = []
+    table = table[table["status"] != "policy"]
     for solver, group in table.groupby("solver", sort=False):
         ok = group[~group["status"].isin(FAILED)]
         solved = ok["objective"].notna()

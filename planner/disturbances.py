@@ -309,9 +309,14 @@ class Simulation:
     disturbances: Disturbances
     runs: int = 1
     seed: int = 0
+    interleave: str | None = None
+    """Execute job by job under this interleaving model (``fluid`` or ``muri``;
+    :func:`planner.peers.judge`), not task by task (``None``)."""
+    restart: bool = True
+    """Job by job: charge the restart overheads (as Muri's simulator does)."""
 
 
-_KEYS = ("noise", "slowdown", "fail", "runs", "seed", "work-conserving")
+_KEYS = ("noise", "slowdown", "fail", "runs", "seed", "work-conserving", "interleave", "restart")
 
 
 def parse_simulation(spec: str, time_unit: str | None = None) -> Simulation:
@@ -320,8 +325,11 @@ def parse_simulation(spec: str, time_unit: str | None = None) -> Simulation:
     Keys: ``noise`` (``lognormal:SIGMA`` or ``uniform:A``), ``slowdown`` (``muri``,
     the default, ``none`` or a ``k,factor`` CSV), ``fail`` (``NODE@TIME[+DOWN]``,
     repeatable; durations with a unit given ``time_unit``), ``runs`` (1 to
-    :data:`MAX_RUNS`, default 1), ``seed`` (0 to 2**32 - 1, default 0) and
-    ``work-conserving`` (``yes`` or ``no``, default ``no``).
+    :data:`MAX_RUNS`, default 1), ``seed`` (0 to 2**32 - 1, default 0),
+    ``work-conserving`` (``yes`` or ``no``, default ``no``), ``interleave`` (``fluid``
+    or ``muri``: execute job by job under that model, as ``planner simulate
+    --interleave`` does) and ``restart`` (``yes``, the default, or ``no``: with
+    ``interleave``, whether restart overheads are charged).
     """
     given: dict[str, str] = {}
     failures: list[str] = []
@@ -348,8 +356,15 @@ def parse_simulation(spec: str, time_unit: str | None = None) -> Simulation:
             )
         counts[key] = int(text)
     conserving = given.get("work-conserving", "no")
-    if conserving not in ("yes", "no"):
-        raise InputError(f"simulation {spec!r}: work-conserving must be yes or no")
+    restart = given.get("restart", "yes")
+    for key, value in (("work-conserving", conserving), ("restart", restart)):
+        if value not in ("yes", "no"):
+            raise InputError(f"simulation {spec!r}: {key} must be yes or no")
+    interleave = given.get("interleave")
+    if interleave not in (None, "fluid", "muri"):
+        raise InputError(f"simulation {spec!r}: interleave must be fluid or muri")
+    if "restart" in given and interleave is None:
+        raise InputError(f"simulation {spec!r}: restart applies with interleave")
     disturbances = Disturbances.parse(
         noise=given.get("noise"),
         slowdown=given.get("slowdown", "muri"),
@@ -357,4 +372,4 @@ def parse_simulation(spec: str, time_unit: str | None = None) -> Simulation:
         work_conserving=conserving == "yes",
         time_unit=time_unit,
     )
-    return Simulation(disturbances, runs=counts["runs"], seed=counts["seed"])
+    return Simulation(disturbances, counts["runs"], counts["seed"], interleave, restart == "yes")

@@ -60,7 +60,7 @@ from planner.errors import InputError
 from planner.interleave import MURI_GROUP_FACTORS, Interleave, Stages
 
 if TYPE_CHECKING:
-    from planner.disturbances import Noise
+    from planner.disturbances import Failure, Noise, Simulation, Slowdown
     from planner.interrupt import Halt
     from planner.model import Problem
     from planner.schedule import Schedule
@@ -76,6 +76,16 @@ GROUP = 4
 
 WEIGHT_SCALE = 10**9
 """Edge weights (used ratios in (0, 1]) are matched as whole numbers of 1e-9."""
+
+Where = tuple[tuple[int, tuple[int, ...]], ...]
+"""A GPU set: per node (index), the indices of its GPUs there; empty where a policy
+counts GPUs without placing them (``tiresias``)."""
+
+Outage = tuple[int, float, float]
+"""A node (index) down from a time to a time (seconds)."""
+
+_Chosen = dict[int, tuple[list["_Job"], float, float, Where]]
+"""Per running job (index): its group, its period, the group's overhead, its GPU set."""
 
 
 @dataclass(frozen=True)
@@ -135,6 +145,14 @@ class Workload:
     interleave: str | None = None
     """The file's interleaving model (``None``: a trace, which names none)."""
     data_slots: float = 1.0
+    node_names: tuple[str, ...] = ()
+    """The nodes' names, in index order (empty: a trace, whose nodes are ``node1`` ..)."""
+    time_unit: str = "1s"
+    """The file's tick (failure times without a unit are ticks of it)."""
+
+    def names(self, nodes: int) -> tuple[str, ...]:
+        """The names of ``nodes`` nodes: the file's, else ``node1`` .. ``nodeN``."""
+        return self.node_names or tuple(f"node{k + 1}" for k in range(nodes))
 
 
 def jobs_from_instance(path: str | Path) -> Workload:
@@ -197,8 +215,95 @@ def jobs_from_instance(path: str | Path) -> Workload:
                 release=job.release,
             )
         )
-    nodes = sum(n.count for n in inst.cluster.nodes)
-    return Workload(jobs, nodes, sizes.pop(), inst.interleave, inst.data_slots)
+    names = tuple(name for name, _ in inst.cluster.node_names())
+    return Workload(
+        jobs, len(names), sizes.pop(), inst.interleave, inst.data_slots, names, inst.time_unit
+    )
+
+
+def model_of(
+    workload: Workload,
+    interleave: str | None = None,
+    slowdown: Slowdown | None = None,
+    data_slots: float | None = None,
+) -> Interleave:
+    """The interleaving model a job-level run of ``workload`` uses: ``interleave`` or the
+    file's (``muri`` for a trace), its ``data_slots`` or the file's, and ``slowdown``'s
+    factors on groups (Muri's table is its simulator's, which slows a job alone by 1.015
+    too: :data:`~planner.interleave.MURI_GROUP_FACTORS`; ``None``: no slowdown)."""
+    if slowdown is None:
+        factors = None
+    elif slowdown.source == "muri":
+        factors = MURI_GROUP_FACTORS
+    else:
+        factors = slowdown.factors
+    kind = interleave or workload.interleave or "muri"
+    return Interleave(kind, data_slots=data_slots or workload.data_slots, factors=factors)  # type: ignore[arg-type]
+
+
+def outages_of(failures: Sequence[Failure], names: Sequence[str], time_unit: str) -> list[Outage]:
+    """Node failures (ticks of ``time_unit``) as outages of node indices (seconds);
+    ``names`` name the nodes by index.
+
+    Raises
+    ------
+    InputError
+        For a node that is not one of ``names``, or two overlapping outages of a node.
+    """
+    from planner.cluster import tick_seconds
+    from planner.disturbances import check_overlaps
+
+    check_overlaps(failures)
+    index = {name: k for k, name in enumerate(names)}
+    tick = tick_seconds(time_unit)
+    out = []
+    for f in failures:
+        if f.node not in index:
+            raise InputError(
+                f"failure {f}: no node {f.node!r}; the nodes are {names[0]} .. {names[-1]}"
+            )
+        out.append((index[f.node], f.time * tick, (f.time + f.down) * tick))
+    return out
+
+
+def judge(
+    path: str | Path,
+    simulation: Simulation,
+    policy: str = "plan",
+    plan: tuple[Problem, Schedule] | None = None,
+) -> dict[str, float]:
+    """A policy, or a placed plan (``policy="plan"``, ``plan``: the problem compiled from
+    ``path`` and its schedule), run ``simulation.runs`` times in the job-level executor
+    under ``simulation``'s interleaving model, slowdown, restart overheads and failures,
+    the noise of run ``k`` drawn from seed ``simulation.seed + k``: the mean and 95th
+    percentile of the makespan and the mean JCT (seconds).
+
+    Raises
+    ------
+    InputError
+        As :func:`jobs_from_instance`, :func:`plan_of`, :func:`run_policy` and
+        :func:`outages_of`.
+    """
+    workload = jobs_from_instance(path)
+    dist = simulation.disturbances
+    model = model_of(workload, simulation.interleave, dist.slowdown)
+    jobs, placed = workload.jobs, None
+    if plan is not None:
+        jobs, placed = plan_of(*plan, jobs, dist.work_conserving)
+    nodes, per_node = workload.nodes or 8, workload.gpus_per_node or 8
+    outages = outages_of(dist.failures, workload.names(nodes), workload.time_unit)
+    makespans, jcts = [], []
+    for k in range(simulation.runs):
+        noisy = jobs if dist.noise is None else with_noise(jobs, dist.noise, simulation.seed + k)
+        run = run_policy(noisy, policy, nodes, per_node, model, simulation.restart,
+                         plan=placed, outages=outages)  # fmt: skip
+        makespans.append(run.makespan)
+        jcts.append(run.mean_jct)
+    return {
+        "makespan_mean": float(np.mean(makespans)),
+        "makespan_p95": float(np.percentile(makespans, 95)),
+        "jct_mean": float(np.mean(jcts)),
+    }
 
 
 def plan_of(
@@ -253,8 +358,39 @@ class PeerRun:
     """Whether every job ran to its end (false if Ctrl-C stopped the run)."""
     groups: dict[int, int] = field(default_factory=dict)
     """Job-intervals run in groups of each size (1 = alone), over all events."""
-    trace: list[tuple[float, list[tuple[tuple[str, ...], float]]]] = field(default_factory=list)
-    """Per event, its time and the groups that run from it: (member names, overhead)."""
+    trace: list[tuple[float, list[tuple[tuple[str, ...], float, Where]]]] = field(
+        default_factory=list
+    )
+    """Per event, its time and the groups that run from it: (member names, overhead,
+    GPU set)."""
+    outages: tuple[Outage, ...] = ()
+    """The node failures the run went through."""
+    gpus_per_node: int = 8
+
+    def residences(self, names: Sequence[str] = ()) -> list[dict[str, object]]:
+        """The run as a co-location table: one row per stretch of a job on one GPU set
+        with the same partners (job, GPUs as ``NODE:i-j``, start, end, partners), in
+        start order; ``names`` name the nodes (by index)."""
+        open_: dict[str, dict[str, object]] = {}
+        rows: list[dict[str, object]] = []
+        for k, (t, groups) in enumerate(self.trace):
+            end = self.trace[k + 1][0] if k + 1 < len(self.trace) else t
+            seen = set()
+            for members, _, where in groups:
+                gpus = where_label(where, names)
+                for m in members:
+                    seen.add(m)
+                    partners = [x for x in members if x != m]
+                    row = open_.get(m)
+                    if row is None or row["gpus"] != gpus or row["partners"] != partners:
+                        row = {"job": m, "gpus": gpus, "start": t, "end": end,
+                               "partners": partners}  # fmt: skip
+                        open_[m] = row
+                        rows.append(row)
+                    row["end"] = end
+            for m in [m for m in open_ if m not in seen]:
+                del open_[m]
+        return rows
 
     @property
     def makespan(self) -> float:
@@ -311,39 +447,56 @@ class _Job:
         self.cost = (known if known is not None else DEFAULT_OVERHEAD) if restart else 0.0
 
 
+def where_label(where: Where, names: Sequence[str] = ()) -> str:
+    """``where`` as ``NODE:i-j`` (``+`` between nodes); ``names`` name the nodes."""
+    parts = []
+    for k, gpus in where:
+        node = names[k] if k < len(names) else str(k)
+        run = gpus == tuple(range(gpus[0], gpus[0] + len(gpus))) if gpus else False
+        span = f"{gpus[0]}-{gpus[-1]}" if run and len(gpus) > 1 else ",".join(map(str, gpus))
+        parts.append(f"{node}:{span}")
+    return "+".join(parts)
+
+
 class _Cluster:
-    """Free GPUs per node, placed first-fit (Muri's ``yarn``)."""
+    """Free GPUs per node, placed first-fit (Muri's ``yarn``), none on nodes down."""
 
     def __init__(self, nodes: int, per_node: int) -> None:
         self.per_node = per_node
         self.free = [per_node] * nodes
+        self.down: frozenset[int] = frozenset()
 
     def empty(self) -> None:
-        self.free = [self.per_node] * len(self.free)
+        """Free every GPU of the nodes up."""
+        self.free = [0 if k in self.down else self.per_node for k in range(len(self.free))]
 
-    def place(self, gpus: int) -> bool:
-        """Take ``gpus`` GPUs first-fit; whether they were found."""
+    def place(self, gpus: int) -> Where | None:
+        """Take ``gpus`` GPUs first-fit; where they were found (``None``: nowhere).
+        Every placement since :meth:`empty` takes a node's lowest free GPUs."""
         free, g = self.free, self.per_node
         if gpus <= g:
             for k, f in enumerate(free):
                 if f >= gpus:
                     free[k] -= gpus
-                    return True
-            return False
+                    return ((k, tuple(range(g - f, g - f + gpus))),)
+            return None
         full, rest = divmod(gpus, g)
         idle = [k for k, f in enumerate(free) if f == g][:full]
         if len(idle) < full:
-            return False
+            return None
         last = None
         if rest:
             last = next((k for k, f in enumerate(free) if k not in idle and f >= rest), None)
             if last is None:
-                return False
+                return None
+        where = [(k, tuple(range(g))) for k in idle]
         for k in idle:
             free[k] = 0
         if last is not None:
+            f = free[last]
+            where.append((last, tuple(range(g - f, g - f + rest))))
             free[last] -= rest
-        return True
+        return tuple(where)
 
 
 def run_policy(
@@ -356,6 +509,7 @@ def run_policy(
     progress: Callable[[int, int], None] | None = None,
     halt: Halt | None = None,
     plan: Mapping[str, Sequence[int]] | None = None,
+    outages: Sequence[Outage] = (),
 ) -> PeerRun:
     """Run ``jobs`` on the cluster under ``policy`` (see the module docstring).
 
@@ -382,20 +536,33 @@ def run_policy(
         release (its planned start), in release order, onto its planned nodes: on free
         GPUs alone, else into the GPU set of the same size there with the fewest members
         (fewer than ``max_colocated``), else it waits and later jobs are tried. It stays
-        in its set to its end (a plan does not preempt); every set's speeds are asked of
-        the interleaving model whenever its members change.
+        in its set to its end (a plan does not preempt) or to a failure of one of its
+        nodes; every set's speeds are asked of the interleaving model whenever its
+        members change.
+    outages
+        Node failures: (node, down, back) in seconds. A failure and a return are
+        scheduling events. While a node is down, nothing is placed on it; the jobs that
+        ran there stop at the failure, keeping the iterations done (progress is credited
+        at every event, as if checkpointed there), and run again wherever the policy
+        places them next (a plan: on their planned nodes, once all are up), paying their
+        restart overhead again.
 
     Raises
     ------
     InputError
         For an unknown policy, a job larger than the cluster, or a plan that puts a job
-        on nodes that cannot hold it (:func:`check_jobs`).
+        on nodes that cannot hold it (:func:`check_jobs`), or an outage of a node the
+        cluster does not have or with its return before its failure.
     """
     if policy not in POLICIES and not (policy == "plan" and plan is not None):
         raise InputError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
     model = interleave or Interleave("muri", factors=MURI_GROUP_FACTORS)
     total = nodes * gpus_per_node
     check_jobs(jobs, nodes, gpus_per_node, plan)
+    for node, down, back in outages:
+        if not 0 <= node < nodes or not 0 <= down <= back < math.inf:
+            raise InputError(f"outage of node {node} from {down:g} s to {back:g} s: no such node")
+    changes = sorted({x for _, down, back in outages for x in (down, back)})
     t0 = time.perf_counter()
     state = [_Job(j, k, model, restart) for k, j in enumerate(jobs)]
     order = sorted(state, key=lambda s: s.job.release)
@@ -406,17 +573,18 @@ def run_policy(
     queues = _Queues(total) if policy == "tiresias" else None
     sets = _PlanSets(periods, nodes, gpus_per_node, plan, state) if plan is not None else None
     runnable: list[_Job] = []
-    trace: list[tuple[float, list[tuple[tuple[str, ...], float]]]] = []
+    trace: list[tuple[float, list[tuple[tuple[str, ...], float, Where]]]] = []
     ends: list[tuple[float, list[_Job]]] = []
     finish: dict[str, float] = {}
     groups: dict[int, int] = {}
-    head = events = 0
+    head = events = change = 0
     while head < len(order) or runnable:
         if halt is not None and halt.is_set():
             break
         start = order[head].job.release if head < len(order) else math.inf
         end = ends[0][0] if ends else math.inf
-        if start == math.inf and end == math.inf:
+        turn = changes[change] if change < len(changes) else math.inf
+        if start == math.inf and end == math.inf and turn == math.inf:
             raise InputError("the cluster cannot run the jobs left")  # pragma: no cover
         if end < math.inf and math.isclose(end, start, abs_tol=1e-4):
             t, ending, arriving = start, ends[0][1], True
@@ -426,6 +594,11 @@ def run_policy(
             t, ending, arriving = start, [], True
         if queues is not None and t > queues.jump:
             t, ending, arriving = queues.jump, [], False
+        if t > turn:
+            t, ending, arriving = turn, [], False
+        while change < len(changes) and changes[change] <= t:
+            change += 1
+        cluster.down = frozenset(k for k, down, back in outages if down <= t < back)
         events += 1
         for s in ending:
             s.executed += t - s.last
@@ -458,27 +631,29 @@ def run_policy(
                     s.remaining_time * s.job.gpus if policy == "muri-s" else s.executed * s.job.gpus
                 )
             runnable.sort(key=lambda s: s.sort_val)
+        chosen: _Chosen
         if grouping is not None:
             chosen = grouping.schedule(runnable, cluster)
         elif queues is not None:
-            chosen = queues.schedule(runnable, t)
+            chosen = queues.schedule(runnable, t, gpus_per_node * len(cluster.down))
         elif sets is not None:
-            chosen = sets.schedule(runnable)
+            chosen = sets.schedule(runnable, cluster.down)
         else:
             cluster.empty()
             chosen = {}
             for s in runnable:
-                if cluster.place(s.job.gpus):
-                    chosen[s.idx] = ([s], s.alone, s.cost)
-        running: dict[tuple[str, ...], float] = {}
+                where = cluster.place(s.job.gpus)
+                if where is not None:
+                    chosen[s.idx] = ([s], s.alone, s.cost, where)
+        running: dict[tuple[str, ...], tuple[float, Where]] = {}
         for s in runnable:
             run = chosen.get(s.idx)
             s.running = run is not None
             if run is not None:
-                members, s.period, s.overhead = run
+                members, s.period, s.overhead, where = run
                 groups[len(members)] = groups.get(len(members), 0) + 1
-                running[tuple(m.job.name for m in members)] = s.overhead
-        trace.append((t, list(running.items())))
+                running[tuple(m.job.name for m in members)] = (s.overhead, where)
+        trace.append((t, [(names, cost, where) for names, (cost, where) in running.items()]))
         by_end: dict[float, list[_Job]] = {}
         for s in runnable:
             if s.running:
@@ -497,6 +672,8 @@ def run_policy(
         runtime=time.perf_counter() - t0,
         groups=groups,
         trace=trace,
+        outages=tuple(outages),
+        gpus_per_node=gpus_per_node,
     )
 
 
@@ -505,8 +682,10 @@ def audit(run: PeerRun, jobs: Sequence[PeerJob], gpus: int) -> list[str]:
 
     Replays the trace's intervals with the interleaving model's periods, independently
     of the executor's bookkeeping: at every event the groups' GPUs fit the cluster's
-    ``gpus``, no group has more than ``max_colocated`` members, a ``muri`` group has one
-    GPU count, no job runs before its release or after its finish; and every finished
+    ``gpus`` less those of the nodes down, a placed group holds as many GPUs as its jobs
+    ask, on nodes up, none of them shared with another group, no group has more than
+    ``max_colocated`` members, a ``muri`` group has one GPU count, no job runs before
+    its release or after its finish; and every finished
     job was credited exactly its iterations: ``(interval - overhead) / period`` per
     interval (at least 0), its last interval not charged the overhead.
     """
@@ -516,10 +695,22 @@ def audit(run: PeerRun, jobs: Sequence[PeerJob], gpus: int) -> list[str]:
     wrong: list[str] = []
     for k, (t, groups) in enumerate(run.trace):
         end = run.trace[k + 1][0] if k + 1 < len(run.trace) else t
+        down = {n for n, a, b in run.outages if a <= t < b}
         used = 0
-        for names, overhead in groups:
+        held: set[tuple[int, int]] = set()
+        for names, overhead, where in groups:
             members = [by_name[n] for n in names]
             used += members[0].gpus
+            gpus_held = {(n, i) for n, ids in where for i in ids}
+            if where and (
+                len(gpus_held) != members[0].gpus
+                or gpus_held & held
+                or down.intersection(n for n, _ in where)
+                or any(not 0 <= i < run.gpus_per_node for _, i in gpus_held)
+            ):
+                label = where_label(where)
+                wrong.append(f"at {t:g} s: {list(names)} on GPUs {label}, taken or down")
+            held |= gpus_held
             if len(members) > model.max_colocated:
                 wrong.append(f"at {t:g} s: {len(members)} jobs share one GPU set")
                 continue
@@ -533,8 +724,8 @@ def audit(run: PeerRun, jobs: Sequence[PeerJob], gpus: int) -> list[str]:
                 last = math.isclose(run.finish.get(m.name, -1.0), end, abs_tol=1e-4)
                 span = end - t if last else max(end - t - overhead, 0.0)
                 done[m.name] += span / period
-        if used > gpus:
-            wrong.append(f"at {t:g} s: groups hold {used} GPUs of {gpus}")
+        if used > gpus - len(down) * run.gpus_per_node:
+            wrong.append(f"at {t:g} s: groups hold {used} GPUs of {gpus}, {len(down)} nodes down")
     for name, finish in run.finish.items():
         need = by_name[name].iterations
         if not math.isclose(done[name], need, rel_tol=1e-6):
@@ -564,12 +755,13 @@ class _Periods:
 
 
 class _GpuSet:
-    """GPUs that a group of jobs shares: on ``nodes``, ``gpus`` of them."""
+    """GPUs that a group of jobs shares: ``gpus`` of them, on the nodes of ``where``."""
 
-    __slots__ = ("gpus", "members", "nodes")
+    __slots__ = ("gpus", "members", "nodes", "where")
 
-    def __init__(self, nodes: tuple[int, ...], gpus: int) -> None:
-        self.nodes, self.gpus = nodes, gpus
+    def __init__(self, where: Where, gpus: int) -> None:
+        self.where, self.gpus = where, gpus
+        self.nodes = tuple(k for k, _ in where)
         self.members: list[_Job] = []
 
 
@@ -585,44 +777,47 @@ class _PlanSets:
         state: Sequence[_Job],
     ) -> None:
         self.periods, self.model, self.per_node = periods, periods.model, per_node
-        self.free = [per_node] * nodes
+        self.free: list[set[int]] = [set(range(per_node)) for _ in range(nodes)]
         self.where = {s.idx: tuple(plan[s.job.name]) for s in state}
         self.sets: list[_GpuSet] = []
         self.set_of: dict[int, _GpuSet] = {}
 
-    def schedule(self, runnable: list[_Job]) -> dict[int, tuple[list[_Job], float, float]]:
-        """Drop the finished jobs, admit the waiting ones in plan order, and give every
-        running job its set's speed."""
+    def schedule(self, runnable: list[_Job], down: frozenset[int] = frozenset()) -> _Chosen:
+        """Drop the finished jobs and the sets on nodes ``down``, admit the waiting jobs
+        in plan order, and give every running job its set's speed."""
         live = {s.idx for s in runnable}
         for gset in self.sets:
             gset.members = [m for m in gset.members if m.idx in live]
-        for gset in [g for g in self.sets if not g.members]:
+        for gset in [g for g in self.sets if not g.members or down.intersection(g.nodes)]:
             self.sets.remove(gset)
-            for k in gset.nodes:
-                self.free[k] += gset.gpus if len(gset.nodes) == 1 else self.per_node
+            for k, gpus in gset.where:
+                self.free[k].update(gpus)
         self.set_of = {m.idx: g for g in self.sets for m in g.members}
         for s in runnable:
-            if s.idx not in self.set_of:
+            if s.idx not in self.set_of and not down.intersection(self.where[s.idx]):
                 gset = self._admit(s)
                 if gset is not None:
                     gset.members.append(s)
                     self.set_of[s.idx] = gset
-        chosen: dict[int, tuple[list[_Job], float, float]] = {}
+        chosen: _Chosen = {}
         for gset in self.sets:
             members = gset.members
             periods = self.periods([m.idx for m in members])
             cost = sum(m.cost for m in members)
             for m in members:
-                chosen[m.idx] = (members, periods[m.idx], cost)
+                chosen[m.idx] = (members, periods[m.idx], cost, gset.where)
         return chosen
 
     def _admit(self, s: _Job) -> _GpuSet | None:
         on, g = self.where[s.idx], s.job.gpus
-        whole = len(on) > 1
-        if all(self.free[k] >= (self.per_node if whole else g) for k in on):
+        need = self.per_node if len(on) > 1 else g
+        if all(len(self.free[k]) >= need for k in on):
+            where = []
             for k in on:
-                self.free[k] -= self.per_node if whole else g
-            gset = _GpuSet(on, g)
+                gpus = tuple(sorted(self.free[k])[:need])
+                self.free[k].difference_update(gpus)
+                where.append((k, gpus))
+            gset = _GpuSet(tuple(where), g)
             self.sets.append(gset)
             return gset
         shared = [
@@ -695,11 +890,10 @@ class _Queues:
     def remove(self, s: _Job) -> None:
         self.queues[self.level.pop(s.idx)].remove(s)
 
-    def schedule(
-        self, runnable: list[_Job], t: float
-    ) -> dict[int, tuple[list[_Job], float, float]]:
+    def schedule(self, runnable: list[_Job], t: float, down: int = 0) -> _Chosen:
         """Demote the jobs past their queue's limit, then run queue by queue while GPUs
-        are free; the jobs left waiting go to the end of their queue."""
+        are free (``down`` GPUs are on nodes down); the jobs left waiting go to the end
+        of their queue."""
         for s in runnable:
             q = self.level[s.idx]
             # a demotion event lands on the limit itself, up to rounding
@@ -710,13 +904,13 @@ class _Queues:
                 self.queues[q].remove(s)
                 self.queues[q + 1].append(s)
                 self.level[s.idx] = q + 1
-        free = self.gpus
-        chosen: dict[int, tuple[list[_Job], float, float]] = {}
+        free = self.gpus - down
+        chosen: _Chosen = {}
         for queue in self.queues:
             for s in queue:
                 if free >= s.job.gpus:
                     free -= s.job.gpus
-                    chosen[s.idx] = ([s], s.alone, s.cost)
+                    chosen[s.idx] = ([s], s.alone, s.cost, ())
             queue.sort(key=lambda s: s.idx not in chosen)
         self.jump = min(
             (
@@ -737,10 +931,8 @@ class _Grouping:
         self.cluster_gpus = cluster_gpus
         self.mates = cache(self._mates)
 
-    def schedule(
-        self, runnable: list[_Job], cluster: _Cluster
-    ) -> dict[int, tuple[list[_Job], float, float]]:
-        """Job index -> (its group, the group's period, the group's overhead)."""
+    def schedule(self, runnable: list[_Job], cluster: _Cluster) -> _Chosen:
+        """Job index -> (its group, its period, the group's overhead, its GPU set)."""
         by_gpu: dict[int, list[_Job]] = {}
         for s in runnable:
             by_gpu.setdefault(s.job.gpus, []).append(s)
@@ -751,7 +943,7 @@ class _Grouping:
             if s.idx in used:
                 continue
             g = s.job.gpus
-            if cluster.place(g):
+            if cluster.place(g) is not None:
                 upto = min(taken[g] + GROUP, len(by_gpu[g]))
                 used.update(x.idx for x in by_gpu[g][taken[g] : upto])
                 taken[g] = upto
@@ -832,17 +1024,17 @@ class _Grouping:
                     ordered.append((min(key[k] for k in members), members))
         ordered.sort(key=lambda e: e[0])
         cluster.empty()
-        return [m for _, m in ordered if cluster.place(self.jobs[m[0]].gpus)]
+        return [m for _, m in ordered if cluster.place(self.jobs[m[0]].gpus) is not None]
 
     def _place(
         self, packings: list[tuple[int, ...]], runnable: list[_Job], cluster: _Cluster
-    ) -> dict[int, tuple[list[_Job], float, float]]:
+    ) -> _Chosen:
         """Place the groups by their members, largest GPU count first: the first member
         met takes the GPUs, the others share them."""
         group_of = {k: members for members in packings for k in members}
         state = {s.idx: s for s in runnable}
-        placed: set[tuple[int, ...]] = set()
-        out: dict[int, tuple[list[_Job], float, float]] = {}
+        placed: dict[tuple[int, ...], Where] = {}
+        out: _Chosen = {}
         cluster.empty()
         runnable.sort(key=lambda s: -s.job.gpus)  # in place: it breaks later ties, as in Muri
         for s in runnable:
@@ -850,9 +1042,11 @@ class _Grouping:
             if members is None:
                 continue
             if members not in placed:
-                if not cluster.place(s.job.gpus):
+                where = cluster.place(s.job.gpus)
+                if where is None:
                     continue
-                placed.add(members)
+                placed[members] = where
             cost = sum(state[k].cost for k in members)
-            out[s.idx] = ([state[k] for k in members], self.periods(members)[s.idx], cost)
+            period = self.periods(members)[s.idx]
+            out[s.idx] = ([state[k] for k in members], period, cost, placed[members])
         return out

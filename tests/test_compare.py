@@ -590,8 +590,10 @@ def test_cli_compare_ranks_solvers_by_realized_makespan(tmp_path: Path, placed_b
         (
             "speed=2",
             "simulation 'speed=2': expected key=value pairs with keys noise, slowdown, "
-            "fail, runs, seed, work-conserving, got 'speed=2'",
+            "fail, runs, seed, work-conserving, interleave, restart, got 'speed=2'",
         ),
+        ("interleave=phases", "simulation 'interleave=phases': interleave must be fluid or muri"),
+        ("restart=no", "simulation 'restart=no': restart applies with interleave"),
         # a failure of a node the instance does not have
         ("fail=node9@5", "{batch}: simulation: failure node9@5: no node 'node9'"),
     ],
@@ -613,4 +615,41 @@ def test_failures_of_a_pooled_instance_are_refused(tmp_path: Path) -> None:
     assert str(caught.value) == (
         f"{J301}: simulation: failure n1@3: the instance is pooled (no nodes); "
         "failures need a placed instance"
+    )
+
+
+def test_peer_policies_join_a_study_under_an_interleaving_model(
+    tmp_path: Path, placed_batch: Path
+) -> None:
+    from planner.peers import jobs_from_instance, model_of, plan_of, run_policy
+
+    spec = "interleave=muri,slowdown=none,restart=no"
+    out = tmp_path / "r.csv"
+    table = run_study(
+        [placed_batch], ["sgs", "muri-s", "srtf"], out, simulation=spec, progress=False
+    )
+    workload = jobs_from_instance(placed_batch)
+    model = model_of(workload, "muri")
+    tick = 60.0  # generated batches plan in minutes
+    peers = {p: run_policy(workload.jobs, p, 2, 4, model, False) for p in ("muri-s", "srtf")}
+    rows = {r.solver: r for r in table.itertuples()}
+    for policy, run in peers.items():
+        assert rows[policy].status == "policy"
+        assert rows[policy].realized_makespan_mean == pytest.approx(run.makespan / tick)
+    problem = load_instance(placed_batch)
+    from solvers import solve
+
+    plan = solve(problem, "sgs").schedule
+    jobs, placed = plan_of(problem, plan, workload.jobs)
+    executed = run_policy(jobs, "plan", 2, 4, model, restart=False, plan=placed)
+    assert rows["sgs"].realized_makespan_mean == pytest.approx(executed.makespan / tick)
+    assert list(summarize(table)["solver"]) == ["sgs"]
+
+
+def test_a_peer_policy_without_a_model_is_refused(tmp_path: Path, placed_batch: Path) -> None:
+    with pytest.raises(InputError) as caught:
+        run_study([placed_batch], ["muri-s"], tmp_path / "r.csv", progress=False)
+    assert str(caught.value) == (
+        "'muri-s' is a peer policy: it runs job by job under an interleaving model; "
+        "add --simulate interleave=fluid or interleave=muri"
     )

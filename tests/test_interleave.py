@@ -269,7 +269,7 @@ def test_the_instance_names_its_model_and_the_option_overrides_it(tmp_path: Path
 def test_the_audit_passes_every_run_and_catches_a_wrong_one() -> None:
     from dataclasses import replace
 
-    from planner.peers import audit
+    from planner.peers import audit, where_label
 
     jobs = read_trace(SLICE)
     for policy in ("srtf", "tiresias", "muri-s", "muri-l"):
@@ -279,10 +279,14 @@ def test_the_audit_passes_every_run_and_catches_a_wrong_one() -> None:
     early = dict(run.finish, job0=run.finish["job0"] - 1000)
     assert any("job 'job0'" in w for w in audit(replace(run, finish=early), jobs, 64))
     t, groups = run.trace[0]
-    crowded = [(tuple(n for names, _ in groups for n in names)[:5], 0.0), *groups]
+    crowded = [(tuple(n for names, _, _ in groups for n in names)[:5], 0.0, ()), *groups]
     wrong = audit(replace(run, trace=[(t, crowded), *run.trace[1:]]), jobs, 64)
     assert any("5 jobs share one GPU set" in w for w in wrong)
     assert audit(run, jobs, 8)[0].startswith("at 0 s: groups hold ")
+    (a, cost, where), (b, cost_b, _), *rest = groups
+    stacked = [(a, cost, where), (b, cost_b, where), *rest]
+    wrong = audit(replace(run, trace=[(t, stacked), *run.trace[1:]]), jobs, 64)
+    assert wrong[0] == f"at 0 s: {list(b)} on GPUs {where_label(where)}, taken or down"
 
 
 def test_policies_refuse_what_is_not_a_training_workload() -> None:
@@ -314,3 +318,81 @@ def test_noise_scales_each_job_by_one_seeded_factor() -> None:
     assert lines(result.stdout)["noise"] == "uniform:0.3, seed 4 (one factor per job)"
     run = run_policy(noisy, "muri-s")
     assert lines(result.stdout)["makespan"].startswith(f"{run.makespan:,.0f} s")
+
+
+ONE = Stages(data=0.2, gpu=0.6, sync=0.2)  # 1 s per iteration alone
+
+
+@pytest.mark.parametrize(
+    ("nodes", "finish", "stays"),
+    [
+        (1, 1050.0, [("node1:0-7", 0.0), ("node1:0-7", 150.0)]),
+        (2, 1000.0, [("node1:0-7", 0.0), ("node2:0-7", 100.0), ("node1:0-7", 150.0)]),
+    ],
+)
+def test_a_failure_stops_the_jobs_of_its_node_and_srtf_moves_them(
+    nodes: int, finish: float, stays: list[tuple[str, float]]
+) -> None:
+    # node 0 is down over [100, 150): alone, the job waits for it; with a second node it
+    # moves there at 100 s, keeping its 100 iterations, and back at 150 s (first-fit
+    # places every job anew at every event, as Muri's simulator does)
+    jobs = [PeerJob("j", 8, 1000, ONE, 1.0, 1000.0)]
+    model = Interleave("fluid")
+    run = run_policy(jobs, "srtf", nodes, 8, model, restart=False, outages=[(0, 100.0, 150.0)])
+    assert run.finish == {"j": pytest.approx(finish)}
+    rows = run.residences(("node1", "node2"))
+    assert [(r["gpus"], r["start"]) for r in rows] == stays
+    from planner.peers import audit
+
+    assert audit(run, jobs, nodes * 8) == []
+
+
+def test_a_plan_waits_for_its_node_and_names_its_gpus() -> None:
+    # two 4-GPU jobs planned on node 0: each on its own four GPUs; node 0 fails at 100 s
+    # for 50 s, and the plan keeps both there, so they end 50 s late; a restart costs
+    # each job its overhead (10 s, a model the catalog does not know) on every interval
+    jobs = [PeerJob(f"j{k}", 4, 1000, ONE, 1.0, 1000.0) for k in range(2)]
+    plan = {"j0": (0,), "j1": (0,)}
+    model = Interleave("fluid")
+    run = run_policy(jobs, "plan", 2, 8, model, False, plan=plan, outages=[(0, 100.0, 150.0)])
+    assert run.finish == {"j0": pytest.approx(1050.0), "j1": pytest.approx(1050.0)}
+    assert [(r["job"], r["gpus"], r["start"], r["end"]) for r in run.residences()] == [
+        ("j0", "0:0-3", 0.0, 100.0),
+        ("j1", "0:4-7", 0.0, 100.0),
+        ("j0", "0:0-3", 150.0, pytest.approx(1050.0)),
+        ("j1", "0:4-7", 150.0, pytest.approx(1050.0)),
+    ]
+    paid = run_policy(jobs, "plan", 2, 8, model, True, plan=plan, outages=[(0, 100.0, 150.0)])
+    assert paid.finish["j0"] == pytest.approx(1050.0 + 10.0)
+
+
+def test_the_audit_refuses_a_group_on_a_node_down() -> None:
+    from dataclasses import replace
+
+    from planner.peers import audit
+
+    jobs = [PeerJob("j", 8, 1000, ONE, 1.0, 1000.0)]
+    run = run_policy(jobs, "srtf", 1, 8, Interleave("fluid"), restart=False)
+    down = replace(run, outages=((0, 0.0, 20.0),))
+    assert audit(down, jobs, 8) == [
+        "at 0 s: ['j'] on GPUs 0:0-7, taken or down",
+        "at 0 s: groups hold 8 GPUs of 8, 1 nodes down",
+    ]
+
+
+def test_cli_fails_nodes_of_a_job_level_run(tmp_path: Path) -> None:
+    out = tmp_path / "run.json"
+    args = ["simulate", str(SLICE), "--policy", "srtf", "--fail", "node3@1000+5000", "-o", str(out)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert lines(result.stdout)["failures"] == "node3@1000+5000"
+    run = json.loads(out.read_text())
+    assert run["failures"] == ["node3@1000+5000"]
+    during = [r for r in run["residences"] if r["gpus"].startswith("node3:")]
+    assert during and all(r["end"] <= 1000 or r["start"] >= 6000 for r in during)
+    bad = ["simulate", str(SLICE), "--policy", "srtf", "--fail", "node9@10"]
+    result = CliRunner().invoke(app, bad)
+    assert (result.exit_code, result.stderr) == (
+        2,
+        "error: failure node9@10: no node 'node9'; the nodes are node1 .. node8\n",
+    )
