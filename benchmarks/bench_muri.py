@@ -1,12 +1,15 @@
 """Muri reproduced: the peer policies in planner's executor on Muri's trace3'.
 
-Runs ``srtf``, ``srsf``, ``tiresias``, ``muri-s`` and ``muri-l`` (:mod:`planner.peers`) on
+Runs ``srtf``, ``srsf``, ``tiresias``, ``muri-s``, ``muri-l`` and ours, ``lp-groups``
+(:mod:`planner.peers`, :mod:`planner.grouping`), on
 ``muri_trace3_offline.csv`` (992 jobs, all at 0, 8 nodes x 8 GPUs) under Muri's
 interleaving model, twice: with Muri's slowdown factors and restart overheads (the
 published setting), and ideal (factors 1, no restart overhead). Prints one row per
 run: our makespan and mean JCT, Muri's figure for the same setting, the difference,
-the bound under the model and the run time (seconds). Writes the table as Markdown
-with ``--markdown``.
+the ratio to Muri-S's and Muri-L's published makespans of the setting, the
+per-resource bound under the model and the run time (seconds); then the bounds, with
+the group-mix bound (:func:`planner.grouping.mix_bound`) of each setting. Writes the
+table as Markdown with ``--markdown``.
 
     python benchmarks/bench_muri.py --benchmarks ../shared/benchmarks [--markdown out.md]
 """
@@ -17,6 +20,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from planner.grouping import mix_bound
 from planner.interleave import MURI_GROUP_FACTORS, Interleave, model_bound
 from planner.peers import POLICIES, read_trace, run_policy
 
@@ -55,10 +59,10 @@ def main() -> int:
     work = [(j.gpus, j.iterations, j.stages) for j in jobs]
     bound = model_bound(work, 64, Interleave(args.interleave, data_slots=args.data_slots))["bound"]
     header = (
-        "| policy | setting | makespan (s) | Muri's (s) | diff | x bound | mean JCT (s) "
-        "| Muri's JCT (s) | run time (s) |"
+        "| policy | setting | makespan (s) | Muri's (s) | diff | x Muri-S | x Muri-L | x bound "
+        "| mean JCT (s) | Muri's JCT (s) | run time (s) |"
     )
-    rows = [header, "|" + "---|" * 9]
+    rows = [header, "|" + "---|" * 11]
     for policy in args.policy or POLICIES:
         for setting in ("muri", "ideal"):
             factors = MURI_GROUP_FACTORS if setting == "muri" else None
@@ -69,13 +73,25 @@ def main() -> int:
             refs = " / ".join(f"{r:,}" for r in known) or "-"
             diff = " / ".join(f"{100 * (run.makespan / r - 1):+.2f}%" for r in known) or "-"
             jct = PUBLISHED_JCT.get((policy, setting)) if args.interleave == "muri" else None
+            peers = [PUBLISHED[(p, setting)] for p in ("muri-s", "muri-l")]
+            versus = " | ".join(
+                f"{run.makespan / r:.3f}" if args.interleave == "muri" else "-" for r in peers
+            )
             rows.append(
-                f"| {policy} | {setting} | {run.makespan:,.0f} | {refs} | {diff} | "
+                f"| {policy} | {setting} | {run.makespan:,.0f} | {refs} | {diff} | {versus} | "
                 f"{run.makespan / bound:.3f} | {run.mean_jct:,.0f} | "
                 f"{f'{jct:,}' if jct else '-'} | {run.runtime:.1f} |"
             )
             print(rows[-1], flush=True)
-    text = "\n".join(rows) + f"\n\nbound under {args.interleave}: {bound:,.0f} s\n"
+    mixes = []
+    for setting in ("muri", "ideal"):
+        factors = MURI_GROUP_FACTORS if setting == "muri" else None
+        model = Interleave(args.interleave, data_slots=args.data_slots, factors=factors)
+        mixes.append(f"{mix_bound(jobs, model, 64):,.0f} s ({setting})")
+    text = "\n".join(rows) + (
+        f"\n\nbound under {args.interleave}: {bound:,.0f} s per resource; "
+        f"group-mix bound {', '.join(mixes)}\n"
+    )
     if args.markdown is not None:
         args.markdown.write_text(text)
     print(text)

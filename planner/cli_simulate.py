@@ -142,8 +142,9 @@ def simulate_cmd(
     policy: Annotated[
         str | None,
         typer.Option(
-            help="Run a peer scheduler instead of a plan: srtf, srsf, tiresias, muri-s or "
-            "muri-l, on a Muri trace (.csv) or a cluster-form instance (no SCHEDULE)."
+            help="Run a job-level policy instead of a plan: the peers srtf, srsf, tiresias, "
+            "muri-s, muri-l, or ours, lp-groups (groups from a linear program re-solved at "
+            "every event), on a Muri trace (.csv) or a cluster-form instance (no SCHEDULE)."
         ),
     ] = None,
     interleave: Annotated[

@@ -65,7 +65,7 @@ if TYPE_CHECKING:
     from planner.model import Problem
     from planner.schedule import Schedule
 
-POLICIES = ("srtf", "srsf", "tiresias", "muri-s", "muri-l")
+POLICIES = ("srtf", "srsf", "tiresias", "muri-s", "muri-l", "lp-groups")
 """The peer policies."""
 
 DEFAULT_OVERHEAD = 10.0
@@ -571,6 +571,11 @@ def run_policy(
     periods = _Periods(model, jobs)
     grouping = _Grouping(periods, total) if muri else None
     queues = _Queues(total) if policy == "tiresias" else None
+    mix = None
+    if policy == "lp-groups":
+        from planner.grouping import MixDispatch
+
+        mix = MixDispatch(jobs, model, periods)
     sets = _PlanSets(periods, nodes, gpus_per_node, plan, state) if plan is not None else None
     runnable: list[_Job] = []
     trace: list[tuple[float, list[tuple[tuple[str, ...], float, Where]]]] = []
@@ -634,6 +639,8 @@ def run_policy(
         chosen: _Chosen
         if grouping is not None:
             chosen = grouping.schedule(runnable, cluster)
+        elif mix is not None:
+            chosen = mix.schedule(runnable, cluster)
         elif queues is not None:
             chosen = queues.schedule(runnable, t, gpus_per_node * len(cluster.down))
         elif sets is not None:

@@ -1,0 +1,120 @@
+"""Grouping as a decision: the group-mix program, its bound, and the ``lp-groups`` dispatch."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from planner.cli import app
+from planner.grouping import GroupMix, job_types, mix_bound
+from planner.interleave import MURI_GROUP_FACTORS, Interleave, Stages
+from planner.peers import POLICIES, PeerJob, audit, read_trace, run_policy
+from tests.conftest import INSTANCES, lines
+
+SLICE = INSTANCES / "muri_trace3_40.csv"
+DATA = Stages(data=0.8, gpu=0.1, sync=0.05)  # loads data most of its iteration
+COMPUTE = Stages(data=0.01, gpu=0.8, sync=0.05)  # computes most of its iteration
+
+
+def _four() -> list[PeerJob]:
+    jobs = []
+    for name, stages, n in (("a0", DATA, 100), ("a1", DATA, 60), ("b0", COMPUTE, 100),
+                            ("b1", COMPUTE, 60)):  # fmt: skip
+        jobs.append(PeerJob(name, 1, n, stages, stages.total, n * stages.total, model=name[0]))
+    return jobs
+
+
+def _partitions(items: list[int]) -> list[list[list[int]]]:
+    """Every partition of ``items`` into at most two non-empty blocks."""
+    out = [[list(items)]]
+    for mask in range(1, 2 ** (len(items) - 1)):
+        left = [x for k, x in enumerate(items) if mask >> k & 1]
+        right = [x for x in items if x not in left]
+        out.append([left, right])
+    return out
+
+
+def test_the_dispatch_finds_the_best_grouping_of_four_jobs_by_enumeration() -> None:
+    # four jobs on two single-GPU sets: enumerate every static grouping (at most two
+    # groups), each group running to its longest member's end; the best pairs each
+    # data-heavy job with a compute-heavy one of its length
+    jobs = _four()
+    model = Interleave("muri")
+    best = float("inf")
+    best_groups: list[list[int]] = []
+    for blocks in _partitions(list(range(4))):
+        ends = []
+        for block in blocks:
+            period = model.periods([jobs[k].stages for k in block],
+                                   alone=[jobs[k].iteration_time for k in block])[0]  # fmt: skip
+            ends.append(max(jobs[k].iterations for k in block) * period)
+        if max(ends) < best:
+            best, best_groups = max(ends), blocks
+    assert sorted(sorted(jobs[k].name for k in b) for b in best_groups) == [
+        ["a0", "b0"],
+        ["a1", "b1"],
+    ]
+    run = run_policy(jobs, "lp-groups", 2, 1, model, restart=False)
+    assert run.makespan == pytest.approx(best)
+    first = sorted(sorted(names) for names, _, _ in run.trace[0][1])
+    assert first == [["a0", "b0"], ["a1", "b1"]]
+    assert audit(run, jobs, 2) == []
+    # Muri's matching pairs them too; a policy that never groups cannot
+    assert run_policy(jobs, "srtf", 2, 1, model, restart=False).makespan > best
+
+
+def test_the_mix_bound_holds_for_every_policy_on_the_slice() -> None:
+    jobs = read_trace(SLICE)
+    for factors, restart in ((None, False), (MURI_GROUP_FACTORS, True)):
+        model = Interleave("muri", factors=factors)
+        bound = mix_bound(jobs, model, 64)
+        for policy in POLICIES:
+            run = run_policy(jobs, policy, interleave=model, restart=restart)
+            assert run.makespan >= bound * (1 - 1e-9), policy
+            assert audit(run, jobs, 64) == [], policy
+
+
+def test_lp_groups_on_the_slice_is_pinned() -> None:
+    jobs = read_trace(SLICE)
+    ideal = run_policy(jobs, "lp-groups", interleave=Interleave("muri"), restart=False)
+    muri = run_policy(jobs, "lp-groups")  # Muri's factors and restart overheads
+    assert (ideal.makespan, muri.makespan) == (
+        pytest.approx(926358.392, rel=1e-6),
+        pytest.approx(941581.664, rel=1e-6),
+    )
+    # beside Muri in the same executor: 996,049 s (muri-s) and 1,063,944 s
+    assert ideal.makespan < run_policy(jobs, "muri-s", interleave=Interleave("muri"),
+                                       restart=False).makespan  # fmt: skip
+
+
+def test_types_merge_to_the_limit_and_columns_enumerate_multisets() -> None:
+    jobs = [
+        PeerJob(f"j{k}", 1, 10 + k, Stages(0.1 * (k + 1), 0.5, 0.1), 1.0, 10.0) for k in range(6)
+    ]
+    assert len(set(job_types(jobs, most=3))) == 3
+    assert len(set(job_types(jobs))) == 6  # no model: one type per stage profile
+    mix = GroupMix(jobs[:3], Interleave("muri"))
+    # 3 types, multisets of size 1..4: 3 + 6 + 10 + 15
+    assert len(mix.columns) == 34
+
+
+def test_cli_runs_lp_groups_and_writes_its_co_location_table(tmp_path: Path) -> None:
+    out = tmp_path / "run.json"
+    args = ["simulate", str(SLICE), "--policy", "lp-groups", "--slowdown", "none",
+            "--no-restart", "-o", str(out)]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    shown = lines(result.stdout)
+    assert shown["makespan"].startswith("926,358 s (")
+    assert shown["audit"].startswith("valid")
+    rows = json.loads(out.read_text())["residences"]
+    assert {r["job"] for r in rows} == {f"job{k}" for k in range(40)}
+    assert all(len(r["partners"]) <= 3 for r in rows)
+    for a, b in itertools.combinations(rows[:50], 2):
+        overlap = a["start"] < b["end"] and b["start"] < a["end"]
+        if overlap and a["gpus"] == b["gpus"]:
+            assert a["job"] in b["partners"]
