@@ -606,6 +606,7 @@ class _JobLevel:
 
         from planner.cluster import tick_seconds
         from planner.disturbances import Failure
+        from planner.grouping import mix_bound
         from planner.interleave import binding, model_bound
         from planner.interrupt import Halt, run_interruptibly
         from planner.peers import (
@@ -660,6 +661,7 @@ class _JobLevel:
             run, _ = run_interruptibly(work, halt.set, name)
         work_items = [(j.gpus, j.iterations, j.stages) for j in jobs]
         bound = model_bound(work_items, nodes * gpus_per_node, model)
+        mix = mix_bound(jobs, model, nodes * gpus_per_node)
         factors = (
             "Muri's slowdown factors" if self.slowdown == "muri" else f"slowdown {self.slowdown}"
         )
@@ -673,12 +675,14 @@ class _JobLevel:
             ("noise", f"{noise}, seed {seed} (one factor per job)" if noise else "none"),
             ("failures", ", ".join(fail) if fail else "none"),
             ("bound", f"{bound['bound']:,.0f} s ({binding(bound)}, under {model.kind})"),
+            ("mix bound", f"{mix:,.0f} s (groups of one GPU count, regrouped at will)"),
         ]
         if run.finished:
             rows += [
                 (
                     "makespan",
-                    f"{run.makespan:,.0f} s ({run.makespan / bound['bound']:.3f} x bound)",
+                    f"{run.makespan:,.0f} s ({run.makespan / bound['bound']:.3f} x bound, "
+                    f"{run.makespan / mix:.3f} x mix bound)",
                 ),
                 ("mean JCT", f"{run.mean_jct:,.0f} s"),
                 ("p99 JCT", f"{run.p99_jct:,.0f} s"),
@@ -712,6 +716,7 @@ class _JobLevel:
                 "makespan": run.makespan,
                 "mean_jct": run.mean_jct if run.finish else None,
                 "bound": bound,
+                "mix_bound": mix,
                 "failures": list(fail),
                 "finish": run.finish,
                 "residences": run.residences(names),

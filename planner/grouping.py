@@ -54,6 +54,11 @@ if TYPE_CHECKING:
 MAX_TYPES = 10
 """The most job types per GPU count in the program (columns grow as types^4)."""
 
+RESOLVE = 0.01
+"""The program is solved again once the jobs at hand have changed by more than this
+share since it was last solved (and whenever a type runs out or appears, or GPUs
+fail or come back); in between its rates are rounded anew on the jobs at hand."""
+
 CRITICAL = 0.9
 """A job whose remaining time alone is at least this share of the program's makespan
 is critical: it is grouped first."""
@@ -154,6 +159,8 @@ class GroupMix:
             self.capacity.SetCoefficient(x, float(col.gpus))
         solver.Objective().SetCoefficient(self.makespan, 1.0)
         solver.Objective().SetMinimization()
+        self.counts = [0] * count
+        self.gpus_up = 0
 
     def solve(
         self, left: Sequence[float], jobs: Sequence[int], gpus: int
@@ -165,16 +172,25 @@ class GroupMix:
 
         if not any(v > 0 for v in left):
             return 0.0, np.zeros(len(self.columns))
+        # only what changed is set: GLOP then re-solves from its last basis
         for t, (need, n) in enumerate(zip(left, jobs, strict=True)):
             self.work[t].SetLb(float(need))
-            self.once[t].SetCoefficient(self.makespan, -float(n))
-        self.capacity.SetCoefficient(self.makespan, -float(gpus))
+            if self.counts[t] != n:
+                self.once[t].SetCoefficient(self.makespan, -float(n))
+                self.counts[t] = n
+        if self.gpus_up != gpus:
+            self.capacity.SetCoefficient(self.makespan, -float(gpus))
+            self.gpus_up = gpus
         status = self.solver.Solve()
         if status != pywraplp.Solver.OPTIMAL:
             raise InputError("the group-mix program has no solution (a bug)")  # pragma: no cover
-        c = self.makespan.solution_value()
-        rates = np.array([x.solution_value() for x in self.x]) / max(c, 1e-12)
-        return c, rates
+        from ortools.linear_solver import linear_solver_pb2
+
+        response = linear_solver_pb2.MPSolutionResponse()
+        self.solver.FillSolutionResponseProto(response)
+        values = np.array(response.variable_value)  # C, then the columns in order
+        c = float(values[0])
+        return c, values[1:] / max(c, 1e-12)
 
 
 def mix_bound(jobs: Sequence[PeerJob], model: Interleave, gpus: int) -> float:
@@ -201,7 +217,11 @@ class MixDispatch:
         self.mix = GroupMix(jobs, model)
         self.periods = periods
         self.solves = 0
-        """Programs solved (one per event with jobs waiting or running)."""
+        """Programs solved."""
+        self.last: tuple[float, np.ndarray] | None = None
+        self.present: tuple[bool, ...] = ()
+        self.gpus_up = 0
+        self.jobs_then = 0
 
     def schedule(self, runnable: Sequence[_Job], cluster: _Cluster) -> _Chosen:
         """Job index -> (its group, its period, the group's overhead, its GPU set)."""
@@ -217,8 +237,18 @@ class MixDispatch:
         for pool in pools:
             pool.sort(key=lambda s: -s.remaining * s.alone)
         cluster.empty()
-        makespan, rates = mix.solve(left, jobs, sum(cluster.free))
-        self.solves += 1
+        gpus = sum(cluster.free)
+        present = tuple(n > 0 for n in jobs)
+        if (
+            self.last is None
+            or present != self.present
+            or gpus != self.gpus_up
+            or abs(len(runnable) - self.jobs_then) > RESOLVE * self.jobs_then
+        ):
+            self.last = mix.solve(left, jobs, gpus)
+            self.solves += 1
+            self.present, self.gpus_up, self.jobs_then = present, gpus, len(runnable)
+        makespan, rates = self.last
         order = [int(c) for c in np.argsort(-rates, kind="stable") if rates[c] > 1e-9]
         used: set[int] = set()
         chosen: _Chosen = {}
@@ -261,6 +291,8 @@ class MixDispatch:
         waiting = [s for s in runnable if s.idx not in used]
         waiting.sort(key=lambda s: -s.remaining * s.alone)
         for s in waiting:
+            if not any(cluster.free):
+                break
             where = cluster.place(s.job.gpus)
             if where is not None:
                 self._run([s], where, chosen)
