@@ -143,8 +143,9 @@ def simulate_cmd(
         str | None,
         typer.Option(
             help="Run a job-level policy instead of a plan: the peers srtf, srsf, tiresias, "
-            "muri-s, muri-l, or ours, lp-groups (groups from a linear program re-solved at "
-            "every event), on a Muri trace (.csv) or a cluster-form instance (no SCHEDULE)."
+            "muri-s, muri-l, or ours: lp-groups (groups from a linear program re-solved at "
+            "every event, for the makespan) and srsf-pack (for the mean JCT), on a Muri "
+            "trace (.csv) or a cluster-form instance (no SCHEDULE)."
         ),
     ] = None,
     interleave: Annotated[

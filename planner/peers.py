@@ -65,7 +65,7 @@ if TYPE_CHECKING:
     from planner.model import Problem
     from planner.schedule import Schedule
 
-POLICIES = ("srtf", "srsf", "tiresias", "muri-s", "muri-l", "lp-groups")
+POLICIES = ("srtf", "srsf", "tiresias", "muri-s", "muri-l", "lp-groups", "srsf-pack")
 """The peer policies."""
 
 DEFAULT_OVERHEAD = 10.0
@@ -554,6 +554,8 @@ def run_policy(
         on nodes that cannot hold it (:func:`check_jobs`), or an outage of a node the
         cluster does not have or with its return before its failure.
     """
+    from planner.grouping import MixDispatch, SrsfPack
+
     if policy not in POLICIES and not (policy == "plan" and plan is not None):
         raise InputError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
     model = interleave or Interleave("muri", factors=MURI_GROUP_FACTORS)
@@ -571,11 +573,11 @@ def run_policy(
     periods = _Periods(model, jobs)
     grouping = _Grouping(periods, total) if muri else None
     queues = _Queues(total) if policy == "tiresias" else None
-    mix = None
+    mix: MixDispatch | SrsfPack | None = None
     if policy == "lp-groups":
-        from planner.grouping import MixDispatch
-
         mix = MixDispatch(jobs, model, periods)
+    elif policy == "srsf-pack":
+        mix = SrsfPack(model, periods)
     sets = _PlanSets(periods, nodes, gpus_per_node, plan, state) if plan is not None else None
     runnable: list[_Job] = []
     trace: list[tuple[float, list[tuple[tuple[str, ...], float, Where]]]] = []

@@ -118,3 +118,26 @@ def test_cli_runs_lp_groups_and_writes_its_co_location_table(tmp_path: Path) -> 
         overlap = a["start"] < b["end"] and b["start"] < a["end"]
         if overlap and a["gpus"] == b["gpus"]:
             assert a["job"] in b["partners"]
+
+
+def test_srsf_pack_groups_complementary_jobs_when_gpus_run_out() -> None:
+    # one GPU: the data-heavy job (smaller service) opens the set, the compute-heavy
+    # one joins it (its progress adds to the group's), and both end with the pair's period
+    a = PeerJob("a", 1, 100, DATA, DATA.total, 100 * DATA.total)
+    b = PeerJob("b", 1, 100, COMPUTE, COMPUTE.total + 0.2, 100 * (COMPUTE.total + 0.2))
+    model = Interleave("muri")
+    run = run_policy([a, b], "srsf-pack", 1, 1, model, restart=False)
+    pair = model.periods([DATA, COMPUTE])[0]
+    assert run.finish == {"a": pytest.approx(100 * pair), "b": pytest.approx(100 * pair)}
+    assert [sorted(names) for names, _, _ in run.trace[0][1]] == [["a", "b"]]
+    # exclusive SRSF runs them one after the other
+    srsf = run_policy([a, b], "srsf", 1, 1, model, restart=False)
+    assert srsf.finish["b"] == pytest.approx(100 * DATA.total + 100 * (COMPUTE.total + 0.2))
+
+
+def test_srsf_pack_is_deterministic_and_audited_on_the_testbed_slice() -> None:
+    jobs = read_trace(SLICE)
+    model = Interleave("muri")
+    runs = [run_policy(jobs, "srsf-pack", interleave=model, restart=False) for _ in range(2)]
+    assert runs[0].finish == runs[1].finish
+    assert audit(runs[0], jobs, 64) == []

@@ -164,7 +164,7 @@ def test_cli_policy_on_a_cluster_form_instance(tmp_path: Path) -> None:
     ("args", "message"),
     [
         (["--policy", "fifo"], "unknown policy 'fifo'; choose one of srtf, srsf, tiresias, muri-s, "
-         "muri-l, lp-groups"),
+         "muri-l, lp-groups, srsf-pack"),
         (["--policy", "srtf", "--online"], "--policy runs a peer scheduler job by job: "
          "--online does not apply"),
         (["--policy", "srtf", "--interleave", "lru"], "interleave 'lru' is not one of fluid, muri"),
