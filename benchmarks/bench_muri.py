@@ -12,11 +12,16 @@ the group-mix bound (:func:`planner.grouping.mix_bound`) of each setting. Writes
 table as Markdown with ``--markdown``.
 
     python benchmarks/bench_muri.py --benchmarks ../shared/benchmarks [--markdown out.md]
+
+With ``--ablation``, lp-groups on trace3' with one of its parts off at a time. With
+``--online``, Muri's 400-job testbed trace with its arrivals instead: every
+policy's makespan, mean and p99 JCT, and its JCTs over muri-s's in the same setting.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -54,7 +59,21 @@ def main() -> int:
         help="the model (under fluid there is no figure of Muri's to compare with)",
     )
     parser.add_argument("--data-slots", type=float, default=1.0, help="fluid: per GPU")
+    parser.add_argument(
+        "--online",
+        action="store_true",
+        help="run Muri's 400-job testbed trace with its arrivals instead, on the JCT",
+    )
+    parser.add_argument(
+        "--ablation",
+        action="store_true",
+        help="run lp-groups on trace3' with one of its parts turned off at a time",
+    )
     args = parser.parse_args()
+    if args.online:
+        return online(args)
+    if args.ablation:
+        return ablation(args)
     jobs = read_trace(args.benchmarks / "dl" / "muri_trace3_offline.csv")
     work = [(j.gpus, j.iterations, j.stages) for j in jobs]
     bound = model_bound(work, 64, Interleave(args.interleave, data_slots=args.data_slots))["bound"]
@@ -92,6 +111,76 @@ def main() -> int:
         f"\n\nbound under {args.interleave}: {bound:,.0f} s per resource; "
         f"group-mix bound {', '.join(mixes)}\n"
     )
+    if args.markdown is not None:
+        args.markdown.write_text(text)
+    print(text)
+    return 0
+
+
+def ablation(args: argparse.Namespace) -> int:
+    """lp-groups on trace3' with each part off once: grouping (one job per GPU set), groups
+    beyond pairs, the critical-job rule, and the re-solve interval (every event)."""
+    from planner import grouping
+
+    jobs = read_trace(args.benchmarks / "dl" / "muri_trace3_offline.csv")
+    variants = [
+        ("lp-groups", {}, 4),
+        ("no grouping (one job per GPU set)", {}, 1),
+        ("pairs at most", {}, 2),
+        ("no critical-job rule", {"CRITICAL": math.inf}, 4),
+        ("program solved at every event", {"RESOLVE": 0.0}, 4),
+    ]
+    rows = ["| variant | setting | makespan (s) | x Muri-L | run time (s) |", "|" + "---|" * 5]
+    for name, patch, most in variants:
+        saved = {k: getattr(grouping, k) for k in patch}
+        for k, v in patch.items():
+            setattr(grouping, k, v)
+        for setting in ("ideal", "muri"):
+            factors = MURI_GROUP_FACTORS if setting == "muri" else None
+            model = Interleave(args.interleave, data_slots=args.data_slots,
+                               max_colocated=most, factors=factors)  # fmt: skip
+            run = run_policy(jobs, "lp-groups", interleave=model, restart=setting == "muri")
+            rows.append(
+                f"| {name} | {setting} | {run.makespan:,.0f} | "
+                f"{run.makespan / PUBLISHED[('muri-l', setting)]:.3f} | {run.runtime:.1f} |"
+            )
+            print(rows[-1], flush=True)
+        for k, v in saved.items():
+            setattr(grouping, k, v)
+    text = "\n".join(rows) + "\n"
+    if args.markdown is not None:
+        args.markdown.write_text(text)
+    print(text)
+    return 0
+
+
+def online(args: argparse.Namespace) -> int:
+    """Every policy on the testbed trace (arrivals), both settings: makespan, mean and p99
+    JCT, and the mean and p99 JCT over muri-s's in the same setting."""
+    jobs = read_trace(args.benchmarks / "dl" / "muri_testbed_trace.csv")
+    header = (
+        "| policy | setting | makespan (s) | mean JCT (s) | p99 JCT (s) | mean JCT x muri-s "
+        "| p99 JCT x muri-s | run time (s) |"
+    )
+    rows = [header, "|" + "---|" * 8]
+    for setting in ("muri", "ideal"):
+        factors = MURI_GROUP_FACTORS if setting == "muri" else None
+        model = Interleave(args.interleave, data_slots=args.data_slots, factors=factors)
+        runs = {
+            p: run_policy(jobs, p, interleave=model, restart=setting == "muri")
+            for p in args.policy or POLICIES
+        }
+        ref = runs.get("muri-s") or run_policy(
+            jobs, "muri-s", interleave=model, restart=setting == "muri"
+        )
+        for policy, run in runs.items():
+            rows.append(
+                f"| {policy} | {setting} | {run.makespan:,.0f} | {run.mean_jct:,.0f} | "
+                f"{run.p99_jct:,.0f} | {run.mean_jct / ref.mean_jct:.3f} | "
+                f"{run.p99_jct / ref.p99_jct:.3f} | {run.runtime:.1f} |"
+            )
+            print(rows[-1], flush=True)
+    text = "\n".join(rows) + "\n"
     if args.markdown is not None:
         args.markdown.write_text(text)
     print(text)

@@ -212,6 +212,30 @@ def summary(
     return rows
 
 
+def _executed(instance: Path, problem: Problem, schedule: Schedule) -> tuple[str, str] | None:
+    """The ``executed`` line of a placed plan of a cluster-form instance: its makespan
+    when the job-level executor runs it under the instance's interleaving model (no
+    slowdown, no restart cost), beside the planned one (:func:`planner.peers.judge`);
+    ``None`` for another kind of instance."""
+    from planner.cluster import tick_seconds
+    from planner.disturbances import Disturbances, Simulation
+    from planner.peers import jobs_from_instance, judge
+
+    try:
+        model = jobs_from_instance(instance).interleave or "fluid"
+    except InputError:
+        return None
+    sim = Simulation(Disturbances.parse(slowdown="none"), interleave=model, restart=False)
+    executed = judge(instance, sim, plan=(problem, schedule))["makespan_mean"]
+    tick = tick_seconds(problem.time_unit) if problem.time_unit != "1" else 1.0
+    planned = schedule.makespan(problem) * tick
+    return (
+        "executed",
+        f"{executed:,.0f} s job by job under {model} (planned {planned:,.0f} s; "
+        "planner simulate INSTANCE PLAN --interleave MODEL for more)",
+    )
+
+
 def _bound_text(result: Result) -> str:
     """The best bound, and where it comes from when the core's and the solver's differ."""
     if result.lower_bound is None:
@@ -367,7 +391,11 @@ def solve(
             from solvers.exclusive import interleaving_gain
 
             gain = interleaving_gain(problem, result.objective)
-        show(summary(problem, result, gain))
+        rows = summary(problem, result, gain)
+        if result.schedule is not None and problem.jobs and problem.nodes:
+            executed = _executed(instance, problem, result.schedule)
+            rows += [executed] if executed is not None else []
+        show(rows)
         if result.schedule is None:
             raise typer.Exit(1)
         if output is not None:

@@ -226,7 +226,8 @@ def test_cli_executes_a_placed_plan_under_a_model(tmp_path: Path) -> None:
     inst, plan = tmp_path / "placed.json", tmp_path / "plan.json"
     args = ["import", "muri", str(SLICE), "--placement", "node", "-o", str(inst)]
     assert runner.invoke(app, args).exit_code == 0
-    assert runner.invoke(app, ["solve", str(inst), "-s", "sgs", "-o", str(plan)]).exit_code == 0
+    solved = runner.invoke(app, ["solve", str(inst), "-s", "sgs", "-o", str(plan)])
+    assert solved.exit_code == 0
     result = runner.invoke(
         app, ["simulate", str(inst), str(plan), "--interleave", "muri", "--slowdown", "none",
               "--no-restart"],
@@ -234,8 +235,16 @@ def test_cli_executes_a_placed_plan_under_a_model(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     info = lines(result.stdout)
     assert info["model"] == "muri (slowdown none, no restart overhead)"
-    assert info["makespan"].endswith("x bound)")
+    assert info["makespan"].endswith("x mix bound)")
     executed = float(info["makespan"].split()[0].replace(",", ""))
+    # solve prints the plan's execution under the instance's model (fluid by default)
+    fluid = runner.invoke(
+        app, ["simulate", str(inst), str(plan), "--interleave", "fluid", "--slowdown", "none",
+              "--no-restart"],
+    )  # fmt: skip
+    assert lines(solved.stdout)["executed"].startswith(
+        f"{lines(fluid.stdout)['makespan'].split()[0]} s job by job under fluid (planned "
+    )
     planned = float(info["plan"].split("(makespan ")[1].split()[0].replace(",", ""))
     assert info["optimism"] == f"{executed / planned:.3f} (executed / planned makespan)"
     bad = runner.invoke(app, ["simulate", str(inst), "--interleave", "muri"])
