@@ -552,12 +552,23 @@ def gantt_cmd(
 
     A schedule the validator rejects is not drawn (exit 1, its first violations
     printed) unless ``--force``. A run file of 'planner simulate -o' is drawn as the
-    realized run, planned starts marked (--by node: per node).
+    realized run, planned starts marked (--by node: per node). A job-level run
+    (simulate --policy, or a plan under --interleave) is drawn per GPU set, jobs that
+    share a set stacked (no --instance needed).
     """
+    from planner.colocation import job_level_run, save_colocation_chart
     from planner.gantt import FORMATS, check_view, save_gantt
 
     with guard():
         inputs = [schedule] if instance is None else [schedule, instance]
+        level = job_level_run(schedule)
+        if level is not None:
+            if by not in (None, "node"):
+                raise InputError(f"a job-level run is drawn by GPU set (--by node), not by {by}")
+            check_output(output, inputs=inputs, what="the chart file")
+            sets = save_colocation_chart(level, output)
+            typer.echo(f"chart written to {output} (job-level run, {sets} GPU sets)")
+            return
         check_output(output, inputs=inputs, suffixes=FORMATS, what="the chart file")
         if instance is None:
             named = load_schedule(schedule).meta.get("instance")

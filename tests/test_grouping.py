@@ -141,3 +141,22 @@ def test_srsf_pack_is_deterministic_and_audited_on_the_testbed_slice() -> None:
     runs = [run_policy(jobs, "srsf-pack", interleave=model, restart=False) for _ in range(2)]
     assert runs[0].finish == runs[1].finish
     assert audit(runs[0], jobs, 64) == []
+
+
+def test_gantt_draws_a_job_level_run_by_gpu_set(tmp_path: Path) -> None:
+    run, chart = tmp_path / "run.json", tmp_path / "sets.png"
+    args = ["simulate", str(SLICE), "--policy", "lp-groups", "-o", str(run)]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    sets = {r["gpus"] for r in json.loads(run.read_text())["residences"]}
+    result = CliRunner().invoke(app, ["gantt", str(run), "-o", str(chart)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == f"chart written to {chart} (job-level run, {len(sets)} GPU sets)\n"
+    assert chart.read_bytes()[:4] == b"\x89PNG"
+    bad = CliRunner().invoke(app, ["gantt", str(run), "--by", "job", "-o", str(chart)])
+    assert (bad.exit_code, bad.stderr) == (
+        2,
+        "error: a job-level run is drawn by GPU set (--by node), not by job\n",
+    )
+    html = CliRunner().invoke(app, ["gantt", str(run), "-o", str(tmp_path / "x.html")])
+    assert html.exit_code == 2
+    assert html.stderr.endswith("a job-level run is drawn as .png, .svg, .pdf, not '.html'\n")
