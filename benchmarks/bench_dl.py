@@ -23,8 +23,8 @@ from typing import Any
 
 import pandas as pd
 
-from planner.cluster import tick_seconds
 from planner.instance import problem_from_data
+from planner.times import tick_seconds
 from planner.workloads import import_muri
 from solvers import solve
 

@@ -31,9 +31,9 @@ from typing import Any
 from bench_dl import parse_spec
 
 from planner.bounds import energy_bound
-from planner.cluster import tick_seconds
 from planner.instance import problem_from_data
 from planner.model import Problem
+from planner.times import tick_seconds
 from planner.validate import validate
 from planner.workloads import import_muri
 from solvers import solve

@@ -217,9 +217,9 @@ def _executed(instance: Path, problem: Problem, schedule: Schedule) -> tuple[str
     when the job-level executor runs it under the instance's interleaving model (no
     slowdown, no restart cost), beside the planned one (:func:`planner.peers.judge`);
     ``None`` for another kind of instance."""
-    from planner.cluster import tick_seconds
     from planner.disturbances import Disturbances, Simulation
     from planner.peers import jobs_from_instance, judge
+    from planner.times import tick_seconds
 
     try:
         model = jobs_from_instance(instance).interleave or "fluid"
@@ -577,7 +577,8 @@ def gantt_cmd(
         problem = load_instance(instance, check=True)
         run = run_file(schedule)
         if run is not None:
-            from planner.simulate import replay_run, save_run_gantt
+            from planner.gantt import save_run_gantt
+            from planner.simulate import replay_run
 
             ex = replay_run(problem, run, str(schedule))
             save_run_gantt(ex, output, by=by, planned=problem)

@@ -27,6 +27,7 @@ from planner.cli import (
 )
 from planner.disturbances import MAX_RUNS, MAX_SEED, MAX_SIGMA, Disturbances, Noise
 from planner.errors import InputError
+from planner.gantt import save_run_gantt
 from planner.instance import load_instance
 from planner.model import Problem
 from planner.paths import check_distinct, check_output
@@ -36,7 +37,6 @@ from planner.simulate import (
     Study,
     draw_makespans,
     monte_carlo,
-    save_run_gantt,
     simulate,
     summarize,
 )
@@ -605,7 +605,6 @@ class _JobLevel:
         with ``fail``, nodes down as the failure specs say."""
         from tqdm import tqdm
 
-        from planner.cluster import tick_seconds
         from planner.disturbances import Failure
         from planner.grouping import mix_bound
         from planner.interleave import binding, model_bound
@@ -620,6 +619,7 @@ class _JobLevel:
             run_policy,
             with_noise,
         )
+        from planner.times import tick_seconds
 
         if policy is not None and policy not in POLICIES:
             raise InputError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")

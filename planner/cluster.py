@@ -41,7 +41,6 @@ choose its own (elastic training). Durations are rounded up to whole ticks of
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable
 from itertools import pairwise
 from typing import Annotated, Any, Literal, NoReturn
@@ -57,25 +56,14 @@ from planner.catalog import (
 )
 from planner.errors import InputError
 from planner.model import MAX_INT, Problem
+from planner.times import tick_seconds
 
 KINDS = ("gpu", "cpu", "mem", "io", "net", "gpu_mem")
-_UNITS = {"ms": 0.001, "s": 1.0, "min": 60.0, "h": 3600.0}
-_UNIT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|min|h)\s*$")
 
 PosInt = Annotated[int, Field(ge=1, le=MAX_INT, strict=True)]
 NonNegInt = Annotated[int, Field(ge=0, le=MAX_INT, strict=True)]
 Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Name = Annotated[str, Field(min_length=1)]
-
-
-def tick_seconds(time_unit: str) -> float:
-    """Seconds in one tick of ``time_unit`` (``'100ms'``, ``'1s'``, ``'5min'``, ``'1h'``)."""
-    m = _UNIT.match(time_unit)
-    if not m or not 0 < float(m.group(1)) < math.inf:
-        raise ValueError(
-            f"time_unit: {time_unit!r} is not a time unit like '100ms', '1s', '1min' or '1h'"
-        )
-    return float(m.group(1)) * _UNITS[m.group(2)]
 
 
 def _sizes(keys: Iterable[tuple[str | None, int | None, int]]) -> list[int]:
@@ -420,7 +408,7 @@ class _Compiler:
                 for j in self.inst.jobs
             ],
         }
-        from planner.instance import validated
+        from planner.model import validated
 
         return validated(Problem, data)
 

@@ -160,9 +160,9 @@ def _realize(
     """Fill in the realized figures of ``row``'s plan, or of its peer policy (``plan``
     ``None``, ``sim`` with an interleaving model), in ticks of the instance (status
     ``error`` if running it fails)."""
-    from planner.cluster import tick_seconds
     from planner.peers import judge
     from planner.simulate import rank_by_realized
+    from planner.times import tick_seconds
 
     try:
         if sim.interleave is None and plan is not None:

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
     from planner.model import Mode, Node, Problem
     from planner.schedule import Schedule
+    from planner.simulate import Execution
 
 TASK_ROWS_MAX = 60
 """Instances with at most this many tasks get one row per task; larger ones one row per job."""
@@ -653,3 +654,67 @@ def save_gantt(
         return
     fig = draw_gantt(new_figure(problem, schedule, by), problem, schedule, by)
     fig.savefig(path, format=suffix[1:], dpi=_DPI)
+
+
+def save_run_gantt(
+    execution: Execution, path: str | Path, by: str | None = None, planned: Problem | None = None
+) -> None:
+    """Gantt chart of the realized run (as :func:`save_gantt`), planned starts marked.
+
+    Rows per task or job (``by``: ``task``, ``job``; the default as for plans): each row
+    gets a black tick at the planned start of its first task. ``by="node"`` (with the
+    ``planned`` instance, placed): one row per node, its attempts stacked by share
+    (:meth:`Execution.node_view`), a tick at the planned start of every task on it.
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in FORMATS:
+        raise InputError(f"the chart file must end in {', '.join(FORMATS)}", str(path))
+    problem, schedule = execution.problem, execution.schedule
+    if by == "node":
+        if planned is None or not planned.nodes:
+            raise InputError("--by node draws runs of placed instances (with nodes) only")
+        problem, schedule = execution.node_view(planned)
+    elif by is not None:
+        check_view(by, problem)
+    rows, marks = _planned_marks(execution, problem, schedule, by)
+    if suffix == ".html":
+        import plotly.graph_objects as go
+
+        fig = plotly_gantt(problem, schedule, by=by)
+        mark = {"symbol": "line-ns-open", "size": 12, "color": "black", "line": {"width": 2}}
+        fig.add_trace(
+            go.Scatter(
+                x=[m[0] for m in marks],
+                y=[rows[m[1]] for m in marks],
+                mode="markers",
+                marker=mark,
+                name="planned start",
+                hovertemplate="planned start %{x}<extra></extra>",
+            ),
+            row=1,
+            col=1,
+        )
+        fig.write_html(str(path), include_plotlyjs=True, full_html=True)
+        return
+    fig = draw_gantt(new_figure(problem, schedule, by=by), problem, schedule, by=by)
+    fig.axes[0].scatter(
+        [m[0] for m in marks], [m[1] for m in marks], marker="|", color="black", s=40, zorder=3
+    )
+    fig.savefig(path, format=suffix[1:])
+
+
+def _planned_marks(
+    execution: Execution, problem: Problem, schedule: Schedule, by: str | None
+) -> tuple[list[str], list[tuple[int, int]]]:
+    """The chart's rows and a (planned start, row) mark per row, or per task on each node."""
+    layout = chart_layout(problem, schedule, by)
+    row_of = {row: k for k, row in enumerate(layout.rows)}
+    if by == "node":
+        marks = [(r.planned_start, row_of[n]) for r in execution.runs for n in r.nodes]
+        return layout.rows, marks
+    planned: dict[str, int] = {}
+    for r in execution.runs:
+        row = r.job if layout.by_job and r.job else r.task
+        planned[row] = min(planned.get(row, r.planned_start), r.planned_start)
+    return layout.rows, [(planned[row], k) for k, row in enumerate(layout.rows) if row in planned]

@@ -11,25 +11,18 @@ place and the cause.
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import yaml
-from pydantic import BaseModel, ValidationError
-from pydantic_core import ErrorDetails
 
 from planner.bounds import horizon
 from planner.checks import check_feasibility
 from planner.errors import InputError
-from planner.model import MAX_INT, Problem
+from planner.model import MAX_INT, Problem, validated
 
 NATIVE = (".json", ".yaml", ".yml")
 PSPLIB = (".sm", ".mm", ".rcp")
-M = TypeVar("M", bound=BaseModel)
-_FIELD_PATH = re.compile(r"[A-Za-z_][\w\[\].]*")
-SHOWN_ERRORS = 5
-"""How many of a file's validation errors a message lists, one per line."""
 
 
 def load_instance(path: str | Path, check: bool = False) -> Problem:
@@ -153,58 +146,6 @@ def check_horizon(problem: Problem, cluster: bool = False) -> None:
         f"{ticks} ticks, above the limit of 2**40 = {MAX_INT}; {advice}",
         place="time_unit" if cluster else None,
     )
-
-
-def validated(model: type[M], data: dict[str, Any]) -> M:
-    """Validate ``data`` as ``model``; its errors become one :class:`InputError`.
-
-    The message's first line is the first error (field path and cause) with the
-    count of errors; the next errors, up to :data:`SHOWN_ERRORS` in all, follow
-    one per line, then how many more there are.
-    """
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        raise _input_error(exc) from None
-
-
-def _input_error(exc: ValidationError) -> InputError:
-    """The first error on the first line; with more, the next ones below it, one per line."""
-    errors = [_describe(e) for e in exc.errors()]
-    place, msg = errors[0]
-    if len(errors) > 1:
-        msg += f" (1 of {len(errors)} errors)"
-        for where, what in errors[1:SHOWN_ERRORS]:
-            msg += f"\n  {where}: {what}" if where else f"\n  {what}"
-        if len(errors) > SHOWN_ERRORS:
-            msg += f"\n  (and {len(errors) - SHOWN_ERRORS} more)"
-    return InputError(msg, place=place or None)
-
-
-def _describe(error: ErrorDetails) -> tuple[str, str]:
-    """The field path and the cause of one validation error."""
-    place = _path(error["loc"])
-    msg = error["msg"].removeprefix("Value error, ")
-    if error["type"] == "missing":
-        msg = "missing required field"
-    elif error["type"] == "extra_forbidden":
-        msg = "unknown field"
-    elif error["type"] == "less_than_equal" and error.get("ctx", {}).get("le") == MAX_INT:
-        msg = f"{error['input']} is above the limit of 2**40 = {MAX_INT}"
-    head, sep, rest = msg.partition(": ")
-    if sep and _FIELD_PATH.fullmatch(head):
-        place, msg = (f"{place}.{head}" if place else head), rest
-    return place, msg
-
-
-def _path(loc: tuple[Any, ...]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else str(part)
-    return out
 
 
 def dump_problem(problem: Problem) -> dict[str, Any]:

@@ -125,7 +125,7 @@ def offered_capacity(resource: Resource, until: int) -> int:
 
 
 def _tick_seconds(time_unit: str) -> float | None:
-    from planner.cluster import tick_seconds
+    from planner.times import tick_seconds
 
     try:
         return tick_seconds(time_unit)

@@ -170,7 +170,8 @@ def jobs_from_instance(path: str | Path) -> Workload:
         For another kind of file, a problem-form instance, or nodes of several sizes.
     """
     from planner.cluster import ClusterInstance, _Compiler
-    from planner.instance import parse_native_text, read_text, validated
+    from planner.instance import parse_native_text, read_text
+    from planner.model import validated
 
     path = Path(path)
     if path.suffix.lower() == ".csv":
@@ -250,8 +251,8 @@ def outages_of(failures: Sequence[Failure], names: Sequence[str], time_unit: str
     InputError
         For a node that is not one of ``names``, or two overlapping outages of a node.
     """
-    from planner.cluster import tick_seconds
     from planner.disturbances import check_overlaps
+    from planner.times import tick_seconds
 
     check_overlaps(failures)
     index = {name: k for k, name in enumerate(names)}
@@ -319,7 +320,7 @@ def plan_of(
     InputError
         If a job has no task in the schedule, or the plan names no nodes (pooled).
     """
-    from planner.cluster import tick_seconds
+    from planner.times import tick_seconds
 
     if not problem.nodes:
         raise InputError("a pooled plan names no nodes: execute a placed plan (--placement node)")

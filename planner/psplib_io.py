@@ -14,8 +14,7 @@ from pathlib import Path
 import psplib
 
 from planner.errors import InputError
-from planner.instance import validated
-from planner.model import Problem
+from planner.model import Problem, validated
 
 _SEPARATOR = re.compile(r"^\s*[*\-=]+\s*$")
 _COLUMN_HEADER = re.compile(r"^\s*(jobnr\.|([RND]\s*\d+\s*)+$)")

@@ -1125,7 +1125,7 @@ class _Build:
         self.figures["arrived"] += len(a.jobs) or len(a.tasks)
 
     def instance(self) -> Problem:
-        from planner.instance import validated
+        from planner.model import validated
 
         kept = {t.name for t in self.out}
         precedences = [

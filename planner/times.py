@@ -21,6 +21,23 @@ MAX_TICKS = 10**12
 """The largest time accepted, in ticks (about 31,700 years of 1 s ticks)."""
 
 _DURATION = re.compile(r"^(\d+(?:\.\d*)?|\.\d+)(ms|s|min|h|d)$")
+_UNIT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|min|h)\s*$")
+
+
+def tick_seconds(time_unit: str) -> float:
+    """Seconds in one tick of ``time_unit`` (``'100ms'``, ``'1s'``, ``'5min'``, ``'1h'``).
+
+    Raises
+    ------
+    ValueError
+        If ``time_unit`` is not one (a validator's error: it names the field).
+    """
+    m = _UNIT.match(time_unit)
+    if not m or not 0 < float(m.group(1)) < math.inf:
+        raise ValueError(
+            f"time_unit: {time_unit!r} is not a time unit like '100ms', '1s', '1min' or '1h'"
+        )
+    return float(m.group(1)) * UNITS[m.group(2)]
 
 
 def parse_ticks(text: str, time_unit: str | None, what: str) -> int:
@@ -55,8 +72,6 @@ def parse_ticks(text: str, time_unit: str | None, what: str) -> int:
             raise InputError(
                 f"{what}: {text!r} has a unit but the instance's ticks have none: give whole ticks"
             )
-        from planner.cluster import tick_seconds
-
         seconds = float(m[1]) * UNITS[m[2]]
         ticks = math.ceil(seconds / tick_seconds(time_unit) - 1e-9)
     if ticks > MAX_TICKS:

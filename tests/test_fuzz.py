@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from planner.errors import InputError
-from planner.instance import SHOWN_ERRORS, load_instance
+from planner.instance import load_instance
+from planner.model import SHOWN_ERRORS
 from tests.conftest import INSTANCES, TWO_JOBS
 
 BASES = [TWO_JOBS, yaml.safe_load((INSTANCES / "interleave.yaml").read_text())]
