@@ -18,10 +18,10 @@ import time
 from pathlib import Path
 
 from planner.bounds import critical_path_bound
-from planner.instance import load_instance
-from planner.psplib_io import mpm_time
+from planner.io.instance import load_instance
+from planner.io.psplib_io import mpm_time
+from planner.solvers import solve
 from planner.validate import validate
-from solvers import solve
 
 
 def run_set(folder: Path, rule: str) -> dict[str, object]:

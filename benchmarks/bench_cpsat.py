@@ -38,9 +38,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from planner import Schedule, load_instance, validate  # noqa: E402
-from planner.cluster import ClusterInstance  # noqa: E402
+from planner.dl.cluster import ClusterInstance  # noqa: E402
 from planner.result import Progress  # noqa: E402
-from solvers import solve  # noqa: E402
+from planner.solvers import solve  # noqa: E402
 
 SETS = {
     # name: (folder, extension, reference CSV, instance column, best-known column)

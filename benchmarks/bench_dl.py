@@ -23,10 +23,10 @@ from typing import Any
 
 import pandas as pd
 
-from planner.instance import problem_from_data
+from planner.dl.workloads import import_muri
+from planner.io.instance import problem_from_data
+from planner.solvers import solve
 from planner.times import tick_seconds
-from planner.workloads import import_muri
-from solvers import solve
 
 MURI_S = 4_400_675
 """Muri-S's published makespan on this trace (seconds, with measured slowdowns)."""
@@ -93,9 +93,9 @@ def scale_run(jobs: int, spec: str) -> dict[str, Any]:
     code = f"""
 import json, resource, time
 t0 = time.perf_counter()
-from planner.instance import problem_from_data
-from planner.workloads import generate
-from solvers import solve
+from planner.io.instance import problem_from_data
+from planner.dl.workloads import generate
+from planner.solvers import solve
 problem = problem_from_data(generate({jobs}, seed=0))
 t1 = time.perf_counter()
 result = solve(problem, {name!r}, **json.loads({json.dumps(options)!r}))

@@ -30,10 +30,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from planner import load_instance  # noqa: E402
+from planner.io.psplib_io import mpm_time  # noqa: E402
 from planner.model import Mode as TaskMode  # noqa: E402
 from planner.model import Precedence, Problem, Resource, Segment, Task  # noqa: E402
-from planner.psplib_io import mpm_time  # noqa: E402
-from solvers import solve  # noqa: E402
+from planner.solvers import solve  # noqa: E402
 
 
 def _instances(bench: Path, which: str, limit: int | None) -> list[tuple[Path, int]]:

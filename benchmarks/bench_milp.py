@@ -22,12 +22,12 @@ from collections import defaultdict
 from datetime import date
 from pathlib import Path
 
-from planner.cluster import ClusterInstance
-from planner.instance import load_instance
+from planner.dl.cluster import ClusterInstance
+from planner.io.instance import load_instance
 from planner.model import Problem
+from planner.solvers import solve
+from planner.solvers.registry import SOLVERS
 from planner.validate import validate
-from solvers import solve
-from solvers.registry import SOLVERS
 
 FIELDS = ["set", "instance", "solver", "status", "objective", "bound", "runtime", "valid", "best"]
 

@@ -1,14 +1,14 @@
 """Muri reproduced: the peer policies in planner's executor on Muri's trace3'.
 
 Runs ``srtf``, ``srsf``, ``tiresias``, ``muri-s``, ``muri-l`` and ours, ``lp-groups``
-(:mod:`planner.peers`, :mod:`planner.grouping`), on
+(:mod:`planner.execution.peers`, :mod:`planner.execution.grouping`), on
 ``muri_trace3_offline.csv`` (992 jobs, all at 0, 8 nodes x 8 GPUs) under Muri's
 interleaving model, twice: with Muri's slowdown factors and restart overheads (the
 published setting), and ideal (factors 1, no restart overhead). Prints one row per
 run: our makespan and mean JCT, Muri's figure for the same setting, the difference,
 the ratio to Muri-S's and Muri-L's published makespans of the setting, the
 per-resource bound under the model and the run time (seconds); then the bounds, with
-the group-mix bound (:func:`planner.grouping.mix_bound`) of each setting. Writes the
+the group-mix bound (:func:`planner.execution.grouping.mix_bound`) of each setting. Writes the
 table as Markdown with ``--markdown``.
 
     python benchmarks/bench_muri.py --benchmarks ../shared/benchmarks [--markdown out.md]
@@ -25,9 +25,9 @@ import math
 import sys
 from pathlib import Path
 
-from planner.grouping import mix_bound
+from planner.execution.grouping import mix_bound
+from planner.execution.peers import POLICIES, read_trace, run_policy
 from planner.interleave import MURI_GROUP_FACTORS, Interleave, model_bound
-from planner.peers import POLICIES, read_trace, run_policy
 
 PUBLISHED = {
     ("srtf", "muri"): 7_261_796,
@@ -120,7 +120,7 @@ def main() -> int:
 def ablation(args: argparse.Namespace) -> int:
     """lp-groups on trace3' with each part off once: grouping (one job per GPU set), groups
     beyond pairs, the critical-job rule, and the re-solve interval (every event)."""
-    from planner import grouping
+    from planner.execution import grouping
 
     jobs = read_trace(args.benchmarks / "dl" / "muri_trace3_offline.csv")
     variants = [

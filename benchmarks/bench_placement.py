@@ -31,14 +31,14 @@ from typing import Any
 from bench_dl import parse_spec
 
 from planner.bounds import energy_bound
-from planner.instance import problem_from_data
+from planner.dl.workloads import import_muri
+from planner.io.instance import problem_from_data
 from planner.model import Problem
+from planner.solvers import solve
+from planner.solvers.kernels import load_kernels
+from planner.solvers.sgs import Decoder, priorities
 from planner.times import tick_seconds
 from planner.validate import validate
-from planner.workloads import import_muri
-from solvers import solve
-from solvers.kernels import load_kernels
-from solvers.sgs import Decoder, priorities
 
 FLUID = 3_207_558
 """Fluid lower bound of trace 3 (s): max over stages of GPUs x iterations x time / 64."""
@@ -128,10 +128,10 @@ SCALE = """
 import json, resource, sys, time
 t0 = time.perf_counter()
 from planner.bounds import energy_bound
-from planner.instance import problem_from_data
-from planner.workloads import generate
-from solvers import solve
-from solvers.kernels import load_kernels
+from planner.io.instance import problem_from_data
+from planner.dl.workloads import generate
+from planner.solvers import solve
+from planner.solvers.kernels import load_kernels
 load_kernels()
 problem = problem_from_data(generate({jobs}, seed={seed}, placement="node"))
 t1 = time.perf_counter()
@@ -164,7 +164,7 @@ def scale_run(jobs: int, seed: int, spec: str) -> dict[str, Any]:
 
 def scale_rows(jobs: int, seeds: list[int], spec: str) -> list[dict[str, Any]]:
     """One pass per seed; ``spec`` at 60 s and 120 s on the slowest seed."""
-    from planner.workloads import generate
+    from planner.dl.workloads import generate
 
     passes = []
     for seed in seeds:

@@ -5,7 +5,7 @@ optional ``initial_solution`` (whose makespan is then the horizon), searches and
 returns. Compositions with heuristics live in :mod:`solvers.portfolio`. Ctrl-C stops
 the search and keeps the best schedule found so far; so does the time limit.
 
-With ``stability`` and ``reference_starts`` (re-planning, :mod:`planner.replan`) the
+With ``stability`` and ``reference_starts`` (re-planning, :mod:`planner.execution.replan`) the
 search minimises the objective plus ``stability`` times the total shift of the
 reference tasks' starts. Its bound then bounds that sum, not the objective, so the
 result's bound is the core's; a hint no longer caps the horizon (a longer makespan
@@ -22,12 +22,12 @@ from typing import Any
 
 from ortools.sat.python import cp_model
 
-from models.cpsat_model import CpsatModel, Encoding, build_model, hint, scaled_bound
 from planner.bounds import horizon as trivial_horizon
 from planner.bounds import lower_bound as core_bound
 from planner.errors import InputError
 from planner.interrupt import run_interruptibly
 from planner.model import Problem
+from planner.models.cpsat_model import CpsatModel, Encoding, build_model, hint, scaled_bound
 from planner.result import Progress, Result, Status
 from planner.schedule import Schedule
 

@@ -47,7 +47,10 @@ from typing import Literal, get_args
 
 from ortools.sat.python import cp_model
 
-from models.placement import (
+from planner.arrays import FS
+from planner.bounds import earliest_starts, latest_starts
+from planner.model import Mode, Problem
+from planner.models.placement import (
     canonical_nodes,
     colocated_placements,
     identical_node_classes,
@@ -55,9 +58,6 @@ from models.placement import (
     node_segments,
     symmetry_task,
 )
-from planner.arrays import FS
-from planner.bounds import earliest_starts, latest_starts
-from planner.model import Mode, Problem
 from planner.schedule import Schedule
 
 Encoding = Literal["shared", "optional"]

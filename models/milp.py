@@ -25,7 +25,11 @@ from typing import Literal, get_args
 
 import pulp
 
-from models.milp_model import (
+from planner import bounds
+from planner.errors import InputError, PlannerError
+from planner.interrupt import run_interruptibly
+from planner.model import Problem
+from planner.models.milp_model import (
     MilpModel,
     Windows,
     build_model,
@@ -33,10 +37,6 @@ from models.milp_model import (
     job_completion_caps,
     start_windows,
 )
-from planner import bounds
-from planner.errors import InputError, PlannerError
-from planner.interrupt import run_interruptibly
-from planner.model import Problem
 from planner.result import Progress, Result, Status
 from planner.schedule import Schedule
 

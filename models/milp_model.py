@@ -38,7 +38,10 @@ import networkx as nx
 import numpy as np
 import pulp
 
-from models.placement import (
+from planner.arrays import FS
+from planner.bounds import earliest_starts, lower_bound
+from planner.model import Mode, Problem
+from planner.models.placement import (
     canonical_nodes,
     colocated_placements,
     identical_node_classes,
@@ -46,9 +49,6 @@ from models.placement import (
     node_segments,
     symmetry_task,
 )
-from planner.arrays import FS
-from planner.bounds import earliest_starts, lower_bound
-from planner.model import Mode, Problem
 from planner.schedule import Schedule
 
 BYTES_PER_VARIABLE = 1_200

@@ -1,14 +1,34 @@
 """planner: interleaved multi-resource planning of deep-learning training jobs.
 
-The core: the problem model, instance files, schedules and the independent
-validator, lower bounds. Solvers live in the ``solvers`` and ``models``
-packages and are reached through :func:`solvers.solve`.
+One import reaches the library: the problem model, instance files, schedules and
+the independent validator, bounds, the interleaving model (loaded with the
+package), and, loaded when first used, the solvers (``planner.solve``), the
+executor (``planner.simulate``, ``planner.monte_carlo``), re-planning
+(``planner.replan``), the job-level executor with its policies
+(``planner.run_policy``), workloads and comparisons. ``__all__`` lists what is
+public.
+
+The package is layered, each layer importing only those below it:
+
+- ``planner`` (this folder): the model and its evaluation;
+- ``planner.dl``: training workloads, the cluster form and its compiler;
+- ``planner.io``: instance files;
+- ``planner.execution``: replays, re-planning, the job-level executor;
+- ``planner.app``: the command line, comparisons and charts;
+
+and the engines ``planner.models`` (CP-SAT, MILP) and ``planner.solvers``
+(heuristics, the registry), kept in the repository's ``models/`` and
+``solvers/`` folders, which only the app layer and re-planning import (lazily).
 """
+
+from importlib import import_module
+from typing import Any
 
 from planner.bounds import critical_path_bound, energy_bound, lower_bound
 from planner.checks import check_feasibility
 from planner.errors import InfeasibleError, InputError, PlannerError
-from planner.instance import load_instance, save_instance
+from planner.interleave import Interleave, Stages
+from planner.io.instance import load_instance, save_instance
 from planner.model import (
     CapacityWindow,
     Job,
@@ -25,6 +45,42 @@ from planner.schedule import Schedule, load_schedule
 from planner.validate import Report, Violation, validate
 
 __version__ = "0.1.0"
+
+_LAZY = {
+    "solve": "planner.solvers",
+    "SOLVERS": "planner.solvers",
+    "SolverError": "planner.solvers",
+    "simulate": "planner.execution.simulate",
+    "monte_carlo": "planner.execution.simulate",
+    "Execution": "planner.execution.simulate",
+    "Disturbances": "planner.execution.disturbances",
+    "Failure": "planner.execution.disturbances",
+    "Noise": "planner.execution.disturbances",
+    "Slowdown": "planner.execution.disturbances",
+    "replan": "planner.execution.replan",
+    "parse_event": "planner.execution.replan",
+    "state_from_schedule": "planner.execution.replan",
+    "run_policy": "planner.execution.peers",
+    "read_trace": "planner.execution.peers",
+    "PeerJob": "planner.execution.peers",
+    "ClusterInstance": "planner.dl.cluster",
+    "generate": "planner.dl.workloads",
+    "run_study": "planner.app.compare",
+}
+"""Public names loaded on first use: their modules pull in solvers and heavy libraries."""
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'planner' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "CapacityWindow",
@@ -54,4 +110,7 @@ __all__ = [
     "lower_bound",
     "save_instance",
     "validate",
+    "Interleave",
+    "Stages",
+    *_LAZY,
 ]

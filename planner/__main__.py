@@ -1,5 +1,5 @@
 """``python -m planner`` runs the command line."""
 
-from planner.cli import app
+from planner.app.cli import app
 
 app(prog_name="planner")

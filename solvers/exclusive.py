@@ -26,7 +26,7 @@ import numpy as np
 
 from planner.model import Problem
 from planner.result import Progress, Result, Status
-from solvers.sgs import serial_sgs
+from planner.solvers.sgs import serial_sgs
 
 POLICIES = ("fifo", "srtf", "srsf")
 
@@ -127,7 +127,7 @@ def solve_srsf(problem: Problem, *, progress: Callable[[Progress], None] | None 
 
 def best_exclusive(problem: Problem) -> Result:
     """The best of the exclusive baselines (smallest objective), validated."""
-    from solvers.registry import solve
+    from planner.solvers.registry import solve
 
     results = [solve(problem, f"exclusive-{p}") for p in POLICIES]
     found = [r for r in results if r.objective is not None]

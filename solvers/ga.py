@@ -34,7 +34,7 @@ from planner.interrupt import Halt, run_interruptibly
 from planner.model import Problem
 from planner.result import Progress, Result
 from planner.schedule import Schedule
-from solvers.encoding import (
+from planner.solvers.encoding import (
     EDGE_TASK,
     MODE_DURATION,
     SEG_DEMAND,
@@ -43,9 +43,9 @@ from solvers.encoding import (
     Data,
     schedule_lists,
 )
-from solvers.search import DEFAULT_SCHEDULES, Search
-from solvers.sgs import priorities
-from solvers.sgs_numba import evaluate
+from planner.solvers.search import DEFAULT_SCHEDULES, Search
+from planner.solvers.sgs import priorities
+from planner.solvers.sgs_numba import evaluate
 
 STALL = 25
 """Generations without improvement after which the population is drawn anew."""

@@ -44,7 +44,7 @@ def _tiny() -> Problem:
 
 def _cached() -> bool:
     """Whether the disk cache holds every entry point for this source (best effort)."""
-    from solvers import ga, pso, sgs_numba
+    from planner.solvers import ga, pso, sgs_numba
 
     entries = (
         sgs_numba.serial_pass,
@@ -80,9 +80,9 @@ def load_kernels(progress: Callable[[Progress], None] | None = None) -> None:
                 progress(Progress(0.0, message=COMPILING))
             else:
                 log.warning(COMPILING)
-        from solvers.ga import solve_ga
-        from solvers.pso import solve_pso
-        from solvers.sgs import solve_sgs
+        from planner.solvers.ga import solve_ga
+        from planner.solvers.pso import solve_pso
+        from planner.solvers.sgs import solve_sgs
 
         problem = _tiny()
         for scheme in ("serial", "parallel"):

@@ -18,14 +18,14 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from models.cpsat import DEFAULT_WORKERS, SMALL, solve_cpsat
-from models.cpsat_model import Encoding
 from planner.bounds import lower_bound
 from planner.model import Problem
+from planner.models.cpsat import DEFAULT_WORKERS, SMALL, solve_cpsat
+from planner.models.cpsat_model import Encoding
 from planner.result import Progress, Result, Status
 from planner.schedule import Schedule
-from solvers.ga import solve_ga
-from solvers.sgs import parallel_sgs, priorities, serial_sgs
+from planner.solvers.ga import solve_ga
+from planner.solvers.sgs import parallel_sgs, priorities, serial_sgs
 
 HINT_RULES = ("lft", "lst", "mts")
 """Priority rules of the SGS passes whose best schedule is the first hint."""

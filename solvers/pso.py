@@ -23,10 +23,10 @@ from planner.errors import InputError
 from planner.model import Problem
 from planner.result import Progress, Result
 from planner.schedule import Schedule
-from solvers.encoding import Data, schedule_lists
-from solvers.search import Search
-from solvers.sgs import priorities
-from solvers.sgs_numba import evaluate, keys_to_order
+from planner.solvers.encoding import Data, schedule_lists
+from planner.solvers.search import Search
+from planner.solvers.sgs import priorities
+from planner.solvers.sgs_numba import evaluate, keys_to_order
 
 STALL = 25
 """Iterations without improvement after which the particles are scattered anew (on J120

@@ -13,19 +13,19 @@ from planner.checks import check_feasibility
 from planner.errors import InputError, PlannerError
 from planner.model import Problem
 from planner.result import Result, Status
+from planner.solvers.options import Option, check_options, solver_options
 from planner.validate import validate
-from solvers.options import Option, check_options, solver_options
 
 SOLVERS: dict[str, str] = {
-    "portfolio": "solvers.portfolio:solve_portfolio",
-    "cpsat": "models.cpsat:solve_cpsat",
-    "milp": "solvers.warm_milp:solve_warm_milp",
-    "ga": "solvers.ga:solve_ga",
-    "pso": "solvers.pso:solve_pso",
-    "sgs": "solvers.sgs:solve_sgs",
-    "exclusive-fifo": "solvers.exclusive:solve_fifo",
-    "exclusive-srtf": "solvers.exclusive:solve_srtf",
-    "exclusive-srsf": "solvers.exclusive:solve_srsf",
+    "portfolio": "planner.solvers.portfolio:solve_portfolio",
+    "cpsat": "planner.models.cpsat:solve_cpsat",
+    "milp": "planner.solvers.warm_milp:solve_warm_milp",
+    "ga": "planner.solvers.ga:solve_ga",
+    "pso": "planner.solvers.pso:solve_pso",
+    "sgs": "planner.solvers.sgs:solve_sgs",
+    "exclusive-fifo": "planner.solvers.exclusive:solve_fifo",
+    "exclusive-srtf": "planner.solvers.exclusive:solve_srtf",
+    "exclusive-srsf": "planner.solvers.exclusive:solve_srsf",
 }
 """Solver name -> ``module:function``: a function of a Problem and typed keyword options
 returning a Result."""
@@ -111,7 +111,7 @@ def solve(problem: Problem, solver: str = DEFAULT_SOLVER, **options: Any) -> Res
                 f"initial_solution: not a valid schedule of the problem: {report.violations[0]}"
             )
     if solver not in KERNEL_FREE:
-        from solvers.kernels import load_kernels
+        from planner.solvers.kernels import load_kernels
 
         load_kernels(options.get("progress"))
     t0 = time.perf_counter()

@@ -28,8 +28,8 @@ from planner.errors import InputError
 from planner.interrupt import Halt, run_interruptibly
 from planner.model import Problem
 from planner.result import Progress, Result, Status
-from solvers.encoding import to_schedule
-from solvers.sgs import Decoder
+from planner.solvers.encoding import to_schedule
+from planner.solvers.sgs import Decoder
 
 log = logging.getLogger(__name__)
 

@@ -24,8 +24,8 @@ from planner.errors import InputError
 from planner.model import Problem
 from planner.result import Progress, Result, Status
 from planner.schedule import Schedule
-from solvers import sgs_numba as k
-from solvers.encoding import Data, compile_problem, failure_reason, to_schedule
+from planner.solvers import sgs_numba as k
+from planner.solvers.encoding import Data, compile_problem, failure_reason, to_schedule
 
 Rule = Literal["lft", "lst", "mts", "spt", "lpt", "est", "grpw", "mslk", "grw"]
 RULES: tuple[str, ...] = get_args(Rule)

@@ -25,7 +25,7 @@ from numba import njit
 
 from planner.arrays import FAIL_DEADLINE, FAIL_MODE, FS, OK
 from planner.errors import PlannerError
-from solvers.encoding import (
+from planner.solvers.encoding import (
     EDGE_KIND,
     EDGE_LAG,
     EDGE_TASK,

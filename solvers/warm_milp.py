@@ -15,7 +15,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from models.milp import (
+from planner.model import Problem
+from planner.models.milp import (
     DEFAULT_BACKEND,
     MAX_MEMORY_GB,
     MAX_VARIABLES,
@@ -25,10 +26,9 @@ from models.milp import (
     milp_windows,
     solve_milp,
 )
-from planner.model import Problem
 from planner.result import Progress, Result
 from planner.schedule import Schedule
-from solvers.sgs import RULES, priorities, serial_sgs
+from planner.solvers.sgs import RULES, priorities, serial_sgs
 
 SAMPLES_PER_TASK = 10
 MAX_SAMPLES = 300

@@ -63,7 +63,7 @@ def kernels() -> None:
 
     No test then pays for compiling inside a solver's time limit, whichever runs first.
     """
-    from solvers.kernels import load_kernels
+    from planner.solvers.kernels import load_kernels
 
     load_kernels()
 

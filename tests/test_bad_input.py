@@ -12,7 +12,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from planner.cli import app
+from planner.app.cli import app
 from tests.conftest import INSTANCES, TWO_JOBS
 
 SM = (INSTANCES / "psplib" / "j301_1.sm").read_text()

@@ -14,9 +14,9 @@ from planner.bounds import (
     latest_starts,
     lower_bound,
 )
-from planner.instance import load_instance
+from planner.io.instance import load_instance
+from planner.io.psplib_io import mpm_time
 from planner.model import Problem
-from planner.psplib_io import mpm_time
 from tests.conftest import INSTANCES
 
 PSPLIB = sorted((INSTANCES / "psplib").glob("*.sm"))

@@ -13,8 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from planner import __version__
-from planner.cli import app
-from planner.instance import load_instance
+from planner.app.cli import app
+from planner.io.instance import load_instance
 from tests.conftest import INSTANCES, ROOT, lines
 
 J301 = str(INSTANCES / "psplib" / "j301_1.sm")

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from planner.cli import app
-from planner.instance import load_instance
+from planner.app.cli import app
+from planner.io.instance import load_instance
 from planner.metrics import schedule_metrics
 from planner.schedule import load_schedule
 from planner.validate import validate

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from planner.catalog import GAVEL_FAMILY, models, speed_factor, stage_profiles
+from planner.dl.catalog import GAVEL_FAMILY, models, speed_factor, stage_profiles
 from planner.errors import InputError
-from planner.instance import problem_from_data
+from planner.io.instance import problem_from_data
 from planner.model import Problem
 
 

@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from planner.bounds import lower_bound
-from planner.cli import app
-from planner.compare import (
+from planner.app.cli import app
+from planner.app.compare import (
     COLUMNS,
     REALIZED,
     load_table,
@@ -24,15 +23,16 @@ from planner.compare import (
     summarize,
     summarize_realized,
 )
-from planner.disturbances import parse_simulation
+from planner.bounds import lower_bound
 from planner.errors import InputError
-from planner.instance import load_instance
+from planner.execution.disturbances import parse_simulation
+from planner.execution.simulate import rank_by_realized
+from planner.io.instance import load_instance
 from planner.model import Problem
 from planner.result import Result, Status
 from planner.schedule import Schedule
-from planner.simulate import rank_by_realized
+from planner.solvers import SOLVERS, solve
 from planner.validate import validate
-from solvers import SOLVERS, solve
 from tests.conftest import INSTANCES
 
 DATA = Path(__file__).parent / "data"
@@ -54,7 +54,7 @@ runner = CliRunner()
     ],
 )
 def test_reference_files(file: str, expected: dict[str, int]) -> None:
-    from planner.reference import load_reference
+    from planner.io.reference import load_reference
 
     values = load_reference(DATA / file)
     for name, value in expected.items():
@@ -72,7 +72,7 @@ def test_reference_files(file: str, expected: dict[str, int]) -> None:
     ],
 )
 def test_bad_reference_files(tmp_path: Path, text: str, message: str) -> None:
-    from planner.reference import load_reference
+    from planner.io.reference import load_reference
 
     path = tmp_path / "j30ref.csv"
     path.write_text(text)
@@ -81,7 +81,7 @@ def test_bad_reference_files(tmp_path: Path, text: str, message: str) -> None:
 
 
 def opt_reference() -> dict[str, float]:
-    from planner.reference import load_reference
+    from planner.io.reference import load_reference
 
     return load_reference(DATA / "j30opt_excerpt.sm")
 
@@ -274,7 +274,9 @@ def test_an_interrupted_run_is_not_recorded_and_stops_the_study(
         run_study([J301, J3013], ["sgs", "stopped"], out, progress=False)
     # j301_1 with sgs finished; Ctrl-C stopped j301_1 with "stopped"; nothing ran after it.
     assert [(r["instance"], r["solver"]) for r in read_results(out)] == [("j301_1", "sgs")]
-    monkeypatch.setitem(SOLVERS, "stopped", "solvers.sgs:solve_sgs")  # it now runs to its end
+    monkeypatch.setitem(
+        SOLVERS, "stopped", "planner.solvers.sgs:solve_sgs"
+    )  # it now runs to its end
     rerun: list[tuple[str, str]] = []
     table = run_study(
         [J301, J3013],
@@ -445,7 +447,7 @@ def test_cli_compare_bad_input_is_one_line(tmp_path: Path, args: list[str]) -> N
 def test_stopping_a_study_stops_its_worker_processes() -> None:
     from multiprocessing import active_children
 
-    from planner.compare import execute
+    from planner.app.compare import execute
 
     before = set(active_children())
     runs = plan_runs([J301, J3013], ["sgs"], 3)
@@ -479,7 +481,7 @@ SIMULATION = "noise=lognormal:0.1,slowdown=muri,runs=2"
 @pytest.fixture(scope="module")
 def placed_batch(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Six generated jobs placed on two nodes of four GPUs."""
-    from planner.workloads import generate
+    from planner.dl.workloads import generate
 
     out = tmp_path_factory.mktemp("batch") / "batch.json"
     out.write_text(json.dumps(generate(6, seed=1, nodes=2, gpus_per_node=4, placement="node")))
@@ -621,7 +623,7 @@ def test_failures_of_a_pooled_instance_are_refused(tmp_path: Path) -> None:
 def test_peer_policies_join_a_study_under_an_interleaving_model(
     tmp_path: Path, placed_batch: Path
 ) -> None:
-    from planner.peers import jobs_from_instance, model_of, plan_of, run_policy
+    from planner.execution.peers import jobs_from_instance, model_of, plan_of, run_policy
 
     spec = "interleave=muri,slowdown=none,restart=no"
     out = tmp_path / "r.csv"
@@ -637,7 +639,7 @@ def test_peer_policies_join_a_study_under_an_interleaving_model(
         assert rows[policy].status == "policy"
         assert rows[policy].realized_makespan_mean == pytest.approx(run.makespan / tick)
     problem = load_instance(placed_batch)
-    from solvers import solve
+    from planner.solvers import solve
 
     plan = solve(problem, "sgs").schedule
     jobs, placed = plan_of(problem, plan, workload.jobs)

@@ -7,21 +7,21 @@ import time
 import pytest
 
 import planner
-from planner.disturbances import MURI_FACTORS, Disturbances, Failure, Slowdown
 from planner.errors import InputError
-from planner.instance import load_instance
-from planner.replan import parse_event, replan
-from planner.simulate import Study, monte_carlo, rank_by_realized, simulate
+from planner.execution.disturbances import MURI_FACTORS, Disturbances, Failure, Slowdown
+from planner.execution.replan import parse_event, replan
+from planner.execution.simulate import Study, monte_carlo, rank_by_realized, simulate
+from planner.io.instance import load_instance
+from planner.solvers import solve
 from planner.validate import validate
-from solvers import solve
 from tests.conftest import INSTANCES
 
 
 @pytest.fixture(scope="module")
 def placed() -> tuple[planner.Problem, planner.Schedule]:
     """The shipped Muri trace placed on nodes (problem form), and its sgs plan."""
-    from planner.instance import problem_from_data
-    from planner.workloads import import_muri
+    from planner.dl.workloads import import_muri
+    from planner.io.instance import problem_from_data
 
     problem = problem_from_data(import_muri(INSTANCES / "muri_trace.csv", placement="node"))
     result = solve(problem, "sgs")

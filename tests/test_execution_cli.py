@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from planner.cli import app
-from planner.instance import load_instance
-from planner.replan import state_from_run
+from planner.app.cli import app
+from planner.execution.replan import state_from_run
+from planner.io.instance import load_instance
 from planner.schedule import load_schedule
 from tests.conftest import INSTANCES, ROOT, lines
 

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from planner.errors import InputError
-from planner.instance import load_instance
+from planner.io.instance import load_instance
 from planner.model import SHOWN_ERRORS
 from tests.conftest import INSTANCES, TWO_JOBS
 

@@ -17,10 +17,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from planner.cli import app
-from planner.cluster import ClusterInstance
-from planner.errors import InputError
-from planner.gantt import (
+from planner.app.cli import app
+from planner.app.gantt import (
     Bar,
     chart_layout,
     draw_gantt,
@@ -31,11 +29,13 @@ from planner.gantt import (
     resource_profiles,
     save_gantt,
 )
-from planner.instance import load_instance, save_instance
+from planner.dl.cluster import ClusterInstance
+from planner.errors import InputError
+from planner.io.instance import load_instance, save_instance
 from planner.model import Problem
 from planner.schedule import Schedule, load_schedule
+from planner.solvers import solve
 from planner.validate import validate
-from solvers import solve
 from tests.conftest import INSTANCES
 
 J301 = INSTANCES / "psplib" / "j301_1.sm"

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from planner.cli import app
-from planner.grouping import GroupMix, job_types, mix_bound
+from planner.app.cli import app
+from planner.execution.grouping import GroupMix, job_types, mix_bound
+from planner.execution.peers import POLICIES, PeerJob, audit, read_trace, run_policy
 from planner.interleave import MURI_GROUP_FACTORS, Interleave, Stages
-from planner.peers import POLICIES, PeerJob, audit, read_trace, run_policy
 from tests.conftest import INSTANCES, lines
 
 SLICE = INSTANCES / "muri_trace3_40.csv"

@@ -11,8 +11,8 @@ import yaml
 
 from planner.bounds import horizon
 from planner.errors import InputError
-from planner.instance import load_instance, save_instance
-from planner.schema import instance_schema, schema_text, shipped_schema
+from planner.io.instance import load_instance, save_instance
+from planner.io.schema import instance_schema, schema_text, shipped_schema
 from tests.conftest import INSTANCES
 
 ALL_INSTANCES = [

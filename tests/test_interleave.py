@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from planner.cli import app
+from planner.app.cli import app
 from planner.errors import InputError
+from planner.execution.peers import PeerJob, jobs_from_instance, read_trace, run_policy
 from planner.interleave import (
     MURI_GROUP_FACTORS,
     Interleave,
@@ -18,7 +19,6 @@ from planner.interleave import (
     model_bound,
     muri_period,
 )
-from planner.peers import PeerJob, jobs_from_instance, read_trace, run_policy
 from tests.conftest import INSTANCES, lines
 
 RESNET18 = Stages(data=0.723, gpu=0.113, sync=0.073)  # 4 GPUs, Muri's profile (s)
@@ -278,7 +278,7 @@ def test_the_instance_names_its_model_and_the_option_overrides_it(tmp_path: Path
 def test_the_audit_passes_every_run_and_catches_a_wrong_one() -> None:
     from dataclasses import replace
 
-    from planner.peers import audit, where_label
+    from planner.execution.peers import audit, where_label
 
     jobs = read_trace(SLICE)
     for policy in ("srtf", "tiresias", "muri-s", "muri-l"):
@@ -309,8 +309,8 @@ def test_policies_refuse_what_is_not_a_training_workload() -> None:
 
 
 def test_noise_scales_each_job_by_one_seeded_factor() -> None:
-    from planner.disturbances import Noise
-    from planner.peers import with_noise
+    from planner.execution.disturbances import Noise
+    from planner.execution.peers import with_noise
 
     jobs = read_trace(SLICE)
     noisy = with_noise(jobs, Noise("uniform", 0.3), seed=4)
@@ -351,7 +351,7 @@ def test_a_failure_stops_the_jobs_of_its_node_and_srtf_moves_them(
     assert run.finish == {"j": pytest.approx(finish)}
     rows = run.residences(("node1", "node2"))
     assert [(r["gpus"], r["start"]) for r in rows] == stays
-    from planner.peers import audit
+    from planner.execution.peers import audit
 
     assert audit(run, jobs, nodes * 8) == []
 
@@ -378,7 +378,7 @@ def test_a_plan_waits_for_its_node_and_names_its_gpus() -> None:
 def test_the_audit_refuses_a_group_on_a_node_down() -> None:
     from dataclasses import replace
 
-    from planner.peers import audit
+    from planner.execution.peers import audit
 
     jobs = [PeerJob("j", 8, 1000, ONE, 1.0, 1000.0)]
     run = run_policy(jobs, "srtf", 1, 8, Interleave("fluid"), restart=False)

@@ -10,12 +10,12 @@ import time
 import numpy as np
 import pytest
 
-from planner.instance import load_instance
 from planner.interrupt import Halt, run_interruptibly
+from planner.io.instance import load_instance
 from planner.result import Status
-from solvers import solve
-from solvers.ga import initial
-from solvers.search import Search
+from planner.solvers import solve
+from planner.solvers.ga import initial
+from planner.solvers.search import Search
 from tests.conftest import INSTANCES
 
 

@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 
 from planner import Problem, validate
-from planner.disturbances import MURI_FACTORS, Disturbances, Slowdown
 from planner.errors import InputError
-from planner.instance import problem_from_data
-from planner.replan import parse_event, replan
+from planner.execution.disturbances import MURI_FACTORS, Disturbances, Slowdown
+from planner.execution.replan import parse_event, replan
+from planner.execution.simulate import simulate
+from planner.io.instance import problem_from_data
 from planner.schedule import Schedule
-from planner.simulate import simulate
-from solvers import solve
+from planner.solvers import solve
 
 SOLVERS: list[tuple[str, dict[str, Any]]] = [
     ("sgs", {}),
@@ -211,7 +211,7 @@ def test_a_migrating_plan_replays_valid() -> None:
 
 
 def test_the_problem_form_keeps_kept_nodes_and_restart_costs(tmp_path) -> None:
-    from planner.instance import load_instance, save_instance
+    from planner.io.instance import load_instance, save_instance
 
     p = problem_from_data(cluster(True))
     path = tmp_path / "migration.json"

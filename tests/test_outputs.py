@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from planner.cli import app
+from planner.app.cli import app
 from planner.errors import InputError
-from planner.instance import load_instance, save_instance
-from planner.paths import check_output
+from planner.io.instance import load_instance, save_instance
+from planner.io.paths import check_output
 from tests.conftest import INSTANCES, ROOT
 
 runner = CliRunner()

@@ -10,12 +10,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from planner.cli import app
-from planner.disturbances import Disturbances
+from planner.app.cli import app
 from planner.errors import InputError
-from planner.instance import save_instance
-from planner.model import Problem
-from planner.replan import (
+from planner.execution.disturbances import Disturbances
+from planner.execution.replan import (
     Arrival,
     Overrun,
     parse_event,
@@ -24,10 +22,12 @@ from planner.replan import (
     simulate_online,
     state_from_run,
 )
+from planner.execution.simulate import simulate
+from planner.io.instance import save_instance
+from planner.model import Problem
 from planner.schedule import Schedule
-from planner.simulate import simulate
+from planner.solvers import solve
 from planner.validate import validate
-from solvers import solve
 
 runner = CliRunner()
 

@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from planner.cli import app
-from planner.disturbances import (
+from planner.app.cli import app
+from planner.errors import InputError
+from planner.execution.disturbances import (
     MURI_FACTORS,
     Disturbances,
     Failure,
@@ -23,17 +24,16 @@ from planner.disturbances import (
     Slowdown,
     parse_simulation,
 )
-from planner.errors import InputError
-from planner.instance import problem_from_data
-from planner.model import Problem
-from planner.schedule import Schedule
-from planner.simulate import (
+from planner.execution.simulate import (
     Execution,
     distribution,
     monte_carlo,
     rank_by_realized,
     simulate,
 )
+from planner.io.instance import problem_from_data
+from planner.model import Problem
+from planner.schedule import Schedule
 from planner.validate import validate
 from tests.conftest import ROOT, lines
 
@@ -288,7 +288,7 @@ def test_placement_keys_of_problem_form_files_are_nodes() -> None:
 
 
 def test_a_pooled_plan_replays_as_one_node() -> None:
-    from solvers import solve
+    from planner.solvers import solve
 
     problem = problem_from_data(
         {

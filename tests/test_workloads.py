@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from planner.cli import app
+from planner.app.cli import app
+from planner.dl.workloads import generate, import_muri
 from planner.errors import InputError
-from planner.instance import load_instance, problem_from_data
+from planner.io.instance import load_instance, problem_from_data
 from planner.metrics import schedule_metrics
 from planner.model import Problem
 from planner.schedule import Schedule
-from planner.workloads import generate, import_muri
 from tests.conftest import ROOT
 
 TRACE = ROOT / "tests" / "data" / "muri_small.csv"

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from models.cpsat import solve_cpsat
 from planner import Problem, Progress, Status, load_instance, validate
+from planner.models.cpsat import solve_cpsat
 from planner.result import Result
-from solvers import solve
-from solvers.sgs import priorities, serial_sgs
+from planner.solvers import solve
+from planner.solvers.sgs import priorities, serial_sgs
 
 ROOT = Path(__file__).resolve().parents[2]
 INSTANCES = ROOT / "instances"

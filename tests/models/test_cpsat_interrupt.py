@@ -8,7 +8,7 @@ import time
 import pytest
 from ortools.sat.python import cp_model
 
-from models import cpsat
+from planner.models import cpsat
 
 
 class _Search:

@@ -8,14 +8,14 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from models.milp import solve_milp
 from planner import Problem, Status, load_instance, validate
-from planner.cli import app
+from planner.app.cli import app
 from planner.errors import InputError, PlannerError
+from planner.models.milp import solve_milp
 from planner.result import Result
-from solvers import solve
-from solvers.sgs import priorities, serial_sgs
-from solvers.warm_milp import solve_warm_milp
+from planner.solvers import solve
+from planner.solvers.sgs import priorities, serial_sgs
+from planner.solvers.warm_milp import solve_warm_milp
 
 ROOT = Path(__file__).resolve().parents[2]
 INSTANCES = ROOT / "instances"

@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from models.cpsat import solve_cpsat
-from models.milp import BACKENDS, solve_milp
 from planner import Problem, Status, validate
+from planner.models.cpsat import solve_cpsat
+from planner.models.milp import BACKENDS, solve_milp
 from planner.result import Result
 from planner.schedule import Schedule
-from solvers import solve
+from planner.solvers import solve
 
 
 def mode(duration: int, gpu: int, nodes: int = 1, **fields: Any) -> dict[str, Any]:

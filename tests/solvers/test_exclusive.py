@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from planner.model import Problem
+from planner.solvers import solve
+from planner.solvers.exclusive import exclusive_problem, interleaving_gain, job_ranks
 from planner.validate import validate
-from solvers import solve
-from solvers.exclusive import exclusive_problem, interleaving_gain, job_ranks
 
 
 def test_exclusive_problem_holds_the_peak(two_jobs: Problem) -> None:

@@ -9,7 +9,7 @@ import pytest
 from planner import load_instance, validate
 from planner.errors import PlannerError
 from planner.result import Progress, Status
-from solvers import solve
+from planner.solvers import solve
 
 INSTANCES = Path(__file__).resolve().parents[2] / "instances"
 
@@ -58,12 +58,10 @@ def test_time_limit_alone_stops(monkeypatch: pytest.MonkeyPatch) -> None:
     import itertools
     import types
 
-    import solvers.search
-
     # A clock that advances 10 ms per reading: the run must stop by its limit, not its speed.
     ticks = itertools.count()
     clock = types.SimpleNamespace(perf_counter=lambda: next(ticks) * 0.01)
-    monkeypatch.setattr(solvers.search, "time", clock)
+    monkeypatch.setattr("planner.solvers.search.time", clock)
     problem = load_instance(INSTANCES / "psplib/j1201_1.sm")
     res = solve(problem, "ga", time_limit=0.5, seed=0)
     assert res.valid and res.stats["schedules"] > 0
@@ -115,7 +113,7 @@ def test_interrupting_one_parallel_run_stops_them_all() -> None:
 def test_cli_forwards_schedules() -> None:
     from typer.testing import CliRunner
 
-    from planner.cli import app
+    from planner.app.cli import app
 
     out = CliRunner().invoke(
         app, ["solve", str(INSTANCES / "psplib/j301_1.sm"), "--solver", "ga", "--schedules", "600"]
@@ -142,8 +140,8 @@ def test_unmeetable_deadline_gives_no_schedule() -> None:
 def test_peak_crossover_child_is_precedence_feasible() -> None:
     import numpy as np
 
-    from solvers.ga import peak_cross, peak_window, segment_use
-    from solvers.sgs import Decoder, priorities
+    from planner.solvers.ga import peak_cross, peak_window, segment_use
+    from planner.solvers.sgs import Decoder, priorities
 
     problem = load_instance(INSTANCES / "psplib/j1201_1.sm")
     dec = Decoder(problem)
@@ -199,7 +197,7 @@ def test_restart_without_any_schedule_keeps_real_modes() -> None:
             Task(name="y", modes=[mode(10), mode(11)], deadline=5),
         ],
     )
-    from solvers.ga import solve_ga
+    from planner.solvers.ga import solve_ga
 
     res = solve_ga(problem, schedules=3000)
     assert res.stats["restarts"] > 0
@@ -207,10 +205,10 @@ def test_restart_without_any_schedule_keeps_real_modes() -> None:
 
 
 def test_a_run_at_the_critical_path_bound_stops_the_others(monkeypatch) -> None:
-    import solvers.ga as ga
+    import planner.solvers.ga as ga
     from planner.bounds import critical_path_bound
     from planner.interrupt import Halt
-    from solvers.search import Search
+    from planner.solvers.search import Search
 
     problem = load_instance(INSTANCES / "psplib/j1205_3.sm")
     bound = critical_path_bound(problem)
@@ -242,7 +240,7 @@ def test_the_first_incumbent_comes_after_one_individual() -> None:
 def test_ctrl_c_in_the_first_population_keeps_the_timed_pass(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from solvers import ga
+    from planner.solvers import ga
 
     def interrupted(*args: object) -> int:
         raise KeyboardInterrupt

@@ -11,14 +11,14 @@ import pytest
 
 from planner import Problem, validate
 from planner.errors import InputError
-from planner.instance import problem_from_data
+from planner.io.instance import problem_from_data
 from planner.metrics import schedule_metrics
 from planner.schedule import Schedule
-from solvers import solve
-from solvers.encoding import compile_problem
-from solvers.ga import segment_use
-from solvers.sgs import Decoder, priorities
-from solvers.sgs_numba import SKYLINE, TICKS
+from planner.solvers import solve
+from planner.solvers.encoding import compile_problem
+from planner.solvers.ga import segment_use
+from planner.solvers.sgs import Decoder, priorities
+from planner.solvers.sgs_numba import SKYLINE, TICKS
 
 HEURISTICS = [("sgs", {}), ("ga", {"schedules": 300}), ("pso", {"schedules": 300})]
 

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-import solvers.portfolio as portfolio
+import planner.solvers.portfolio as portfolio
 from planner import Progress, Status, load_instance, load_schedule, validate
 from planner.bounds import lower_bound
 from planner.result import Result
-from solvers import solve
+from planner.solvers import solve
 
 ROOT = Path(__file__).resolve().parents[2]
 INSTANCES = ROOT / "instances"

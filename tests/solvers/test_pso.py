@@ -9,7 +9,7 @@ import pytest
 from planner import load_instance, validate
 from planner.errors import PlannerError
 from planner.result import Progress, Status
-from solvers import solve
+from planner.solvers import solve
 
 INSTANCES = Path(__file__).resolve().parents[2] / "instances"
 
@@ -62,12 +62,10 @@ def test_time_limit_alone_stops(monkeypatch: pytest.MonkeyPatch) -> None:
     import itertools
     import types
 
-    import solvers.search
-
     # A clock that advances 10 ms per reading: the run must stop by its limit, not its speed.
     ticks = itertools.count()
     clock = types.SimpleNamespace(perf_counter=lambda: next(ticks) * 0.01)
-    monkeypatch.setattr(solvers.search, "time", clock)
+    monkeypatch.setattr("planner.solvers.search.time", clock)
     problem = load_instance(INSTANCES / "psplib/j1201_1.sm")
     res = solve(problem, "pso", time_limit=0.5, seed=0)
     assert res.valid and res.stats["schedules"] > 0

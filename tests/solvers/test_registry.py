@@ -10,9 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 from planner import InputError, Problem, Status, load_instance
-from planner.cli import app
-from solvers import SOLVERS, solve
-from solvers.registry import options_of, solver_function
+from planner.app.cli import app
+from planner.solvers import SOLVERS, solve
+from planner.solvers.registry import options_of, solver_function
 
 ROOT = Path(__file__).resolve().parents[2]
 J301 = ROOT / "instances" / "psplib" / "j301_1.sm"

@@ -12,9 +12,9 @@ from planner.arrays import OK
 from planner.errors import InputError
 from planner.model import CapacityWindow, Job, Mode, Precedence, Problem, Resource, Segment, Task
 from planner.result import Status
-from solvers import solve
-from solvers.sgs import RULES, Decoder, parallel_sgs, priorities, serial_sgs
-from solvers.sgs_numba import SKYLINE, TICKS
+from planner.solvers import solve
+from planner.solvers.sgs import RULES, Decoder, parallel_sgs, priorities, serial_sgs
+from planner.solvers.sgs_numba import SKYLINE, TICKS
 from tests.solvers.sgs_reference import parallel_reference, serial_reference
 
 INSTANCES = Path(__file__).resolve().parents[2] / "instances"

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from planner.errors import InputError
-from planner.instance import load_instance
+from planner.io.instance import load_instance
 from planner.schedule import Schedule
-from solvers import solve
+from planner.solvers import solve
 from tests.conftest import INSTANCES
 
 J120 = INSTANCES / "psplib/j1201_1.sm"
@@ -56,7 +56,7 @@ def test_an_invalid_warm_start_is_refused(good: Schedule) -> None:
 def test_cli_initial(tmp_path, good: Schedule) -> None:
     from typer.testing import CliRunner
 
-    from planner.cli import app
+    from planner.app.cli import app
 
     problem = load_instance(J120)
     start = tmp_path / "start.json"

@@ -25,7 +25,7 @@ Its optimum over the whole workload at time 0 is a lower bound on the makespan o
 any run that groups jobs of one GPU count (and regroups as often as it likes), up to
 the merging of types (:func:`mix_bound`; exact when no class merges types).
 
-**The dispatch** (policy ``lp-groups`` of :func:`planner.peers.run_policy`) re-solves
+**The dispatch** (policy ``lp-groups`` of :func:`planner.execution.peers.run_policy`) re-solves
 the program at every event on what is left and rounds its rates ``x_c / C``
 (concurrent GPU sets of each column) to whole groups. First, every critical job (its
 remaining time alone at least :data:`CRITICAL` x ``C``, longest first) joins the
@@ -55,7 +55,7 @@ from planner.errors import InputError
 from planner.interleave import Interleave, Stages
 
 if TYPE_CHECKING:
-    from planner.peers import PeerJob, Where, _Chosen, _Cluster, _Job, _Periods
+    from planner.execution.peers import PeerJob, Where, _Chosen, _Cluster, _Job, _Periods
 
 MAX_TYPES = 10
 """The most job types per GPU count in the program (columns grow as types^4)."""

@@ -1,7 +1,7 @@
 """``planner replan``: freeze what ran before T, apply events, plan the rest.
 
-The command is registered on :data:`planner.cli.app` when this module is
-imported, which the last line of :mod:`planner.cli` does.
+The command is registered on :data:`planner.app.cli.app` when this module is
+imported, which the last line of :mod:`planner.app.cli` does.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from planner.cli import (
+from planner.app.base import (
     DEFAULT_TIME_LIMIT,
     MAX_SOLVER_SEED,
     SCHEDULE_FORMATS,
@@ -26,9 +26,9 @@ from planner.cli import (
     time_limit_option,
 )
 from planner.errors import InputError
-from planner.instance import NATIVE, load_instance, read_text, save_instance
-from planner.paths import check_distinct, check_output
-from planner.replan import parse_event, prepare, state_from_run
+from planner.execution.replan import parse_event, prepare, state_from_run
+from planner.io.instance import NATIVE, load_instance, read_text, save_instance
+from planner.io.paths import check_distinct, check_output
 from planner.schedule import load_schedule
 from planner.times import parse_ticks
 
@@ -98,7 +98,7 @@ def replan_cmd(
     the old plan's order. Prints the new makespan, the tasks moved and the total
     shift; the schedule is complete and valid for the instance plus the events.
     """
-    from solvers.registry import options_of
+    from planner.solvers.registry import options_of
 
     with guard():
         inputs = [instance, schedule, *([executed] if executed else [])]

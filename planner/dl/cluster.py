@@ -19,7 +19,7 @@ a per-iteration stage profile: data loading (storage I/O and CPU), GPU
 compute, gradient synchronisation (network). The profile comes from the job's
 ``stages`` (seconds per iteration, on the GPU type it runs on) or from its
 ``model`` and ``batch_size``, looked up in the instance's ``profiles`` and then
-in the model catalog (:mod:`planner.catalog`; catalog times are V100 times,
+in the model catalog (:mod:`planner.dl.catalog`; catalog times are V100 times,
 scaled for other GPU types by Gavel's measured speed factors). The compiler
 turns a job into a chain of tasks:
 
@@ -47,7 +47,7 @@ from typing import Annotated, Any, Literal, NoReturn
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from planner.catalog import (
+from planner.dl.catalog import (
     GAVEL_FAMILY,
     StageTimes,
     restart_seconds,

@@ -2,7 +2,7 @@
 
 The plan is replayed as a dispatch policy. Every task keeps its planned mode
 and its planned nodes, and runs its segments in order at realized durations
-(:mod:`planner.disturbances`). It imports no solver.
+(:mod:`planner.execution.disturbances`). It imports no solver.
 
 **Nodes.** A task's nodes are its schedule's nodes (``Schedule.nodes``, for a
 mode with ``nodes`` > 0; its demands on node kinds such as ``gpu`` apply to
@@ -84,8 +84,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from planner.disturbances import MAX_RUNS, MAX_SEED, Disturbances, Failure
 from planner.errors import InputError, PlannerError
+from planner.execution.disturbances import MAX_RUNS, MAX_SEED, Disturbances, Failure
 from planner.metrics import job_completion, offered_capacity
 from planner.model import CapacityWindow, Mode, Precedence, Problem, Resource, Segment, Task
 from planner.schedule import Schedule
@@ -302,7 +302,7 @@ def dispatch(
 ) -> Execution:
     """Replay ``plan`` as :func:`simulate` does, without requiring it to be valid.
 
-    Online planning (:func:`planner.replan.simulate_online`) replays a composite plan:
+    Online planning (:func:`planner.execution.replan.simulate_online`) replays a composite plan:
     what has started keeps the entries it ran under, the rest follows the latest plan.
     Such a plan need not be valid (the realized run is valid by construction, and
     checked). Each task's noise factors are drawn from ``(seed, noise_keys[i])``, so a
@@ -358,7 +358,7 @@ def summarize(execution: Execution) -> RunSummary:
 
 class Study:
     """Monte Carlo runs kept as columns: a few numbers per run, never an execution, so
-    memory stays small whatever the number of runs (:data:`~planner.disturbances.MAX_RUNS`
+    memory stays small whatever the number of runs (:data:`~planner.execution.disturbances.MAX_RUNS`
     at most: 56 bytes each).
 
     Rows are in the order they were added; :meth:`figures` sorts them by seed.
@@ -444,7 +444,7 @@ def monte_carlo(
     problem, schedule, disturbances
         As for :func:`simulate`.
     runs
-        Replays, 1 to :data:`~planner.disturbances.MAX_RUNS`.
+        Replays, 1 to :data:`~planner.execution.disturbances.MAX_RUNS`.
     seed
         The first seed.
     jobs
@@ -603,7 +603,7 @@ def replay_run(problem: Problem, run: Mapping[str, Any], file: str | None = None
         If the file is not a run of ``problem``, or its replay differs (a run of
         ``simulate --online``, re-planned as it went, is not a replay of one plan).
     """
-    from planner.disturbances import Noise, Slowdown
+    from planner.execution.disturbances import Noise, Slowdown
 
     try:
         rows = {r["task"]: r for r in run["tasks"]}

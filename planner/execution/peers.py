@@ -55,12 +55,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from planner.catalog import restart_seconds
+from planner.dl.catalog import restart_seconds
 from planner.errors import InputError
 from planner.interleave import MURI_GROUP_FACTORS, Interleave, Stages
 
 if TYPE_CHECKING:
-    from planner.disturbances import Failure, Noise, Simulation, Slowdown
+    from planner.execution.disturbances import Failure, Noise, Simulation, Slowdown
     from planner.interrupt import Halt
     from planner.model import Problem
     from planner.schedule import Schedule
@@ -105,16 +105,16 @@ class PeerJob:
 
 
 def read_trace(path: str | Path) -> list[PeerJob]:
-    """The jobs of a Muri trace CSV (:func:`planner.workloads.read_muri_trace`). A job
+    """The jobs of a Muri trace CSV (:func:`planner.dl.workloads.read_muri_trace`). A job
     alone runs at the trace's ``iteration_time`` (else its stages back to back); a trace
     without ``duration`` gives its iterations at that period.
 
     Raises
     ------
     InputError
-        As :func:`~planner.workloads.read_muri_trace`.
+        As :func:`~planner.dl.workloads.read_muri_trace`.
     """
-    from planner.workloads import read_muri_trace
+    from planner.dl.workloads import read_muri_trace
 
     out = []
     for row in read_muri_trace(path):
@@ -169,8 +169,8 @@ def jobs_from_instance(path: str | Path) -> Workload:
     InputError
         For another kind of file, a problem-form instance, or nodes of several sizes.
     """
-    from planner.cluster import ClusterInstance, _Compiler
-    from planner.instance import parse_native_text, read_text
+    from planner.dl.cluster import ClusterInstance, _Compiler
+    from planner.io.instance import parse_native_text, read_text
     from planner.model import validated
 
     path = Path(path)
@@ -251,7 +251,7 @@ def outages_of(failures: Sequence[Failure], names: Sequence[str], time_unit: str
     InputError
         For a node that is not one of ``names``, or two overlapping outages of a node.
     """
-    from planner.disturbances import check_overlaps
+    from planner.execution.disturbances import check_overlaps
     from planner.times import tick_seconds
 
     check_overlaps(failures)
@@ -555,7 +555,7 @@ def run_policy(
         on nodes that cannot hold it (:func:`check_jobs`), or an outage of a node the
         cluster does not have or with its return before its failure.
     """
-    from planner.grouping import MixDispatch, SrsfPack
+    from planner.execution.grouping import MixDispatch, SrsfPack
 
     if policy not in POLICIES and not (policy == "plan" and plan is not None):
         raise InputError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")

@@ -1,7 +1,7 @@
 """Deep-learning workloads: Muri traces and seeded synthetic batches, as cluster-form data.
 
 Both return the plain data of a cluster-form instance (see
-:mod:`planner.cluster`), ready to be written as JSON or YAML and loaded back.
+:mod:`planner.dl.cluster`), ready to be written as JSON or YAML and loaded back.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from planner.catalog import models, stage_profiles
+from planner.dl.catalog import models, stage_profiles
 from planner.errors import InputError
 from planner.model import MAX_INT
 
@@ -31,7 +31,7 @@ MURI_COLUMNS = (
 """Columns a Muri trace must have (times in ms; ``submit_time`` and ``job_id`` are optional)."""
 
 PLACEMENTS = ("pooled", "node")
-"""Placements of the cluster form (:mod:`planner.cluster`) the workloads can ask for."""
+"""Placements of the cluster form (:mod:`planner.dl.cluster`) the workloads can ask for."""
 
 GPU_MIX = {1: 134, 2: 22, 4: 34, 8: 691, 16: 3, 32: 108}
 """GPU counts of the jobs of Muri's published offline trace (992 jobs): the generator's mix."""

@@ -50,7 +50,7 @@ class StageTimes:
 
 
 def _read(name: str) -> list[dict[str, str]]:
-    text = resources.files("planner").joinpath(f"catalog/{name}").read_text()
+    text = resources.files("planner.dl").joinpath(f"catalog/{name}").read_text()
     return list(csv.DictReader(io.StringIO(text)))
 
 

@@ -311,7 +311,7 @@ class Simulation:
     seed: int = 0
     interleave: str | None = None
     """Execute job by job under this interleaving model (``fluid`` or ``muri``;
-    :func:`planner.peers.judge`), not task by task (``None``)."""
+    :func:`planner.execution.peers.judge`), not task by task (``None``)."""
     restart: bool = True
     """Job by job: charge the restart overheads (as Muri's simulator does)."""
 

@@ -15,9 +15,9 @@ Columns of the table (:data:`COLUMNS`): ``gap_bound`` is
 deviation from the best known value used in the PSPLIB literature.
 
 A study may also judge every plan by what it delivers: with a simulation spec
-(:func:`planner.disturbances.parse_simulation`, e.g.
+(:func:`planner.execution.disturbances.parse_simulation`, e.g.
 ``noise=lognormal:0.1,slowdown=muri,runs=20``) each valid schedule is replayed
-``runs`` times with the same seeds (:func:`planner.simulate.rank_by_realized`),
+``runs`` times with the same seeds (:func:`planner.execution.simulate.rank_by_realized`),
 and the table gets the columns :data:`REALIZED`: the spec and the mean and 95th
 percentile of the realized makespan and the mean realized JCT.
 """
@@ -38,9 +38,9 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from planner.disturbances import Simulation, parse_simulation
 from planner.errors import InputError
-from planner.instance import load_instance
+from planner.execution.disturbances import Simulation, parse_simulation
+from planner.io.instance import load_instance
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -109,10 +109,10 @@ def run_one(
         If Ctrl-C stopped the solve (``Result.interrupted``): its figures are
         those of a cut-short run, not a result of the study.
     """
-    from planner.peers import POLICIES
+    from planner.execution.peers import POLICIES
+    from planner.solvers import SolverError, solve
+    from planner.solvers.registry import applicable
     from planner.validate import validate
-    from solvers import SolverError, solve
-    from solvers.registry import applicable
 
     row: dict[str, Any] = {c: None for c in columns(simulation is not None)}
     row.update(instance=run.instance, solver=run.solver, seed=run.seed, error="")
@@ -160,8 +160,8 @@ def _realize(
     """Fill in the realized figures of ``row``'s plan, or of its peer policy (``plan``
     ``None``, ``sim`` with an interleaving model), in ticks of the instance (status
     ``error`` if running it fails)."""
-    from planner.peers import judge
-    from planner.simulate import rank_by_realized
+    from planner.execution.peers import judge
+    from planner.execution.simulate import rank_by_realized
     from planner.times import tick_seconds
 
     try:
@@ -204,8 +204,8 @@ def plan_runs(
         or the ``simulation`` spec is bad for an instance (read with its time unit) or
         names a node failure an instance does not have.
     """
-    from planner.peers import POLICIES
-    from solvers import SOLVERS
+    from planner.execution.peers import POLICIES
+    from planner.solvers import SOLVERS
 
     executed = simulation is not None and parse_simulation(simulation).interleave is not None
     for s in solvers:
@@ -502,7 +502,7 @@ def run_study(
     time_limit, workers
         Passed to every solver.
     reference
-        Reference values by lower-case instance name (:func:`planner.reference.load_reference`).
+        Reference values by lower-case instance name (:func:`planner.io.reference.load_reference`).
     resume
         Keep the rows already in ``output`` and skip their runs.
     force
@@ -510,7 +510,7 @@ def run_study(
     jobs, dask
         Where runs execute (:func:`execute`).
     simulation
-        A simulation spec (:func:`planner.disturbances.parse_simulation`): every
+        A simulation spec (:func:`planner.execution.disturbances.parse_simulation`): every
         valid schedule is replayed and its realized figures fill the
         :data:`REALIZED` columns. A resumed study must use the spec of its rows.
     progress
@@ -528,7 +528,8 @@ def run_study(
     InputError
         If ``output`` is not empty and neither ``resume`` nor ``force`` is
         given (or both are), if a resumed table was run with another simulation,
-        or on bad input (:func:`plan_runs`, :func:`planner.disturbances.parse_simulation`).
+        or on bad input (:func:`plan_runs`,
+        :func:`planner.execution.disturbances.parse_simulation`).
     KeyboardInterrupt
         On Ctrl-C; the rows of the runs finished before it are in ``output``,
         the run it interrupted is not.
@@ -634,7 +635,7 @@ def summarize_realized(table: pd.DataFrame) -> pd.DataFrame:
     them (plans times the spec's ``runs``); the means are over the plans (a solver
     without one gets NaN and comes last). Solvers are ordered by
     mean realized makespan, then its 95th percentile, then name, as
-    :func:`planner.simulate.rank_by_realized` ranks plans.
+    :func:`planner.execution.simulate.rank_by_realized` ranks plans.
     """
     out = []
     for solver, group in table.groupby("solver", sort=False):

@@ -53,7 +53,7 @@ def load_instance(path: str | Path, check: bool = False) -> Problem:
     text = read_text(path)
     try:
         if suffix in PSPLIB:
-            from planner.psplib_io import parse_psplib_text
+            from planner.io.psplib_io import parse_psplib_text
 
             problem = parse_psplib_text(text, path.stem, patterson=suffix == ".rcp")
             check_horizon(problem)
@@ -106,7 +106,7 @@ def parse_native_text(text: str, is_json: bool) -> dict[str, Any]:
 def problem_from_data(data: dict[str, Any]) -> Problem:
     """Build a :class:`Problem` from a parsed native file of either form."""
     if "cluster" in data:
-        from planner.cluster import ClusterInstance
+        from planner.dl.cluster import ClusterInstance
 
         problem = validated(ClusterInstance, data).compile()
         check_horizon(problem, cluster=True)

@@ -84,9 +84,9 @@ from planner.times import parse_ticks
 from planner.validate import validate
 
 if TYPE_CHECKING:
-    from planner.disturbances import Disturbances
+    from planner.execution.disturbances import Disturbances
+    from planner.execution.simulate import Execution
     from planner.interrupt import Halt
-    from planner.simulate import Execution
 
 log = logging.getLogger(__name__)
 
@@ -180,7 +180,7 @@ def parse_event(spec: str, time_unit: str | None = None) -> Event:
             raise InputError(f"event {spec!r}: FACTOR must be a number > 0 and <= {MAX_OVERRUN:g}")
         return Overrun(task, value)
     if kind == "arrive":
-        from planner.instance import load_instance
+        from planner.io.instance import load_instance
 
         return Arrival(load_instance(rest), rest)
     return Cancel(rest)
@@ -309,7 +309,7 @@ def state_from_run(
 
 def _outages(problem: Problem, run: Mapping[str, Any], at: int, file: str | None) -> dict[str, int]:
     """Node -> the tick it is back, for the run's failures in progress at ``at``."""
-    from planner.disturbances import Failure
+    from planner.execution.disturbances import Failure
 
     specs = (run.get("disturbances") or {}).get("failures") or []
     if not isinstance(specs, list):
@@ -460,8 +460,8 @@ class Replanning:
         PlannerError
             If a schedule fails the validator (a bug).
         """
-        from solvers.registry import SolverError, options_of
-        from solvers.registry import solve as run
+        from planner.solvers.registry import SolverError, options_of
+        from planner.solvers.registry import solve as run
 
         if not math.isfinite(stability) or stability < 0:
             raise InputError(f"stability must be a number >= 0, got {stability}")
@@ -551,7 +551,7 @@ class Replanning:
         the old plan in its old mode on its old nodes where they are still up (tasks on
         a failed node go free); the one of better score (``stability``) is returned.
         """
-        from solvers.sgs import serial_sgs
+        from planner.solvers.sgs import serial_sgs
 
         keys = {
             name: float(self.reference.get(name, self.instance.task(name).release))
@@ -579,10 +579,10 @@ class Replanning:
 
     def _exclusive(self, solver: str, **options: Any) -> Result:
         """An ``exclusive-*`` baseline over the unfrozen jobs; the frozen tasks as they ran."""
-        from solvers.exclusive import exclusive_problem, job_ranks
-        from solvers.kernels import load_kernels
-        from solvers.registry import check_options, solver_function
-        from solvers.sgs import serial_sgs
+        from planner.solvers.exclusive import exclusive_problem, job_ranks
+        from planner.solvers.kernels import load_kernels
+        from planner.solvers.registry import check_options, solver_function
+        from planner.solvers.sgs import serial_sgs
 
         check_options(solver, solver_function(solver), options)
         policy = solver.removeprefix("exclusive-")
@@ -1233,7 +1233,7 @@ def simulate_online(
     job is a job alone) and is unknown before. At each event the jobs that have
     arrived and are not yet planned join; the state comes from the replay so far
     (:func:`state_from_run`); :func:`replan` plans what has not started with the
-    per-re-plan ``options`` (e.g. ``time_limit``). The replay (:func:`planner.simulate.
+    per-re-plan ``options`` (e.g. ``time_limit``). The replay (:func:`planner.execution.simulate.
     dispatch`, under ``disturbances``) then runs what has started under the plan
     it started with and the rest under the new plan. Replaying from tick 0 each
     time reproduces the run so far exactly (checked), since what has not started
@@ -1250,7 +1250,7 @@ def simulate_online(
         every ``P`` ticks from the first arrival, until every job has arrived (jobs
         arrived in between wait for the next event).
     disturbances, seed
-        As for :func:`planner.simulate.simulate`.
+        As for :func:`planner.execution.simulate.simulate`.
     stability
         As for :func:`replan`.
     progress
@@ -1268,8 +1268,8 @@ def simulate_online(
     KeyboardInterrupt
         If ``halt`` is set before the first re-plan ends.
     """
-    from planner.disturbances import Disturbances
-    from planner.simulate import dispatch
+    from planner.execution.disturbances import Disturbances
+    from planner.execution.simulate import dispatch
 
     dist = disturbances if disturbances is not None else Disturbances()
     names = {n.name for n in problem.nodes}

@@ -8,28 +8,31 @@ failed run, 0 for success.
 from __future__ import annotations
 
 import json
-import logging
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
 import typer
 import yaml
-from typer.core import TyperGroup
 
-from planner import __version__
+# the commands of their own modules register on ``app`` when imported
+from planner.app import cli_replan, cli_simulate  # noqa: F401
+from planner.app.base import (
+    DEFAULT_TIME_LIMIT,
+    MAX_SOLVER_SEED,
+    MAX_WORKERS,
+    SCHEDULE_FORMATS,
+    SHOWN_VIOLATIONS,
+    TIME_LIMIT_RANGE,
+    app,
+    guard,
+    progress_printer,
+    run_file,
+    show,
+    time_limit_option,
+)
 from planner.bounds import critical_path_bound, energy_bound, horizon
-from planner.errors import InputError, PlannerError
-from planner.instance import NATIVE, load_instance, problem_from_data, save_instance
-from planner.metrics import schedule_metrics
-from planner.model import Problem
-from planner.paths import check_distinct, check_output
-from planner.result import Progress, Result
-from planner.schedule import Schedule, load_schedule
-from planner.validate import Report, validate
-from planner.workloads import (
+from planner.dl.workloads import (
     MAX_BLOCKS,
     MAX_GPUS,
     MAX_JOBS,
@@ -38,154 +41,14 @@ from planner.workloads import (
     MAX_SEED,
     MIN_RATE,
 )
-
-
-class _OneLineErrors(TyperGroup):
-    """The command group, with usage errors (a bad option value, an unknown option, a
-    missing argument) printed as one ``error:`` line, exit status 2, like every other
-    bad input."""
-
-    def main(self, *args: object, standalone_mode: bool = True, **kwargs: object) -> object:
-        try:
-            rv = super().main(*args, standalone_mode=False, **kwargs)  # type: ignore[arg-type]
-        except typer.TyperException as exc:  # the usage errors of typer's command parser
-            if not standalone_mode:
-                raise
-            if type(exc).__name__ == "NoArgsIsHelpError":
-                exc.show()  # type: ignore[attr-defined]
-                sys.exit(0)
-            typer.echo(f"error: {exc.format_message()}", err=True)  # type: ignore[attr-defined]
-            sys.exit(getattr(exc, "exit_code", 2))
-        except typer.Abort:
-            if not standalone_mode:
-                raise
-            typer.echo("Aborted!", err=True)
-            sys.exit(1)
-        except KeyboardInterrupt:  # a second Ctrl-C, once the first has stopped the work
-            if not standalone_mode:
-                raise
-            typer.echo("aborted", err=True)
-            sys.exit(130)
-        if not standalone_mode:
-            return rv
-        sys.exit(rv if isinstance(rv, int) else 0)
-
-
-app = typer.Typer(
-    name="planner",
-    cls=_OneLineErrors,
-    help="Plan deep-learning training jobs on multi-resource clusters, interleaved.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
-
-DEFAULT_TIME_LIMIT = 60.0
-"""Seconds of ``planner solve`` for solvers with a time limit, unless ``--time-limit``."""
-MAX_TIME_LIMIT = 7 * 86400.0
-"""The longest ``--time-limit``: a week."""
-MAX_WORKERS = 256
-"""The most threads or processes an option may ask for."""
-MAX_SOLVER_SEED = 2**31 - 1
-"""The largest solver seed (CP-SAT's seed is a 32-bit signed number)."""
-TIME_LIMIT_RANGE = f"seconds, > 0 and <= {MAX_TIME_LIMIT:g}"
-"""The range of every ``--time-limit``, as its help states it."""
-
-
-def time_limit_option(value: float | None) -> float | None:
-    """Check a ``--time-limit`` (a typer callback): ``None`` or ``0 < value <= a week``."""
-    if value is not None and not 0 < value <= MAX_TIME_LIMIT:
-        raise typer.BadParameter(f"{value:g} is not in ({TIME_LIMIT_RANGE})")
-    return value
-
-
-SCHEDULE_FORMATS = (".json", ".csv")
-"""Suffixes of the schedule files ``planner solve -o`` writes."""
-SHOWN_VIOLATIONS = 3
-"""Violations ``planner gantt`` prints when it refuses an invalid schedule."""
-
-
-def _version(value: bool) -> None:
-    if value:
-        typer.echo(f"planner {__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def main(
-    version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
-    ] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log what happens.")] = False,
-) -> None:
-    """Plan deep-learning training jobs on multi-resource clusters, interleaved."""
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(message)s"
-    )
-
-
-@contextmanager
-def guard() -> Iterator[None]:
-    """Turn library errors into one line on stderr and the documented exit status."""
-    try:
-        yield
-    except InputError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
-    except PlannerError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from None
-
-
-def show(pairs: list[tuple[str, object]]) -> None:
-    """Print aligned ``key  value`` lines."""
-    width = max(len(k) for k, _ in pairs)
-    for key, value in pairs:
-        typer.echo(f"{key:<{width}}  {value}")
-
-
-def chosen_options(
-    solver: str, time_limit: float | None, default_limit: float, seed: int | None = None
-) -> dict[str, float | int]:
-    """``--time-limit`` and ``--seed`` as options of ``solver``.
-
-    The default time limit applies to the solvers that have one; a value the user
-    gave to a solver without such an option is refused, naming the solvers that take it.
-    """
-    from solvers.registry import SOLVERS, options_of
-
-    declared = options_of(solver)
-    out: dict[str, float | int] = {}
-    for name, given, default in (("time_limit", time_limit, default_limit), ("seed", seed, None)):
-        if name in declared:
-            value = given if given is not None else default
-            if value is not None:
-                out[name] = value
-        elif given is not None:
-            takers = ", ".join(s for s in SOLVERS if name in options_of(s))
-            words = name.replace("_", " ")
-            raise InputError(
-                f"--{name.replace('_', '-')}: solver {solver!r} has no {words} (it makes one "
-                f"pass or follows a rule); the solvers with one: {takers}"
-            )
-    return out
-
-
-def progress_printer() -> Callable[[Progress], None]:
-    """A progress callback printing the elapsed time, incumbent and bound on stderr."""
-
-    def report(event: Progress) -> None:
-        parts = [f"{event.elapsed:8.2f}s"]
-        if event.objective is not None:
-            parts.append(f"incumbent {event.objective:g}")
-        if event.bound is not None:
-            parts.append(f"bound {event.bound:g}")
-        if event.message:
-            parts.append(event.message)
-        typer.echo("  ".join(parts), err=True)
-
-    return report
+from planner.errors import InputError
+from planner.io.instance import NATIVE, load_instance, problem_from_data, save_instance
+from planner.io.paths import check_distinct, check_output
+from planner.metrics import schedule_metrics
+from planner.model import Problem
+from planner.result import Result
+from planner.schedule import Schedule, load_schedule
+from planner.validate import Report, validate
 
 
 def summary(
@@ -215,10 +78,10 @@ def summary(
 def _executed(instance: Path, problem: Problem, schedule: Schedule) -> tuple[str, str] | None:
     """The ``executed`` line of a placed plan of a cluster-form instance: its makespan
     when the job-level executor runs it under the instance's interleaving model (no
-    slowdown, no restart cost), beside the planned one (:func:`planner.peers.judge`);
+    slowdown, no restart cost), beside the planned one (:func:`planner.execution.peers.judge`);
     ``None`` for another kind of instance."""
-    from planner.disturbances import Disturbances, Simulation
-    from planner.peers import jobs_from_instance, judge
+    from planner.execution.disturbances import Disturbances, Simulation
+    from planner.execution.peers import jobs_from_instance, judge
     from planner.times import tick_seconds
 
     try:
@@ -276,10 +139,10 @@ def node_spread(
     """The ``node GPU use`` line: min (and its node), mean and max (and its node) over nodes.
 
     Of the node kind ``gpu``, or the first node kind if no node has GPUs
-    (:func:`planner.gantt.share_kind`); ``None`` without nodes (a pooled plan)
+    (:func:`planner.app.gantt.share_kind`); ``None`` without nodes (a pooled plan)
     or when no node has a figure of that kind (an empty schedule).
     """
-    from planner.gantt import share_kind
+    from planner.app.gantt import share_kind
 
     if not problem.nodes:
         return None
@@ -354,9 +217,9 @@ def solve(
     ] = None,
 ) -> None:
     """Solve an instance; print objective, bound, gap, status, runtime and the validator verdict."""
-    from planner.gantt import FORMATS
-    from solvers import solve as run
-    from solvers.registry import options_of
+    from planner.app.gantt import FORMATS
+    from planner.solvers import solve as run
+    from planner.solvers.registry import options_of
 
     with guard():
         if output is not None:
@@ -388,7 +251,7 @@ def solve(
         result = run(problem, solver, progress=progress_printer(), **options)
         gain = None
         if problem.jobs and result.objective and not solver.startswith("exclusive-"):
-            from solvers.exclusive import interleaving_gain
+            from planner.solvers.exclusive import interleaving_gain
 
             gain = interleaving_gain(problem, result.objective)
         rows = summary(problem, result, gain)
@@ -402,7 +265,7 @@ def solve(
             result.schedule.save(output, problem)
             typer.echo(f"schedule written to {output}")
         if gantt is not None:
-            from planner.gantt import save_gantt
+            from planner.app.gantt import save_gantt
 
             save_gantt(problem, result.schedule, gantt)
             typer.echo(f"chart written to {gantt}")
@@ -411,7 +274,7 @@ def solve(
 @app.command("solvers")
 def solvers_cmd() -> None:
     """List every solver with its options, their types and defaults."""
-    from solvers.registry import DEFAULT_SOLVER, SOLVERS, SUMMARIES, options_of
+    from planner.solvers.registry import DEFAULT_SOLVER, SOLVERS, SUMMARIES, options_of
 
     for name in SOLVERS:
         default = " (default)" if name == DEFAULT_SOLVER else ""
@@ -477,8 +340,8 @@ def info(instance: Annotated[Path, typer.Argument(help="Instance file.")]) -> No
 def _model_bounds(instance: Path) -> list[tuple[str, object]]:
     """``planner info``'s bounds of a training workload (cluster form) under each
     interleaving model, in seconds; none for another instance."""
+    from planner.execution.peers import jobs_from_instance
     from planner.interleave import Interleave, binding, model_bound
-    from planner.peers import jobs_from_instance
 
     if instance.suffix.lower() not in NATIVE:
         return []
@@ -556,8 +419,8 @@ def gantt_cmd(
     (simulate --policy, or a plan under --interleave) is drawn per GPU set, jobs that
     share a set stacked (no --instance needed).
     """
-    from planner.colocation import job_level_run, save_colocation_chart
-    from planner.gantt import FORMATS, check_view, save_gantt
+    from planner.app.colocation import job_level_run, save_colocation_chart
+    from planner.app.gantt import FORMATS, check_view, save_gantt
 
     with guard():
         inputs = [schedule] if instance is None else [schedule, instance]
@@ -577,8 +440,8 @@ def gantt_cmd(
         problem = load_instance(instance, check=True)
         run = run_file(schedule)
         if run is not None:
-            from planner.gantt import save_run_gantt
-            from planner.simulate import replay_run
+            from planner.app.gantt import save_run_gantt
+            from planner.execution.simulate import replay_run
 
             ex = replay_run(problem, run, str(schedule))
             save_run_gantt(ex, output, by=by, planned=problem)
@@ -595,24 +458,6 @@ def gantt_cmd(
             refuse_invalid(schedule, problem, report)
         save_gantt(problem, sched, output, by=by)
         typer.echo(f"chart written to {output} ({report})")
-
-
-def refuse_run_as_plan(path: Path, hint: str) -> None:
-    """Refuse a run file of ``planner simulate -o`` given where a plan is expected."""
-    if run_file(path) is not None:
-        raise InputError(f"a run of planner simulate, not a plan: {hint}", str(path))
-
-
-def run_file(path: Path) -> dict[str, object] | None:
-    """The data of ``path`` if it is a run file of ``planner simulate -o``, else ``None``."""
-    if path.suffix.lower() != ".json" or not path.is_file():
-        return None
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return None
-    is_run = isinstance(data, dict) and "disturbances" in data and "planned_makespan" in data
-    return data if is_run else None
 
 
 def refuse_invalid(schedule: Path, problem: Problem, report: Report) -> None:
@@ -707,7 +552,7 @@ def compare(
     table ranks the solvers by mean realized makespan. Exit status 1 if any run
     returned an invalid schedule or failed with an error.
     """
-    from planner.compare import (
+    from planner.app.compare import (
         FAILED,
         markdown,
         run_study,
@@ -715,7 +560,7 @@ def compare(
         summarize,
         summarize_realized,
     )
-    from planner.reference import load_reference
+    from planner.io.reference import load_reference
 
     with guard():
         summary_path = output.with_suffix(".md")
@@ -813,7 +658,7 @@ def import_muri_cmd(
     ] = "fluid",
 ) -> None:
     """Read a Muri trace into a cluster-form instance (a data and a network slot per GPU)."""
-    from planner.workloads import import_muri
+    from planner.dl.workloads import import_muri
 
     with guard():
         check_output(output, inputs=[trace], suffixes=NATIVE)
@@ -849,7 +694,7 @@ def generate(
     placement: Annotated[str, typer.Option(help=PLACEMENT_HELP)] = "pooled",
 ) -> None:
     """Write a seeded synthetic batch of catalog training jobs (GPU mix of published traces)."""
-    from planner.workloads import generate as make
+    from planner.dl.workloads import generate as make
 
     with guard():
         check_output(output, suffixes=NATIVE)
@@ -868,7 +713,7 @@ def schema(
     ] = None,
 ) -> None:
     """Print the JSON Schema of native instance files."""
-    from planner.schema import schema_text
+    from planner.io.schema import schema_text
 
     if output is None:
         typer.echo(schema_text(), nl=False)
@@ -877,10 +722,6 @@ def schema(
         check_output(output, suffixes=(".json",), what="the schema file")
     output.write_text(schema_text())
 
-
-# The commands of their own modules register on ``app`` when imported.
-from planner import cli_simulate  # noqa: E402, F401
-from planner.cli_replan import replan_cmd  # noqa: E402, F401
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(app())

@@ -1,7 +1,7 @@
 """``planner simulate``: replay a plan under disturbances, once or as a Monte Carlo study.
 
-The command is registered on :data:`planner.cli.app` when this module is
-imported, which the last line of :mod:`planner.cli` does.
+The command is registered on :data:`planner.app.cli.app` when this module is
+imported, which the last line of :mod:`planner.app.cli` does.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
-from planner.cli import (
+from planner.app.base import (
     MAX_WORKERS,
     TIME_LIMIT_RANGE,
     app,
@@ -25,14 +25,10 @@ from planner.cli import (
     show,
     time_limit_option,
 )
-from planner.disturbances import MAX_RUNS, MAX_SEED, MAX_SIGMA, Disturbances, Noise
+from planner.app.gantt import save_run_gantt
 from planner.errors import InputError
-from planner.gantt import save_run_gantt
-from planner.instance import load_instance
-from planner.model import Problem
-from planner.paths import check_distinct, check_output
-from planner.schedule import Schedule, load_schedule
-from planner.simulate import (
+from planner.execution.disturbances import MAX_RUNS, MAX_SEED, MAX_SIGMA, Disturbances, Noise
+from planner.execution.simulate import (
     Execution,
     Study,
     draw_makespans,
@@ -40,6 +36,10 @@ from planner.simulate import (
     simulate,
     summarize,
 )
+from planner.io.instance import load_instance
+from planner.io.paths import check_distinct, check_output
+from planner.model import Problem
+from planner.schedule import Schedule, load_schedule
 from planner.times import parse_ticks, tick_label
 
 HISTOGRAM_FORMATS = (".png", ".svg", ".pdf")
@@ -200,7 +200,7 @@ def simulate_cmd(
     --solver; prints the mean and p99 JCT, the makespan, the queueing delay and the
     planner time per re-plan, for the solver and every --baseline.
     """
-    from planner.gantt import FORMATS
+    from planner.app.gantt import FORMATS
 
     if schedule is not None:
         with guard():
@@ -441,8 +441,8 @@ def _online(
     option: list[str],
 ) -> None:
     """``simulate --online``: the solver and each baseline under the same replay."""
-    from planner.gantt import FORMATS
-    from solvers.registry import check_options, solver_function
+    from planner.app.gantt import FORMATS
+    from planner.solvers.registry import check_options, solver_function
 
     with guard():
         if schedule is not None:
@@ -533,8 +533,8 @@ def _online_runs(
     done (the cut one included, over the jobs arrived so far) are returned."""
     from tqdm import tqdm
 
+    from planner.execution.replan import simulate_online
     from planner.interrupt import Halt, run_interruptibly
-    from planner.replan import simulate_online
 
     halt = Halt()
     out: list[Any] = []
@@ -571,7 +571,7 @@ def _online_runs(
 @dataclass(frozen=True)
 class _JobLevel:
     """``simulate --policy`` and ``simulate SCHEDULE --interleave``: the job-level executor
-    (:mod:`planner.peers`) under one interleaving model."""
+    (:mod:`planner.execution.peers`) under one interleaving model."""
 
     interleave: str | None
     """The model given (``None``: the instance's, ``muri`` for a trace)."""
@@ -581,8 +581,8 @@ class _JobLevel:
 
     def model(self, workload: Any) -> Any:
         """The :class:`~planner.interleave.Interleave` of the options over ``workload``'s."""
-        from planner.disturbances import Slowdown
-        from planner.peers import model_of
+        from planner.execution.disturbances import Slowdown
+        from planner.execution.peers import model_of
 
         slowdown = Slowdown.parse(self.slowdown)
         return model_of(workload, self.interleave, slowdown, self.data_slots)
@@ -605,11 +605,9 @@ class _JobLevel:
         with ``fail``, nodes down as the failure specs say."""
         from tqdm import tqdm
 
-        from planner.disturbances import Failure
-        from planner.grouping import mix_bound
-        from planner.interleave import binding, model_bound
-        from planner.interrupt import Halt, run_interruptibly
-        from planner.peers import (
+        from planner.execution.disturbances import Failure
+        from planner.execution.grouping import mix_bound
+        from planner.execution.peers import (
             POLICIES,
             audit,
             check_jobs,
@@ -619,6 +617,8 @@ class _JobLevel:
             run_policy,
             with_noise,
         )
+        from planner.interleave import binding, model_bound
+        from planner.interrupt import Halt, run_interruptibly
         from planner.times import tick_seconds
 
         if policy is not None and policy not in POLICIES:

@@ -35,9 +35,9 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
     from plotly.graph_objects import Figure as PlotlyFigure
 
+    from planner.execution.simulate import Execution
     from planner.model import Mode, Node, Problem
     from planner.schedule import Schedule
-    from planner.simulate import Execution
 
 TASK_ROWS_MAX = 60
 """Instances with at most this many tasks get one row per task; larger ones one row per job."""

@@ -1,6 +1,6 @@
 """The JSON Schema of native instance files, generated from the model.
 
-The shipped copy (``planner/schema/instance.schema.json``) is what editors and
+The shipped copy (``planner/io/schema/instance.schema.json``) is what editors and
 other tools validate against; a test keeps it equal to :func:`instance_schema`.
 """
 
@@ -10,7 +10,7 @@ import json
 from importlib import resources
 from typing import Any
 
-from planner.cluster import ClusterInstance
+from planner.dl.cluster import ClusterInstance
 from planner.model import Problem
 
 SCHEMA_ID = "urn:planner:instance-schema"
@@ -43,4 +43,4 @@ def schema_text() -> str:
 
 def shipped_schema() -> str:
     """The text of the schema file shipped with the package."""
-    return resources.files("planner").joinpath("schema/instance.schema.json").read_text()
+    return resources.files("planner.io").joinpath("schema/instance.schema.json").read_text()
