@@ -9,7 +9,8 @@ import pytest
 import planner
 from planner.errors import InputError
 from planner.execution.disturbances import MURI_FACTORS, Disturbances, Failure, Slowdown
-from planner.execution.replan import parse_event, replan
+from planner.execution.events import parse_event
+from planner.execution.replan import replan
 from planner.execution.simulate import Study, monte_carlo, rank_by_realized, simulate
 from planner.io.instance import load_instance
 from planner.solvers import solve

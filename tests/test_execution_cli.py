@@ -21,7 +21,7 @@ import pytest
 from typer.testing import CliRunner
 
 from planner.app.cli import app
-from planner.execution.replan import state_from_run
+from planner.execution.state import state_from_run
 from planner.io.instance import load_instance
 from planner.schedule import load_schedule
 from tests.conftest import INSTANCES, ROOT, lines

@@ -11,7 +11,8 @@ import pytest
 from planner import Problem, validate
 from planner.errors import InputError
 from planner.execution.disturbances import MURI_FACTORS, Disturbances, Slowdown
-from planner.execution.replan import parse_event, replan
+from planner.execution.events import parse_event
+from planner.execution.replan import replan
 from planner.execution.simulate import simulate
 from planner.io.instance import problem_from_data
 from planner.schedule import Schedule

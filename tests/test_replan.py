@@ -13,16 +13,11 @@ from typer.testing import CliRunner
 from planner.app.cli import app
 from planner.errors import InputError
 from planner.execution.disturbances import Disturbances
-from planner.execution.replan import (
-    Arrival,
-    Overrun,
-    parse_event,
-    prepare,
-    replan,
-    simulate_online,
-    state_from_run,
-)
+from planner.execution.events import Arrival, Overrun, parse_event
+from planner.execution.online import simulate_online
+from planner.execution.replan import prepare, replan
 from planner.execution.simulate import simulate
+from planner.execution.state import state_from_run
 from planner.io.instance import save_instance
 from planner.model import Problem
 from planner.schedule import Schedule

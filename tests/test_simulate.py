@@ -24,8 +24,8 @@ from planner.execution.disturbances import (
     Slowdown,
     parse_simulation,
 )
+from planner.execution.record import Execution
 from planner.execution.simulate import (
-    Execution,
     distribution,
     monte_carlo,
     rank_by_realized,

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from typer.core import TyperGroup
@@ -177,13 +177,18 @@ def refuse_run_as_plan(path: Path, hint: str) -> None:
         raise InputError(f"a run of planner simulate, not a plan: {hint}", str(path))
 
 
-def run_file(path: Path) -> dict[str, object] | None:
-    """The data of ``path`` if it is a run file of ``planner simulate -o``, else ``None``."""
+def json_object(path: Path, *keys: str) -> dict[str, Any] | None:
+    """The data of ``path`` if it is a JSON file holding an object with every one of
+    ``keys``, else ``None`` (what a run file is recognised by)."""
     if path.suffix.lower() != ".json" or not path.is_file():
         return None
     try:
         data = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return None
-    is_run = isinstance(data, dict) and "disturbances" in data and "planned_makespan" in data
-    return data if is_run else None
+    return data if isinstance(data, dict) and all(k in data for k in keys) else None
+
+
+def run_file(path: Path) -> dict[str, Any] | None:
+    """The data of ``path`` if it is a run file of ``planner simulate -o``, else ``None``."""
+    return json_object(path, "disturbances", "planned_makespan")

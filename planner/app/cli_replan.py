@@ -26,7 +26,9 @@ from planner.app.base import (
     time_limit_option,
 )
 from planner.errors import InputError
-from planner.execution.replan import parse_event, prepare, state_from_run
+from planner.execution.events import parse_event
+from planner.execution.replan import prepare
+from planner.execution.state import state_from_run
 from planner.io.instance import NATIVE, load_instance, read_text, save_instance
 from planner.io.paths import check_distinct, check_output
 from planner.schedule import load_schedule

@@ -533,7 +533,7 @@ def _online_runs(
     done (the cut one included, over the jobs arrived so far) are returned."""
     from tqdm import tqdm
 
-    from planner.execution.replan import simulate_online
+    from planner.execution.online import simulate_online
     from planner.interrupt import Halt, run_interruptibly
 
     halt = Halt()

@@ -10,11 +10,11 @@ bars is a group of four interleaved jobs.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
+from planner.app.base import json_object
 from planner.errors import InputError
 
 FORMATS = (".png", ".svg", ".pdf")
@@ -28,13 +28,7 @@ _LABELS = 300
 def job_level_run(path: Path) -> dict[str, Any] | None:
     """The data of ``path`` if it is a job-level run file (``planner simulate --policy
     ... -o`` or a plan under ``--interleave``), else ``None``."""
-    if path.suffix.lower() != ".json" or not path.is_file():
-        return None
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return None
-    return data if isinstance(data, dict) and "residences" in data else None
+    return json_object(path, "residences")
 
 
 def _order(label: str) -> tuple[object, ...]:

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
     from plotly.graph_objects import Figure as PlotlyFigure
 
-    from planner.execution.simulate import Execution
+    from planner.execution.record import Execution
     from planner.model import Mode, Node, Problem
     from planner.schedule import Schedule
 

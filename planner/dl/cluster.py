@@ -232,57 +232,15 @@ class ClusterInstance(_Spec):
         return _Compiler(self).problem()
 
 
-class _Compiler:
-    """Builds the problem form of a cluster instance as plain data, then validates it."""
+class JobProfiles:
+    """How each job of a cluster instance can run: its stage times per GPU count and GPU
+    type (its own, the instance's ``profiles``, else the catalog's, scaled by Gavel's
+    speed factors) and its iterations."""
 
     def __init__(self, inst: ClusterInstance) -> None:
-        self.inst = inst
-        self.tick = tick_seconds(inst.time_unit)
         self.types = inst.cluster.gpu_types()
         self.hetero = len(self.types) > 1
         self.user = {(p.model, p.batch_size, p.gpus): p for p in inst.profiles}
-
-    def ticks(self, seconds: float) -> int:
-        return math.ceil(round(seconds / self.tick, 9))
-
-    def gpu_kind(self, gpu_type: str | None) -> str:
-        return f"gpu.{gpu_type}" if self.hetero else "gpu"
-
-    def pooled(self) -> dict[str, int]:
-        """Capacity per pooled resource: each kind summed over the nodes (GPUs per type)."""
-        caps: dict[str, int] = {}
-        for node in self.inst.cluster.nodes:
-            for kind in KINDS:
-                value = getattr(node, kind)
-                if value is None or (kind == "gpu" and not value):
-                    continue
-                key = self.gpu_kind(node.gpu_type) if kind == "gpu" else kind
-                caps[key] = caps.get(key, 0) + value * node.count
-        return caps
-
-    def nodes(self) -> list[dict[str, Any]]:
-        """The problem's nodes (placed form): capacity per kind, the GPU type as the type."""
-        out = []
-        for name, node in self.inst.cluster.node_names():
-            caps = {k: getattr(node, k) for k in KINDS if getattr(node, k) is not None}
-            entry: dict[str, Any] = {"name": name, "capacity": caps}
-            if self.hetero:
-                entry["type"] = node.gpu_type
-            out.append(entry)
-        return out
-
-    def gang(self, i: int, job: TrainingJob, gpus: int, gpu_type: str | None) -> int | None:
-        """Nodes a run on ``gpus`` GPUs of ``gpu_type`` takes (placed form); None if too few."""
-        sizes = [
-            n.gpu
-            for _, n in self.inst.cluster.node_names()
-            if n.gpu and (gpu_type is None or n.gpu_type == gpu_type)
-        ]
-        per_node = max(sizes, default=0)
-        if not per_node:
-            return None
-        k = 1 if gpus <= per_node else -(-gpus // per_node)
-        return k if k <= len(sizes) else None
 
     def profile(self, i: int, job: TrainingJob, gpus: int) -> tuple[StageTimes, str | None, bool]:
         """Stage times for ``gpus`` GPUs, the Gavel family, and whether they are catalog times."""
@@ -368,9 +326,64 @@ class _Compiler:
         return out
 
     def iterations(self, job: TrainingJob, first: StageTimes) -> int:
+        """The job's iterations: as given, else its duration at ``first``'s iteration
+        time, rounded up (at least one per block)."""
         if job.iterations is not None:
             return job.iterations
         return max(job.blocks, math.ceil(round(job.duration / first.iteration, 9)))  # type: ignore[operator]
+
+
+class _Compiler:
+    """Builds the problem form of a cluster instance as plain data, then validates it."""
+
+    def __init__(self, inst: ClusterInstance) -> None:
+        self.inst = inst
+        self.tick = tick_seconds(inst.time_unit)
+        self.types = inst.cluster.gpu_types()
+        self.hetero = len(self.types) > 1
+        self.profiles = JobProfiles(inst)
+
+    def ticks(self, seconds: float) -> int:
+        return math.ceil(round(seconds / self.tick, 9))
+
+    def gpu_kind(self, gpu_type: str | None) -> str:
+        return f"gpu.{gpu_type}" if self.hetero else "gpu"
+
+    def pooled(self) -> dict[str, int]:
+        """Capacity per pooled resource: each kind summed over the nodes (GPUs per type)."""
+        caps: dict[str, int] = {}
+        for node in self.inst.cluster.nodes:
+            for kind in KINDS:
+                value = getattr(node, kind)
+                if value is None or (kind == "gpu" and not value):
+                    continue
+                key = self.gpu_kind(node.gpu_type) if kind == "gpu" else kind
+                caps[key] = caps.get(key, 0) + value * node.count
+        return caps
+
+    def nodes(self) -> list[dict[str, Any]]:
+        """The problem's nodes (placed form): capacity per kind, the GPU type as the type."""
+        out = []
+        for name, node in self.inst.cluster.node_names():
+            caps = {k: getattr(node, k) for k in KINDS if getattr(node, k) is not None}
+            entry: dict[str, Any] = {"name": name, "capacity": caps}
+            if self.hetero:
+                entry["type"] = node.gpu_type
+            out.append(entry)
+        return out
+
+    def gang(self, i: int, job: TrainingJob, gpus: int, gpu_type: str | None) -> int | None:
+        """Nodes a run on ``gpus`` GPUs of ``gpu_type`` takes (placed form); None if too few."""
+        sizes = [
+            n.gpu
+            for _, n in self.inst.cluster.node_names()
+            if n.gpu and (gpu_type is None or n.gpu_type == gpu_type)
+        ]
+        per_node = max(sizes, default=0)
+        if not per_node:
+            return None
+        k = 1 if gpus <= per_node else -(-gpus // per_node)
+        return k if k <= len(sizes) else None
 
     def problem(self) -> Problem:
         placed = self.inst.placement == "node"
@@ -379,8 +392,8 @@ class _Compiler:
         tasks: list[dict[str, Any]] = []
         precs: list[dict[str, Any]] = []
         for i, job in enumerate(self.inst.jobs):
-            configs = self.configs(i, job)
-            iters = self.iterations(job, configs[0][3].on(configs[0][4]))
+            configs = self.profiles.configs(i, job)
+            iters = self.profiles.iterations(job, configs[0][3].on(configs[0][4]))
             chain = self.job_chain(i, job, configs, iters, kinds)
             for k, task in enumerate(chain):
                 task["job"] = job.name

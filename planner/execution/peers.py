@@ -169,7 +169,7 @@ def jobs_from_instance(path: str | Path) -> Workload:
     InputError
         For another kind of file, a problem-form instance, or nodes of several sizes.
     """
-    from planner.dl.cluster import ClusterInstance, _Compiler
+    from planner.dl.cluster import ClusterInstance, JobProfiles
     from planner.io.instance import parse_native_text, read_text
     from planner.model import validated
 
@@ -197,12 +197,12 @@ def jobs_from_instance(path: str | Path) -> Workload:
     sizes = {n.gpu for n in inst.cluster.nodes}
     if len(sizes) != 1:
         raise InputError("peer policies need nodes with one GPU count", str(path), "cluster")
-    compiler = _Compiler(inst)
+    profiles = JobProfiles(inst)
     jobs = []
     for i, job in enumerate(inst.jobs):
-        _, _, _, times, factor = compiler.configs(i, job)[0]
+        _, _, _, times, factor = profiles.configs(i, job)[0]
         stages = Stages(times.data, times.gpu * factor, times.sync)
-        iterations = compiler.iterations(job, times.on(factor))
+        iterations = profiles.iterations(job, times.on(factor))
         alone = job.iteration_time or stages.total
         jobs.append(
             PeerJob(
