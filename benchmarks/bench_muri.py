@@ -26,7 +26,8 @@ import sys
 from pathlib import Path
 
 from planner.execution.grouping import mix_bound
-from planner.execution.peers import POLICIES, read_trace, run_policy
+from planner.execution.jobs import read_trace
+from planner.execution.peers import POLICIES, run_policy
 from planner.interleave import MURI_GROUP_FACTORS, Interleave, model_bound
 
 PUBLISHED = {

@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 
 from planner.app.cli import app
 from planner.execution.grouping import GroupMix, job_types, mix_bound
-from planner.execution.peers import POLICIES, PeerJob, audit, read_trace, run_policy
+from planner.execution.jobs import PeerJob, read_trace
+from planner.execution.peers import POLICIES, audit, run_policy
 from planner.interleave import MURI_GROUP_FACTORS, Interleave, Stages
 from tests.conftest import INSTANCES, lines
 

@@ -10,7 +10,8 @@ from typer.testing import CliRunner
 
 from planner.app.cli import app
 from planner.errors import InputError
-from planner.execution.peers import PeerJob, jobs_from_instance, read_trace, run_policy
+from planner.execution.jobs import PeerJob, jobs_from_instance, read_trace
+from planner.execution.peers import run_policy
 from planner.interleave import (
     MURI_GROUP_FACTORS,
     Interleave,
@@ -310,7 +311,7 @@ def test_policies_refuse_what_is_not_a_training_workload() -> None:
 
 def test_noise_scales_each_job_by_one_seeded_factor() -> None:
     from planner.execution.disturbances import Noise
-    from planner.execution.peers import with_noise
+    from planner.execution.jobs import with_noise
 
     jobs = read_trace(SLICE)
     noisy = with_noise(jobs, Noise("uniform", 0.3), seed=4)

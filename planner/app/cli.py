@@ -81,7 +81,8 @@ def _executed(instance: Path, problem: Problem, schedule: Schedule) -> tuple[str
     slowdown, no restart cost), beside the planned one (:func:`planner.execution.peers.judge`);
     ``None`` for another kind of instance."""
     from planner.execution.disturbances import Disturbances, Simulation
-    from planner.execution.peers import jobs_from_instance, judge
+    from planner.execution.jobs import jobs_from_instance
+    from planner.execution.peers import judge
     from planner.times import tick_seconds
 
     try:
@@ -340,7 +341,7 @@ def info(instance: Annotated[Path, typer.Argument(help="Instance file.")]) -> No
 def _model_bounds(instance: Path) -> list[tuple[str, object]]:
     """``planner info``'s bounds of a training workload (cluster form) under each
     interleaving model, in seconds; none for another instance."""
-    from planner.execution.peers import jobs_from_instance
+    from planner.execution.jobs import jobs_from_instance
     from planner.interleave import Interleave, binding, model_bound
 
     if instance.suffix.lower() not in NATIVE:

@@ -582,7 +582,7 @@ class _JobLevel:
     def model(self, workload: Any) -> Any:
         """The :class:`~planner.interleave.Interleave` of the options over ``workload``'s."""
         from planner.execution.disturbances import Slowdown
-        from planner.execution.peers import model_of
+        from planner.execution.jobs import model_of
 
         slowdown = Slowdown.parse(self.slowdown)
         return model_of(workload, self.interleave, slowdown, self.data_slots)
@@ -607,16 +607,14 @@ class _JobLevel:
 
         from planner.execution.disturbances import Failure
         from planner.execution.grouping import mix_bound
-        from planner.execution.peers import (
-            POLICIES,
-            audit,
+        from planner.execution.jobs import (
             check_jobs,
             jobs_from_instance,
             outages_of,
             plan_of,
-            run_policy,
             with_noise,
         )
+        from planner.execution.peers import POLICIES, audit, run_policy
         from planner.interleave import binding, model_bound
         from planner.interrupt import Halt, run_interruptibly
         from planner.times import tick_seconds

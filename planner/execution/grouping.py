@@ -55,7 +55,8 @@ from planner.errors import InputError
 from planner.interleave import Interleave, Stages
 
 if TYPE_CHECKING:
-    from planner.execution.peers import PeerJob, Where, _Chosen, _Cluster, _Job, _Periods
+    from planner.execution.jobs import PeerJob
+    from planner.execution.peers import Where, _Chosen, _Cluster, _Job, _Periods
 
 MAX_TYPES = 10
 """The most job types per GPU count in the program (columns grow as types^4)."""

@@ -48,7 +48,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -57,10 +57,20 @@ import numpy as np
 
 from planner.dl.catalog import restart_seconds
 from planner.errors import InputError
-from planner.interleave import MURI_GROUP_FACTORS, Interleave, Stages
+from planner.execution.jobs import (
+    Outage,
+    PeerJob,
+    check_jobs,
+    jobs_from_instance,
+    model_of,
+    outages_of,
+    plan_of,
+    with_noise,
+)
+from planner.interleave import MURI_GROUP_FACTORS, Interleave
 
 if TYPE_CHECKING:
-    from planner.execution.disturbances import Failure, Noise, Simulation, Slowdown
+    from planner.execution.disturbances import Simulation
     from planner.interrupt import Halt
     from planner.model import Problem
     from planner.schedule import Schedule
@@ -81,190 +91,9 @@ Where = tuple[tuple[int, tuple[int, ...]], ...]
 """A GPU set: per node (index), the indices of its GPUs there; empty where a policy
 counts GPUs without placing them (``tiresias``)."""
 
-Outage = tuple[int, float, float]
-"""A node (index) down from a time to a time (seconds)."""
 
 _Chosen = dict[int, tuple[list["_Job"], float, float, Where]]
 """Per running job (index): its group, its period, the group's overhead, its GPU set."""
-
-
-@dataclass(frozen=True)
-class PeerJob:
-    """A training job as a trace gives it (seconds)."""
-
-    name: str
-    gpus: int
-    iterations: int
-    stages: Stages
-    iteration_time: float
-    """Seconds per iteration alone, as measured."""
-    duration: float
-    """The trace's duration (s): what Muri-S takes as a new job's remaining time."""
-    model: str = ""
-    release: float = 0.0
-
-
-def read_trace(path: str | Path) -> list[PeerJob]:
-    """The jobs of a Muri trace CSV (:func:`planner.dl.workloads.read_muri_trace`). A job
-    alone runs at the trace's ``iteration_time`` (else its stages back to back); a trace
-    without ``duration`` gives its iterations at that period.
-
-    Raises
-    ------
-    InputError
-        As :func:`~planner.dl.workloads.read_muri_trace`.
-    """
-    from planner.dl.workloads import read_muri_trace
-
-    out = []
-    for row in read_muri_trace(path):
-        stages = Stages(*row.stages)
-        alone = row.iteration_time or stages.total
-        out.append(
-            PeerJob(
-                name=row.name,
-                gpus=row.gpus,
-                iterations=row.iterations,
-                stages=stages,
-                iteration_time=alone,
-                duration=row.duration or row.iterations * alone,
-                model=row.model,
-                release=row.release,
-            )
-        )
-    return out
-
-
-@dataclass(frozen=True)
-class Workload:
-    """The jobs of a workload file, with what the file says of the cluster and the model."""
-
-    jobs: list[PeerJob]
-    nodes: int | None = None
-    gpus_per_node: int | None = None
-    interleave: str | None = None
-    """The file's interleaving model (``None``: a trace, which names none)."""
-    data_slots: float = 1.0
-    node_names: tuple[str, ...] = ()
-    """The nodes' names, in index order (empty: a trace, whose nodes are ``node1`` ..)."""
-    time_unit: str = "1s"
-    """The file's tick (failure times without a unit are ticks of it)."""
-
-    def names(self, nodes: int) -> tuple[str, ...]:
-        """The names of ``nodes`` nodes: the file's, else ``node1`` .. ``nodeN``."""
-        return self.node_names or tuple(f"node{k + 1}" for k in range(nodes))
-
-
-def jobs_from_instance(path: str | Path) -> Workload:
-    """The jobs of a workload file, its cluster's nodes and GPUs per node, and its model.
-
-    A ``.csv`` file is a Muri trace (:func:`read_trace`; no cluster, no model); another
-    is a cluster-form instance (JSON or YAML) whose nodes all have the same number of
-    GPUs. A job's stages are its own or the catalog's for its model, its
-    period alone its ``iteration_time`` (else its stages back to back), its duration
-    its iterations at that period.
-
-    Raises
-    ------
-    InputError
-        For another kind of file, a problem-form instance, or nodes of several sizes.
-    """
-    from planner.dl.cluster import ClusterInstance, JobProfiles
-    from planner.io.instance import parse_native_text, read_text
-    from planner.model import validated
-
-    path = Path(path)
-    if path.suffix.lower() == ".csv":
-        return Workload(read_trace(path))
-    if path.suffix.lower() not in (".json", ".yaml", ".yml"):
-        raise InputError(
-            "peer policies and plans under a model run training jobs: give a Muri trace (.csv) "
-            "or a cluster-form instance (.json, .yaml)",
-            str(path),
-        )
-    if not path.is_file():
-        raise InputError("no such file", str(path))
-    try:
-        data = parse_native_text(read_text(path), path.suffix.lower() == ".json")
-        if "cluster" not in data:
-            raise InputError(
-                "peer policies run training jobs: give a Muri trace (.csv) or a cluster-form "
-                "instance (with 'cluster' and 'jobs')"
-            )
-        inst = validated(ClusterInstance, data)
-    except InputError as exc:
-        raise exc.at(str(path)) from None
-    sizes = {n.gpu for n in inst.cluster.nodes}
-    if len(sizes) != 1:
-        raise InputError("peer policies need nodes with one GPU count", str(path), "cluster")
-    profiles = JobProfiles(inst)
-    jobs = []
-    for i, job in enumerate(inst.jobs):
-        _, _, _, times, factor = profiles.configs(i, job)[0]
-        stages = Stages(times.data, times.gpu * factor, times.sync)
-        iterations = profiles.iterations(job, times.on(factor))
-        alone = job.iteration_time or stages.total
-        jobs.append(
-            PeerJob(
-                name=job.name,
-                gpus=job.gpus,
-                iterations=iterations,
-                stages=stages,
-                iteration_time=alone,
-                duration=iterations * alone,
-                model=job.model or "",
-                release=job.release,
-            )
-        )
-    names = tuple(name for name, _ in inst.cluster.node_names())
-    return Workload(
-        jobs, len(names), sizes.pop(), inst.interleave, inst.data_slots, names, inst.time_unit
-    )
-
-
-def model_of(
-    workload: Workload,
-    interleave: str | None = None,
-    slowdown: Slowdown | None = None,
-    data_slots: float | None = None,
-) -> Interleave:
-    """The interleaving model a job-level run of ``workload`` uses: ``interleave`` or the
-    file's (``muri`` for a trace), its ``data_slots`` or the file's, and ``slowdown``'s
-    factors on groups (Muri's table is its simulator's, which slows a job alone by 1.015
-    too: :data:`~planner.interleave.MURI_GROUP_FACTORS`; ``None``: no slowdown)."""
-    if slowdown is None:
-        factors = None
-    elif slowdown.source == "muri":
-        factors = MURI_GROUP_FACTORS
-    else:
-        factors = slowdown.factors
-    kind = interleave or workload.interleave or "muri"
-    return Interleave(kind, data_slots=data_slots or workload.data_slots, factors=factors)  # type: ignore[arg-type]
-
-
-def outages_of(failures: Sequence[Failure], names: Sequence[str], time_unit: str) -> list[Outage]:
-    """Node failures (ticks of ``time_unit``) as outages of node indices (seconds);
-    ``names`` name the nodes by index.
-
-    Raises
-    ------
-    InputError
-        For a node that is not one of ``names``, or two overlapping outages of a node.
-    """
-    from planner.execution.disturbances import check_overlaps
-    from planner.times import tick_seconds
-
-    check_overlaps(failures)
-    index = {name: k for k, name in enumerate(names)}
-    tick = tick_seconds(time_unit)
-    out = []
-    for f in failures:
-        if f.node not in index:
-            raise InputError(
-                f"failure {f}: no node {f.node!r}; the nodes are {names[0]} .. {names[-1]}"
-            )
-        out.append((index[f.node], f.time * tick, (f.time + f.down) * tick))
-    return out
 
 
 def judge(
@@ -305,42 +134,6 @@ def judge(
         "makespan_p95": float(np.percentile(makespans, 95)),
         "jct_mean": float(np.mean(jcts)),
     }
-
-
-def plan_of(
-    problem: Problem, schedule: Schedule, jobs: Sequence[PeerJob], work_conserving: bool = False
-) -> tuple[list[PeerJob], dict[str, tuple[int, ...]]]:
-    """A placed plan of ``problem`` as a job-level dispatch: every job released at its
-    first task's planned start (seconds of the problem's ticks; ``work_conserving``: at
-    its own release, the plan giving the order), on that task's nodes (indices into
-    ``problem.nodes``).
-
-    Raises
-    ------
-    InputError
-        If a job has no task in the schedule, or the plan names no nodes (pooled).
-    """
-    from planner.times import tick_seconds
-
-    if not problem.nodes:
-        raise InputError("a pooled plan names no nodes: execute a placed plan (--placement node)")
-    tick = tick_seconds(problem.time_unit) if problem.time_unit != "1" else 1.0
-    index = {n.name: k for k, n in enumerate(problem.nodes)}
-    first: dict[str, tuple[int, str]] = {}
-    for t in problem.tasks:
-        if t.job is not None and t.name in schedule.starts:
-            start = schedule.starts[t.name]
-            if t.job not in first or start < first[t.job][0]:
-                first[t.job] = (start, t.name)
-    out, nodes = [], {}
-    for j in jobs:
-        if j.name not in first:
-            raise InputError(f"job {j.name!r} has no task in the plan")
-        start, task = first[j.name]
-        nodes[j.name] = tuple(index[n] for n in schedule.nodes.get(task, ()))
-        release = j.release if work_conserving else max(j.release, start * tick)
-        out.append(replace(j, release=release))
-    return out, nodes
 
 
 @dataclass
@@ -836,48 +629,6 @@ class _PlanSets:
             if x.nodes == on and x.gpus == g and len(x.members) < self.model.max_colocated
         ]
         return min(shared, key=lambda x: len(x.members), default=None)
-
-
-def with_noise(jobs: Sequence[PeerJob], noise: Noise, seed: int) -> list[PeerJob]:
-    """``jobs`` with every job's stages and iteration time multiplied by one factor of
-    ``noise`` (mean 1), drawn per job in trace order from ``seed``: the same seed gives
-    the same factors."""
-    factors = noise.factors(np.random.default_rng(seed), len(jobs))
-    out = []
-    for j, f in zip(jobs, factors, strict=True):
-        s = j.stages
-        stages = Stages(s.data * f, s.gpu * f, s.sync * f)
-        out.append(replace(j, stages=stages, iteration_time=j.iteration_time * f))
-    return out
-
-
-def check_jobs(
-    jobs: Sequence[PeerJob],
-    nodes: int,
-    gpus_per_node: int,
-    plan: Mapping[str, Sequence[int]] | None = None,
-) -> None:
-    """Refuse jobs that cannot run on the cluster, and a plan that puts a job on nodes
-    that cannot hold it (:func:`run_policy` checks this before it starts).
-
-    Raises
-    ------
-    InputError
-        Naming the first such job.
-    """
-    total = nodes * gpus_per_node
-    for j in jobs:
-        if not 1 <= j.gpus <= total:
-            raise InputError(f"job {j.name!r} needs {j.gpus} GPUs; the cluster has {total}")
-        if plan is None:
-            continue
-        on = tuple(plan.get(j.name, ()))
-        need = max(1, -(-j.gpus // gpus_per_node))
-        if len(on) != need or any(not 0 <= k < nodes for k in on):
-            raise InputError(
-                f"job {j.name!r}: the plan puts it on nodes {list(on)}; it needs {need} of "
-                f"the cluster's {nodes}"
-            )
 
 
 class _Queues:
