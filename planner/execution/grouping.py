@@ -25,9 +25,10 @@ Its optimum over the whole workload at time 0 is a lower bound on the makespan o
 any run that groups jobs of one GPU count (and regroups as often as it likes), up to
 the merging of types (:func:`mix_bound`; exact when no class merges types).
 
-**The dispatch** (policy ``lp-groups`` of :func:`planner.execution.peers.run_policy`) re-solves
-the program at every event on what is left and rounds its rates ``x_c / C``
-(concurrent GPU sets of each column) to whole groups. First, every critical job (its
+**The dispatch** (policy ``lp-groups`` of :func:`planner.execution.peers.run_policy`)
+solves the program on what is left, again whenever the jobs at hand have changed by
+:data:`RESOLVE`, and at every event rounds its rates ``x_c / C`` (concurrent GPU sets
+of each column) to whole groups. First, every critical job (its
 remaining time alone at least :data:`CRITICAL` x ``C``, longest first) joins the
 column of highest rate that holds its type (else runs alone): the program spreads a
 type's work over its jobs, and only this keeps the longest job from being the tail.
