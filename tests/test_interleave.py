@@ -406,3 +406,21 @@ def test_cli_fails_nodes_of_a_job_level_run(tmp_path: Path) -> None:
         2,
         "error: failure node9@10: no node 'node9'; the nodes are node1 .. node8\n",
     )
+
+
+def test_solve_says_why_a_plan_cannot_run_job_by_job(tmp_path: Path) -> None:
+    # the only job is faster in its 8-GPU alternative, which spans both nodes: the
+    # job-level executor runs a job in its base configuration (4 GPUs, one node)
+    inst = tmp_path / "alt.yaml"
+    inst.write_text(
+        "time_unit: 1min\nplacement: node\ncluster:\n  nodes:\n"
+        "    - {name: node, count: 2, gpu: 4, cpu: 32, io: 4, net: 4}\njobs:\n"
+        "  - {name: big, gpus: 4, iterations: 1000, stages: {data: 1, gpu: 4, sync: 0.1},\n"
+        "     alternatives: [{gpus: 8, stages: {data: 0.5, gpu: 2, sync: 0.1}}]}\n"
+    )
+    result = CliRunner().invoke(app, ["solve", str(inst), "-s", "cpsat"])
+    assert result.exit_code == 0, result.output
+    assert lines(result.stdout)["executed"] == (
+        "- (not job by job: job 'big': the plan puts it on nodes [0, 1]; it needs 1 of "
+        "the cluster's 2)"
+    )

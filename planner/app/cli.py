@@ -90,7 +90,10 @@ def _executed(instance: Path, problem: Problem, schedule: Schedule) -> tuple[str
     except InputError:
         return None
     sim = Simulation(Disturbances.parse(slowdown="none"), interleave=model, restart=False)
-    executed = judge(instance, sim, plan=(problem, schedule))["makespan_mean"]
+    try:
+        executed = judge(instance, sim, plan=(problem, schedule))["makespan_mean"]
+    except InputError as exc:  # a plan the job-level executor cannot take, e.g. an alternative
+        return ("executed", f"- (not job by job: {exc})")
     tick = tick_seconds(problem.time_unit) if problem.time_unit != "1" else 1.0
     planned = schedule.makespan(problem) * tick
     return (
