@@ -216,9 +216,9 @@ class Replanning:
                     f"stability: solver {solver!r} dispatches by its rule; it takes no "
                     "stability weight"
                 )
-            result = self._exclusive(solver, **options)
+            result = _exclusive(self, solver, **options)
         else:
-            warm = self._warm(stability)
+            warm = _warm(self, stability)
             if solver == "cpsat":
                 opts = dict(options)
                 if warm is not None:
@@ -273,80 +273,84 @@ class Replanning:
             instance=self.instance,
         )
 
-    def _priorities(self, values: Mapping[str, float]) -> np.ndarray:
-        """Per task of :attr:`problem`: frozen tasks and the milestone first, then ``values``."""
-        first = -1.0 - max((abs(v) for v in values.values()), default=0.0)
-        return np.array([values.get(t.name, first) for t in self.problem.tasks], dtype=float)
 
-    def _warm(self, stability: float) -> Schedule | None:
-        """The old plan's order (arrivals by release) decoded by the serial SGS, if it fits.
+def _priorities(built: Replanning, values: Mapping[str, float]) -> np.ndarray:
+    """Per task of ``built.problem``: frozen tasks and the milestone first, then ``values``."""
+    first = -1.0 - max((abs(v) for v in values.values()), default=0.0)
+    return np.array([values.get(t.name, first) for t in built.problem.tasks], dtype=float)
 
-        Two decodes: one free to choose modes and nodes, one that keeps every task of
-        the old plan in its old mode on its old nodes where they are still up (tasks on
-        a failed node go free); the one of better score (``stability``) is returned.
-        """
-        from planner.solvers.sgs import serial_sgs
 
-        keys = {
-            name: float(self.reference.get(name, self.instance.task(name).release))
-            for name in self.unfrozen
+def _warm(built: Replanning, stability: float) -> Schedule | None:
+    """The old plan's order (arrivals by release) decoded by the serial SGS, if it fits.
+
+    Two decodes: one free to choose modes and nodes, one that keeps every task of
+    the old plan in its old mode on its old nodes where they are still up (tasks on
+    a failed node go free); the one of better score (``stability``) is returned.
+    """
+    from planner.solvers.sgs import serial_sgs
+
+    keys = {
+        name: float(built.reference.get(name, built.instance.task(name).release))
+        for name in built.unfrozen
+    }
+    order = _priorities(built, keys)
+    found = [serial_sgs(built.problem, order)[0], serial_sgs(_kept(built), order)[0]]
+    found = [s for s in found if s is not None]
+    return min(found, key=lambda s: built.score(s, stability), default=None)
+
+
+def _kept(built: Replanning) -> Problem:
+    """``built.problem`` with the old plan's tasks pinned to their old mode and nodes."""
+    failed = built.failed
+    tasks = []
+    for t in built.problem.tasks:
+        mode = built.old_modes.get(t.name)
+        nodes = built.old_nodes.get(t.name, ())
+        kept = next((m for m in t.modes if m.name == mode), None)
+        if kept is None or set(nodes) & failed or (kept.nodes and len(nodes) != kept.nodes):
+            tasks.append(t)
+            continue
+        pinned = kept.model_copy(update={"on": list(nodes)}) if kept.nodes else kept
+        tasks.append(t.model_copy(update={"modes": [pinned]}))
+    return built.problem.model_copy(update={"tasks": tasks})
+
+
+def _exclusive(built: Replanning, solver: str, **options: Any) -> Result:
+    """An ``exclusive-*`` baseline over the unfrozen jobs; the frozen tasks as they ran."""
+    from planner.solvers.exclusive import exclusive_problem, job_ranks
+    from planner.solvers.kernels import load_kernels
+    from planner.solvers.registry import check_options, solver_function
+    from planner.solvers.sgs import serial_sgs
+
+    check_options(solver, solver_function(solver), options)
+    policy = solver.removeprefix("exclusive-")
+    load_kernels(options.get("progress"))
+    t0 = time.perf_counter()
+    free = set(built.unfrozen)
+    sub = built.problem.model_copy(
+        update={
+            "tasks": [t for t in built.problem.tasks if t.name in free],
+            "precedences": [
+                p for p in built.problem.precedences if p.before in free and p.after in free
+            ],
         }
-        order = self._priorities(keys)
-        found = [serial_sgs(self.problem, order)[0], serial_sgs(self._kept(), order)[0]]
-        found = [s for s in found if s is not None]
-        return min(found, key=lambda s: self.score(s, stability), default=None)
-
-    def _kept(self) -> Problem:
-        """:attr:`problem` with the old plan's tasks pinned to their old mode and nodes."""
-        failed = self.failed
-        tasks = []
-        for t in self.problem.tasks:
-            mode = self.old_modes.get(t.name)
-            nodes = self.old_nodes.get(t.name, ())
-            kept = next((m for m in t.modes if m.name == mode), None)
-            if kept is None or set(nodes) & failed or (kept.nodes and len(nodes) != kept.nodes):
-                tasks.append(t)
-                continue
-            pinned = kept.model_copy(update={"on": list(nodes)}) if kept.nodes else kept
-            tasks.append(t.model_copy(update={"modes": [pinned]}))
-        return self.problem.model_copy(update={"tasks": tasks})
-
-    def _exclusive(self, solver: str, **options: Any) -> Result:
-        """An ``exclusive-*`` baseline over the unfrozen jobs; the frozen tasks as they ran."""
-        from planner.solvers.exclusive import exclusive_problem, job_ranks
-        from planner.solvers.kernels import load_kernels
-        from planner.solvers.registry import check_options, solver_function
-        from planner.solvers.sgs import serial_sgs
-
-        check_options(solver, solver_function(solver), options)
-        policy = solver.removeprefix("exclusive-")
-        load_kernels(options.get("progress"))
-        t0 = time.perf_counter()
-        free = set(self.unfrozen)
-        sub = self.problem.model_copy(
-            update={
-                "tasks": [t for t in self.problem.tasks if t.name in free],
-                "precedences": [
-                    p for p in self.problem.precedences if p.before in free and p.after in free
-                ],
-            }
-        )
-        ranks = job_ranks(sub, policy)
-        held = {t.name: t for t in exclusive_problem(sub).tasks}
-        tasks = [held.get(t.name, t) for t in self.problem.tasks]
-        peak = self.problem.model_copy(update={"tasks": tasks})
-        keys = {t.name: float(r) for t, r in zip(sub.tasks, ranks, strict=True)}
-        schedule, why = serial_sgs(peak, self._priorities(keys))
-        runtime = time.perf_counter() - t0
-        if schedule is None:
-            return Result(solver, Status.UNKNOWN, runtime=runtime, reason=why)
-        return Result(
-            solver,
-            Status.FEASIBLE,
-            schedule,
-            objective=schedule.objective(self.problem),
-            runtime=runtime,
-        )
+    )
+    ranks = job_ranks(sub, policy)
+    held = {t.name: t for t in exclusive_problem(sub).tasks}
+    tasks = [held.get(t.name, t) for t in built.problem.tasks]
+    peak = built.problem.model_copy(update={"tasks": tasks})
+    keys = {t.name: float(r) for t, r in zip(sub.tasks, ranks, strict=True)}
+    schedule, why = serial_sgs(peak, _priorities(built, keys))
+    runtime = time.perf_counter() - t0
+    if schedule is None:
+        return Result(solver, Status.UNKNOWN, runtime=runtime, reason=why)
+    return Result(
+        solver,
+        Status.FEASIBLE,
+        schedule,
+        objective=schedule.objective(built.problem),
+        runtime=runtime,
+    )
 
 
 def _without_milestone(schedule: Schedule) -> Schedule:
