@@ -79,7 +79,7 @@ import numpy as np
 from planner.errors import InputError
 from planner.execution.events import Arrival, Cancel, Event, NodeFailure, Overrun
 from planner.execution.state import Started, State, state_from_schedule
-from planner.model import Job, Mode, Node, Precedence, Problem, Resource, Segment, Task
+from planner.model import Job, Mode, Precedence, Problem, Resource, Segment, Task
 from planner.result import Result, Status
 from planner.schedule import Schedule
 from planner.validate import validate
@@ -563,6 +563,53 @@ def _gpu_ticks(mode: Mode, started: Started, at: int) -> int:
     return gpus * max(1, mode.nodes) * (at - started.start)
 
 
+class _Survivors:
+    """The nodes after the failures at ``T``: those gone for good typed ``gone`` (or
+    ``TYPE (gone)``), the others ``up`` (or their type), so that no mode lands on a node
+    gone for good (see the module docstring); and which modes of a task still can run."""
+
+    def __init__(self, problem: Problem, gone: set[str]) -> None:
+        self.gone = gone
+        self.nodes = list(problem.nodes)
+        if not gone:
+            return
+        if len({n.type is not None for n in problem.nodes}) > 1:
+            raise InputError(
+                f"event fail:{sorted(gone)[0]}: a node gone for good on a cluster whose "
+                "nodes are partly typed; give fail:NODE+DOWN"
+            )
+        self.nodes = []
+        for n in problem.nodes:
+            if n.name in gone:
+                kind = "gone" if n.type is None else f"{n.type} (gone)"
+            else:
+                kind = "up" if n.type is None else n.type
+            self.nodes.append(n.model_copy(update={"type": kind}))
+
+    def usable(self, task: Task, modes: list[Mode]) -> list[Mode]:
+        """``modes`` that avoid the nodes gone for good (untyped ones ask for ``up``)."""
+        if not self.gone:
+            return modes
+        out = []
+        for m in modes:
+            if not m.nodes:
+                out.append(m)
+                continue
+            if m.on is not None and set(m.on) & self.gone:
+                continue
+            kind = "up" if m.node_type is None else m.node_type
+            have = sum(n.type == kind for n in self.nodes)
+            if m.nodes <= have:
+                out.append(m.model_copy(update={"node_type": kind}))
+        if not out:
+            need = min(m.nodes for m in modes)
+            raise InputError(
+                f"event fail:{sorted(self.gone)[0]}: task {task.name!r} needs {need} nodes; "
+                "too few are left"
+            )
+        return out
+
+
 class _Build:
     """The re-planned instance, one task family at a time (see :func:`prepare`)."""
 
@@ -580,7 +627,8 @@ class _Build:
         self.dropped: set[str] = set()
         self.extra_precedences: list[Precedence] = []
         self.extra_jobs: list[Job] = []
-        self.nodes = self._nodes()
+        self.survivors = _Survivors(problem, self.gone)
+        self.nodes = self.survivors.nodes
         self.figures: dict[str, Any] = {
             "at": self.at,
             "finished": 0,
@@ -613,49 +661,6 @@ class _Build:
         self.cancelled.add(ev.job)
 
     # Nodes.
-
-    def _nodes(self) -> list[Node]:
-        """The nodes, those gone for good retyped (see the module docstring)."""
-        if not self.gone:
-            return list(self.p.nodes)
-        typed = {n.type is not None for n in self.p.nodes}
-        if len(typed) > 1:
-            raise InputError(
-                f"event fail:{sorted(self.gone)[0]}: a node gone for good on a cluster whose "
-                "nodes are partly typed; give fail:NODE+DOWN"
-            )
-        self.untyped = typed == {False}
-        out = []
-        for n in self.p.nodes:
-            if n.name in self.gone:
-                kind = "gone" if n.type is None else f"{n.type} (gone)"
-            else:
-                kind = "up" if n.type is None else n.type
-            out.append(n.model_copy(update={"type": kind}))
-        return out
-
-    def _usable(self, task: Task, modes: list[Mode]) -> list[Mode]:
-        """``modes`` that avoid the nodes gone for good (untyped ones ask for ``up``)."""
-        if not self.gone:
-            return modes
-        out = []
-        for m in modes:
-            if not m.nodes:
-                out.append(m)
-                continue
-            if m.on is not None and set(m.on) & self.gone:
-                continue
-            kind = "up" if m.node_type is None else m.node_type
-            have = sum(n.type == kind for n in self.nodes)
-            if m.nodes <= have:
-                out.append(m.model_copy(update={"node_type": kind}))
-        if not out:
-            need = min(m.nodes for m in modes)
-            raise InputError(
-                f"event fail:{sorted(self.gone)[0]}: task {task.name!r} needs {need} nodes; "
-                "too few are left"
-            )
-        return out
 
     # Tasks.
 
@@ -786,7 +791,7 @@ class _Build:
         if cost:
             self.figures["restarted"] += 1
             modes = [_restarting(m, cost) for m in modes]
-        modes = self._usable(t, modes)
+        modes = self.survivors.usable(t, modes)
         self.out.append(t.model_copy(update={"modes": modes, "release": max(t.release, self.at)}))
 
     def _down(self, node: str, down: int) -> None:
