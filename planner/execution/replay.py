@@ -113,6 +113,69 @@ def domains(problem: Problem) -> list[str]:
     return names + sorted(keys - set(names))  # type: ignore[operator]
 
 
+class _Interference:
+    """Which tasks time-share GPUs, and how much that slows them (see the module
+    docstring): interference groups (a node, a placement key, or ``None``: the pool),
+    their GPUs, the tasks with GPUs running on each, and each group's slowdown."""
+
+    def __init__(self, replay: _Replay) -> None:
+        problem = replay.problem
+        self.slow = replay.slow
+        nodes = {nd.name: nd for nd in problem.nodes}
+        self.groups: list[tuple[str | None, ...]] = [on or (None,) for on in replay.on]
+        self.gpus = replay.gpus
+        used: dict[str | None, set[int]] = {}
+        for i, groups in enumerate(self.groups):
+            for g in groups:
+                used.setdefault(g, set()).update(
+                    s for d in replay.dem[i] for s, _ in d if s < len(problem.renewables)
+                )
+        self.gpu_cap: dict[str | None, int] = {}
+        for g, slots in used.items():
+            if g in nodes:
+                caps = nodes[g].capacity.items()
+                self.gpu_cap[g] = sum(c for kind, c in caps if _GPU.match(kind))
+            else:
+                names, cap = replay.names, replay.cap
+                self.gpu_cap[g] = sum(cap[s] for s in slots if _GPU.match(names[s]))
+        self.members: dict[str | None, set[int]] = {g: set() for g in used}
+        self.gpu_sum = dict.fromkeys(used, 0)
+        self.factor = dict.fromkeys(used, 1.0)
+
+    def speed(self, i: int) -> float:
+        """Task ``i``'s slowdown: its worst group's."""
+        return max(self.factor[g] for g in self.groups[i])
+
+    def join(self, i: int) -> set[int]:
+        """Task ``i`` (with GPUs) starts running: the tasks whose slowdown changed."""
+        for g in self.groups[i]:
+            self.members[g].add(i)
+            self.gpu_sum[g] += self.gpus[i]
+        return self._refactor(self.groups[i])
+
+    def leave(self, i: int) -> set[int]:
+        """Task ``i`` (with GPUs) stops running: the tasks whose slowdown changed."""
+        for g in self.groups[i]:
+            self.members[g].discard(i)
+            self.gpu_sum[g] -= self.gpus[i]
+        return self._refactor(self.groups[i])
+
+    def _refactor(self, groups: tuple[str | None, ...]) -> set[int]:
+        """Set the slowdown of ``groups`` after a task joined or left them: ``k`` tasks
+        time-sharing a group's GPUs (they ask more than it has) take ``s(k)``."""
+        changed: set[int] = set()
+        if self.slow is None:
+            return changed
+        for g in groups:
+            members = self.members[g]
+            k = len(members) if self.gpu_sum[g] > self.gpu_cap[g] else 1
+            s = self.slow.factor(k)
+            if s != self.factor[g]:
+                self.factor[g] = s
+                changed |= members
+        return changed
+
+
 class _Replay:
     """The event loop: state per task in flat lists indexed by the task's position.
 
@@ -178,7 +241,7 @@ class _Replay:
             )
             for i in range(n)
         ]
-        self._interference()
+        self.interference = _Interference(self)
         self._queues(schedule)
         # Precedences.
         index = problem.task_index
@@ -257,27 +320,6 @@ class _Replay:
             else:
                 out.extend((self.node_slot[v, r], q) for v in self.on[i])
         return tuple(out)
-
-    def _interference(self) -> None:
-        """Interference groups (a node, a placement key, or ``None``: the pool) and their GPUs."""
-        nodes = {nd.name: nd for nd in self.problem.nodes}
-        self.groups: list[tuple[str | None, ...]] = [on or (None,) for on in self.on]
-        used: dict[str | None, set[int]] = {}
-        for i, groups in enumerate(self.groups):
-            for g in groups:
-                used.setdefault(g, set()).update(
-                    s for d in self.dem[i] for s, _ in d if s < len(self.problem.renewables)
-                )
-        self.gpu_cap: dict[str | None, int] = {}
-        for g, slots in used.items():
-            if g in nodes:
-                caps = nodes[g].capacity.items()
-                self.gpu_cap[g] = sum(c for kind, c in caps if _GPU.match(kind))
-            else:
-                self.gpu_cap[g] = sum(self.cap[s] for s in slots if _GPU.match(self.names[s]))
-        self.members: dict[str | None, set[int]] = {g: set() for g in used}
-        self.gpu_sum = dict.fromkeys(used, 0)
-        self.factor = dict.fromkeys(used, 1.0)
 
     def _queues(self, schedule: Schedule) -> None:
         """Plan order, and dispatch queues per *signature* (nodes touched, segment demand).
@@ -496,7 +538,7 @@ class _Replay:
             self.waiting[i] = None
         self.seg[i], self.seg_start[i], self.last[i] = j, t, t
         self.rem[i] = self.work[i][j]
-        self.speed[i] = max(self.factor[g] for g in self.groups[i]) if self.gpus[i] else 1.0
+        self.speed[i] = self.interference.speed(i) if self.gpus[i] else 1.0
         self.book_end[i] = t + self._bound(i, j)
         for s, q in self.dem[i][j]:
             self.load[s] += q
@@ -552,40 +594,22 @@ class _Replay:
         for v in self.touch[i]:
             self.running_on[v].add(i)
         if self.gpus[i]:
-            for g in self.groups[i]:
-                self.members[g].add(i)
-                self.gpu_sum[g] += self.gpus[i]
-            self._refactor(self.groups[i], t)
+            self._rates(self.interference.join(i), t)
 
     def _leave(self, i: int, t: int) -> None:
         for v in self.touch[i]:
             self.running_on[v].discard(i)
         if self.gpus[i]:
-            for g in self.groups[i]:
-                self.members[g].discard(i)
-                self.gpu_sum[g] -= self.gpus[i]
-            self._refactor(self.groups[i], t)
+            self._rates(self.interference.leave(i), t)
 
-    def _refactor(self, groups: tuple[str | None, ...], t: int) -> None:
-        """Set the slowdown of the tasks on ``groups`` after a task joined or left them."""
-        if self.slow is None:
-            return
-        changed: set[int] = set()
-        for g in groups:
-            members = self.members[g]
-            k = len(members) if self.gpu_sum[g] > self.gpu_cap[g] else 1
-            s = self.slow.factor(k)
-            if s != self.factor[g]:
-                self.factor[g] = s
-                changed |= members
+    def _rates(self, changed: set[int], t: int) -> None:
+        """Give the running tasks of ``changed`` their new speed from ``t`` on."""
         for m in sorted(changed):
-            s = max(self.factor[g] for g in self.groups[m])
+            s = self.interference.speed(m)
             if self.waiting[m] is None and self.seg[m] >= 0 and s != self.speed[m]:
                 self.rem[m] -= (t - self.last[m]) / self.speed[m]
                 self.last[m], self.speed[m] = t, s
                 self._schedule_end(m, t)
-
-    # Failures.
 
     def _fail(self, f: Failure, t: int) -> None:
         until = t + f.down
