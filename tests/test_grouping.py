@@ -161,3 +161,25 @@ def test_gantt_draws_a_job_level_run_by_gpu_set(tmp_path: Path) -> None:
     html = CliRunner().invoke(app, ["gantt", str(run), "-o", str(tmp_path / "x.html")])
     assert html.exit_code == 2
     assert html.stderr.endswith("a job-level run is drawn as .png, .svg, .pdf, not '.html'\n")
+
+
+def test_a_job_level_run_writes_its_co_location_table_as_csv(tmp_path: Path) -> None:
+    import csv
+
+    table, run = tmp_path / "table.csv", tmp_path / "run.json"
+    for out in (table, run):
+        args = ["simulate", str(SLICE), "--policy", "lp-groups", "-o", str(out)]
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 0, result.output
+    assert lines(result.stdout)["makespan"].startswith("941,582 s (")
+    rows = list(csv.DictReader(table.open()))
+    residences = json.loads(run.read_text())["residences"]
+    assert len(rows) == len(residences)
+    first = residences[0]
+    assert rows[0] == {
+        "job": first["job"],
+        "gpus": first["gpus"],
+        "start": f"{first['start']:.3f}",
+        "end": f"{first['end']:.3f}",
+        "partners": ";".join(first["partners"]),
+    }

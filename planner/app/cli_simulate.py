@@ -99,7 +99,12 @@ def simulate_cmd(
     ] = 1,
     output: Annotated[
         Path | None,
-        typer.Option("--output", "-o", help="Write the realized run of SEED (.json)."),
+        typer.Option(
+            "--output",
+            "-o",
+            help="Write the realized run of SEED (.json); job by job (--policy, or a plan "
+            "under --interleave), .csv writes its co-location table instead.",
+        ),
     ] = None,
     gantt: Annotated[
         Path | None,
@@ -223,7 +228,8 @@ def simulate_cmd(
                 raise InputError("--interleave without --policy executes a plan: give SCHEDULE")
             inputs = [instance, *([schedule] if schedule is not None else [])]
             if output is not None:
-                check_output(output, inputs=inputs, suffixes=(".json",), what="the run file")
+                suffixes = (".json", ".csv")
+                check_output(output, inputs=inputs, suffixes=suffixes, what="the run file")
             job_level = _JobLevel(interleave, data_slots, slowdown, restart)
             job_level.run(instance, schedule, policy, nodes, gpus_per_node, work_conserving,
                           output, noise, seed, fail or ())  # fmt: skip
@@ -568,6 +574,20 @@ def _online_runs(
     return out
 
 
+def _write_table(path: Path, rows: list[dict[str, Any]]) -> None:
+    """The co-location table as CSV: per stretch of a job on one GPU set with the same
+    partners, the job, the GPUs (``node3:0-3``, ``+`` between the nodes of a gang), its
+    start and end (seconds) and its partners (``;``-separated)."""
+    import csv
+
+    with path.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["job", "gpus", "start", "end", "partners"])
+        for r in rows:
+            start, end = f"{r['start']:.3f}", f"{r['end']:.3f}"
+            writer.writerow([r["job"], r["gpus"], start, end, ";".join(r["partners"])])
+
+
 @dataclass(frozen=True)
 class _JobLevel:
     """``simulate --policy`` and ``simulate SCHEDULE --interleave``: the job-level executor
@@ -703,7 +723,10 @@ class _JobLevel:
         show(rows)
         if not run.finished:
             typer.echo(f"interrupted: {len(run.finish)} of {len(jobs)} jobs had finished")
-        if output is not None:
+        if output is not None and output.suffix.lower() == ".csv":
+            _write_table(output, run.residences(names))
+            typer.echo(f"co-location table written to {output}")
+        elif output is not None:
             data = {
                 "instance": str(instance),
                 "policy": name,
