@@ -28,6 +28,7 @@ from pathlib import Path
 from planner.execution.grouping import mix_bound
 from planner.execution.jobs import read_trace
 from planner.execution.peers import POLICIES, run_policy
+from planner.execution.power import run_energy
 from planner.interleave import MURI_GROUP_FACTORS, Interleave, model_bound
 
 PUBLISHED = {
@@ -80,9 +81,9 @@ def main() -> int:
     bound = model_bound(work, 64, Interleave(args.interleave, data_slots=args.data_slots))["bound"]
     header = (
         "| policy | setting | makespan (s) | Muri's (s) | diff | x Muri-S | x Muri-L | x bound "
-        "| mean JCT (s) | Muri's JCT (s) | run time (s) |"
+        "| mean JCT (s) | Muri's JCT (s) | energy (kWh) | run time (s) |"
     )
-    rows = [header, "|" + "---|" * 11]
+    rows = [header, "|" + "---|" * 12]
     for policy in args.policy or POLICIES:
         for setting in ("muri", "ideal"):
             factors = MURI_GROUP_FACTORS if setting == "muri" else None
@@ -100,7 +101,8 @@ def main() -> int:
             rows.append(
                 f"| {policy} | {setting} | {run.makespan:,.0f} | {refs} | {diff} | {versus} | "
                 f"{run.makespan / bound:.3f} | {run.mean_jct:,.0f} | "
-                f"{f'{jct:,}' if jct else '-'} | {run.runtime:.1f} |"
+                f"{f'{jct:,}' if jct else '-'} | {run_energy(run, jobs, 64).kwh:,.0f} | "
+                f"{run.runtime:.1f} |"
             )
             print(rows[-1], flush=True)
     mixes = []

@@ -183,3 +183,19 @@ def test_a_job_level_run_writes_its_co_location_table_as_csv(tmp_path: Path) -> 
         "end": f"{first['end']:.3f}",
         "partners": ";".join(first["partners"]),
     }
+
+
+def test_the_energy_of_a_run_by_hand() -> None:
+    from planner.execution.power import run_energy
+
+    # one 8-GPU job alone for 1,000 iterations of 1 s, computing 0.6 s of each: the 8
+    # GPUs idle at 60 W all along and compute 60% of the time at 300 W
+    stages = Stages(data=0.3, gpu=0.6, sync=0.1)
+    jobs = [PeerJob("j", 8, 1000, stages, 1.0, 1000.0)]
+    run = run_policy(jobs, "srtf", 1, 8, Interleave("fluid"), restart=False)
+    energy = run_energy(run, jobs, 8)
+    watts = 8 * 60 + 8 * 0.6 * (300 - 60)
+    assert energy.kwh == pytest.approx(watts * 1000 / 3.6e6)
+    assert (energy.mean_kw, energy.peak_kw) == (pytest.approx(watts / 1000),) * 2
+    # on a 16-GPU cluster the 8 GPUs left idle draw 60 W each as well
+    assert run_energy(run, jobs, 16).kwh == pytest.approx((watts + 8 * 60) * 1000 / 3.6e6)

@@ -635,6 +635,7 @@ class _JobLevel:
             with_noise,
         )
         from planner.execution.peers import POLICIES, audit, run_policy
+        from planner.execution.power import run_energy
         from planner.interleave import binding, model_bound
         from planner.interrupt import Halt, run_interruptibly
         from planner.times import tick_seconds
@@ -681,6 +682,7 @@ class _JobLevel:
         work_items = [(j.gpus, j.iterations, j.stages) for j in jobs]
         bound = model_bound(work_items, nodes * gpus_per_node, model)
         mix = mix_bound(jobs, model, nodes * gpus_per_node)
+        energy = run_energy(run, jobs, nodes * gpus_per_node)
         factors = (
             "Muri's slowdown factors" if self.slowdown == "muri" else f"slowdown {self.slowdown}"
         )
@@ -705,6 +707,11 @@ class _JobLevel:
                 ),
                 ("mean JCT", f"{run.mean_jct:,.0f} s"),
                 ("p99 JCT", f"{run.p99_jct:,.0f} s"),
+                (
+                    "energy",
+                    f"{energy.kwh:,.0f} kWh, mean {energy.mean_kw:.1f} kW, peak "
+                    f"{energy.peak_kw:.1f} kW (GPUs: 300 W busy, 60 W idle)",
+                ),
             ]
             if planned:
                 rows.append(
@@ -739,6 +746,7 @@ class _JobLevel:
                 "mean_jct": run.mean_jct if run.finish else None,
                 "bound": bound,
                 "mix_bound": mix,
+                "energy_kwh": energy.kwh,
                 "failures": list(fail),
                 "finish": run.finish,
                 "residences": run.residences(names),
