@@ -32,6 +32,8 @@ A job on ``g`` GPUs demands, per stage: data ``io: g`` and
 ``cpu: g * cpu_per_gpu``; gpu ``gpu: g``; sync ``net: g``; and
 ``gpu_mem: g * gpu_mem_per_gpu`` through every segment of a block. Each GPU
 thus brings one data-loading slot and one network slot, as in Muri's model.
+With a ``power`` cap (:class:`Power`) the GPU stage of a block also asks for its
+GPUs' draw above idle of a cluster-wide ``power`` resource.
 ``alternatives`` (other GPU counts, GPU types, or stage profiles such as a
 pipeline-parallel split) become further modes of every block; each block may
 choose its own (elastic training). Durations are rounded up to whole ticks of
@@ -133,6 +135,45 @@ class Profile(_Spec):
     gavel_job_type: str | None = None
 
 
+class PowerWindow(_Spec):
+    """A window ``[start, end)`` (seconds) with another power cap."""
+
+    start: Seconds
+    end: Seconds
+    cap: Seconds = Field(description="Watts the cluster may draw in the window.")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> PowerWindow:
+        if self.end <= self.start:
+            raise ValueError(f"end: {self.end:g} s is not after the start, {self.start:g} s")
+        return self
+
+
+class Power(_Spec):
+    """The cluster's GPU power and its cap (watts). A GPU draws ``gpu_idle`` all the
+    time and ``gpu_busy`` while it computes; with a ``cap`` the plan keeps the cluster's
+    draw under it: the GPU stage of every block asks for its GPUs' ``gpu_busy -
+    gpu_idle`` of a cluster-wide ``power`` resource of ``cap`` less every GPU's idle
+    draw."""
+
+    gpu_busy: Seconds = Field(default=300.0, description="Watts per GPU while it computes.")
+    gpu_idle: Seconds = Field(default=60.0, description="Watts per GPU at rest.")
+    cap: Seconds | None = Field(default=None, description="Watts the cluster may draw.")
+    windows: list[PowerWindow] = Field(
+        default_factory=list, description="Windows of another cap (a tariff, a night)."
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> Power:
+        if self.gpu_busy < self.gpu_idle:
+            raise ValueError(
+                f"gpu_busy: {self.gpu_busy:g} W is below gpu_idle, {self.gpu_idle:g} W"
+            )
+        if self.windows and self.cap is None:
+            raise ValueError("windows: a window changes the cap; give 'cap'")
+        return self
+
+
 class Alternative(_Spec):
     """Another way to run a job: other GPUs, another GPU type, or another stage profile."""
 
@@ -207,6 +248,7 @@ class ClusterInstance(_Spec):
         default=1.0, description="fluid: data-loading slots per GPU (Muri's overlap is 2)."
     )
     cluster: Cluster
+    power: Power | None = Field(default=None, description="GPU power and a power cap.")
     profiles: list[Profile] = Field(default_factory=list)
     jobs: list[TrainingJob] = Field(min_length=1)
 
@@ -342,6 +384,9 @@ class _Compiler:
         self.types = inst.cluster.gpu_types()
         self.hetero = len(self.types) > 1
         self.profiles = JobProfiles(inst)
+        power = inst.power
+        self.busy_watts = power.gpu_busy - power.gpu_idle if power is not None else 0.0
+        """Watts a GPU draws above idle while it computes."""
 
     def ticks(self, seconds: float) -> int:
         return math.ceil(round(seconds / self.tick, 9))
@@ -389,6 +434,9 @@ class _Compiler:
         placed = self.inst.placement == "node"
         resources = {} if placed else self.pooled()
         kinds = {k for n in self.nodes() for k in n["capacity"]} if placed else set(resources)
+        power = self.power_resource()
+        if power is not None:
+            kinds.add("power")
         tasks: list[dict[str, Any]] = []
         precs: list[dict[str, Any]] = []
         for i, job in enumerate(self.inst.jobs):
@@ -407,7 +455,10 @@ class _Compiler:
             "name": self.inst.name,
             "time_unit": self.inst.time_unit,
             "objective": self.inst.objective,
-            "resources": [{"name": k, "capacity": v} for k, v in resources.items()],
+            "resources": [
+                *({"name": k, "capacity": v} for k, v in resources.items()),
+                *([power] if power is not None else []),
+            ],
             **({"nodes": self.nodes()} if placed else {}),
             "tasks": tasks,
             "precedences": precs,
@@ -424,6 +475,38 @@ class _Compiler:
         from planner.model import validated
 
         return validated(Problem, data)
+
+    def power_resource(self) -> dict[str, Any] | None:
+        """The cluster-wide ``power`` resource of a cap (watts above every GPU's idle
+        draw), its windows in ticks; ``None`` without a cap.
+
+        Raises
+        ------
+        InputError
+            If a cap is below the idle draw of the cluster's GPUs.
+        """
+        power = self.inst.power
+        if power is None or power.cap is None:
+            return None
+        idle = power.gpu_idle * self.gpus_of(None)
+
+        def above(cap: float, where: str) -> int:
+            if cap < idle:
+                raise InputError(
+                    f"{cap:g} W is below the idle draw of the cluster's GPUs, {idle:g} W",
+                    place=where,
+                )
+            return int(cap - idle)
+
+        windows = [
+            {
+                "start": int(w.start // self.tick),
+                "end": self.ticks(w.end),
+                "capacity": above(w.cap, f"power.windows[{k}].cap"),
+            }
+            for k, w in enumerate(power.windows)
+        ]
+        return {"name": "power", "capacity": above(power.cap, "power.cap"), "windows": windows}
 
     def gpus_of(self, gpu_type: str | None) -> int:
         """The cluster's GPUs (of ``gpu_type``, if given)."""
@@ -454,17 +537,21 @@ class _Compiler:
                     continue
                 share = -(-g // k) if k else g
                 held = share * job.gpu_mem_per_gpu
+                watts = math.ceil(g * self.busy_watts)
                 per_stage = {
                     "data": (
                         {"io": share, "cpu": share * job.cpu_per_gpu, "gpu_mem": held},
                         times.data,
                     ),
-                    "gpu": ({"gpu": share, "gpu_mem": held}, times.gpu * factor),
+                    "gpu": ({"gpu": share, "gpu_mem": held, "power": watts}, times.gpu * factor),
                     "sync": ({"net": share, "gpu_mem": held}, times.sync),
                 }
                 segments = []
                 for stage, (demand, seconds) in per_stage.items():
-                    named = {self.resource(kind, placed, gpu_type): q for kind, q in demand.items()}
+                    named = {
+                        (kind if kind == "power" else self.resource(kind, placed, gpu_type)): q
+                        for kind, q in demand.items()
+                    }
                     segments.append(
                         {
                             "name": stage,

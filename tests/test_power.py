@@ -1,0 +1,86 @@
+"""A power cap in the cluster form: a resource every solver respects."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from planner.dl.cluster import ClusterInstance
+from planner.errors import InputError
+from planner.model import validated
+from planner.solvers import solve
+from planner.validate import validate
+
+TWO_JOBS = {
+    "time_unit": "1s",
+    "cluster": {"nodes": [{"name": "node", "gpu": 2, "cpu": 8, "io": 2, "net": 2}]},
+    "jobs": [
+        {"name": name, "gpus": 1, "iterations": 100, "stages": {"data": 0, "gpu": 1, "sync": 0}}
+        for name in ("a", "b")
+    ],
+}
+
+
+def _makespan(power: dict[str, object], placement: str = "pooled") -> int:
+    inst = validated(ClusterInstance, {**TWO_JOBS, "power": power, "placement": placement})
+    problem = inst.compile()
+    result = solve(problem, "cpsat", time_limit=10)
+    assert result.status.value == "optimal"
+    assert validate(problem, result.schedule).ok
+    return int(result.objective)
+
+
+@pytest.mark.parametrize("placement", ["pooled", "node"])
+def test_only_delaying_a_job_keeps_the_plan_under_the_cap(placement: str) -> None:
+    # two 1-GPU jobs of 100 s of pure compute: both GPUs idle draw 120 W; computing
+    # adds 240 W per GPU, so a 400 W cap lets one compute at a time, 700 W both
+    assert _makespan({"cap": 400}, placement) == 200
+    assert _makespan({"cap": 700}, placement) == 100
+    assert _makespan({}, placement) == 100
+
+
+def test_a_window_of_a_lower_cap_delays_one_job_through_it() -> None:
+    # 400 W over [0, 50) s, 700 W after: one job computes from 0, the other from 50
+    power = {"cap": 700, "windows": [{"start": 0, "end": 50, "cap": 400}]}
+    assert _makespan(power) == 150
+
+
+@pytest.mark.parametrize(
+    ("power", "message"),
+    [
+        ({"cap": 100}, "power.cap: 100 W is below the idle draw of the cluster's GPUs, 120 W"),
+        (
+            {"cap": 700, "windows": [{"start": 0, "end": 5, "cap": 50}]},
+            "power.windows[0].cap: 50 W is below the idle draw of the cluster's GPUs, 120 W",
+        ),
+        (
+            {"windows": [{"start": 0, "end": 5, "cap": 500}]},
+            "power.windows: a window changes the cap; give 'cap'",
+        ),
+        ({"gpu_busy": 50, "cap": 500}, "power.gpu_busy: 50 W is below gpu_idle, 60 W"),
+        (
+            {"cap": 500, "windows": [{"start": 9, "end": 5, "cap": 500}]},
+            "power.windows[0].end: 5 s is not after the start, 9 s",
+        ),
+    ],
+)
+def test_bad_power_is_one_clear_error(power: dict[str, object], message: str) -> None:
+    with pytest.raises(InputError) as caught:
+        validated(ClusterInstance, {**TWO_JOBS, "power": power}).compile()
+    assert str(caught.value) == message
+
+
+def test_the_power_example_in_the_readme_solves(tmp_path: Path) -> None:
+    from planner.io.instance import load_instance
+
+    path = tmp_path / "capped.yaml"
+    path.write_text(
+        "cluster:\n  nodes: [{name: node, count: 2, gpu: 4, cpu: 32, io: 4, net: 4}]\n"
+        "power: {cap: 2000}\n"
+        "jobs:\n  - {name: r18, model: resnet18, gpus: 4, duration: 3600}\n"
+        "  - {name: bert, model: bert, gpus: 4, duration: 3600}\n"
+    )
+    problem = load_instance(path)
+    assert [r.name for r in problem.resources][-1] == "power"
+    assert problem.resources[-1].capacity == 2000 - 8 * 60
