@@ -84,3 +84,54 @@ def test_the_power_example_in_the_readme_solves(tmp_path: Path) -> None:
     problem = load_instance(path)
     assert [r.name for r in problem.resources][-1] == "power"
     assert problem.resources[-1].capacity == 2000 - 8 * 60
+
+
+def test_a_cap_slows_every_running_job_alike_job_by_job() -> None:
+    from planner.execution.jobs import PeerJob
+    from planner.execution.peers import audit, run_policy
+    from planner.execution.power import run_energy
+    from planner.interleave import Interleave, Stages
+
+    # two 1-GPU jobs of pure compute on 2 GPUs: both computing draw 2 x 300 W; a 360 W
+    # cap (120 W idle + 240 W) leaves them half their speed: both end at 200 s
+    compute = Stages(data=0.0, gpu=1.0, sync=0.0)
+    jobs = [PeerJob(name, 1, 100, compute, 1.0, 100.0) for name in ("a", "b")]
+    model = Interleave("fluid")
+    run = run_policy(jobs, "srtf", 1, 2, model, restart=False, power_cap=360.0)
+    assert run.finish == {"a": pytest.approx(200.0), "b": pytest.approx(200.0)}
+    assert run.throttle[0] == pytest.approx(0.5)
+    assert audit(run, jobs, 2) == []
+    energy = run_energy(run, jobs, 2)
+    assert energy.peak_kw == pytest.approx(0.36)
+    assert energy.kwh == pytest.approx(360 * 200 / 3.6e6)
+    # the audit recomputes the cap's speed: a run whose trace broke it is caught
+    from dataclasses import replace
+
+    assert audit(replace(run, power_cap=600.0), jobs, 2)[0].startswith("job 'a' finished")
+
+
+def test_simulate_takes_the_instance_cap_and_refuses_windows(tmp_path: Path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from planner.app.cli import app
+    from tests.conftest import lines
+
+    inst = tmp_path / "capped.json"
+    data = {**TWO_JOBS, "power": {"cap": 360}}
+    inst.write_text(json.dumps(data))
+    result = CliRunner().invoke(app, ["simulate", str(inst), "--policy", "srtf"])
+    assert result.exit_code == 0, result.output
+    shown = lines(result.stdout)
+    assert shown["power cap"] == "360 W"
+    # the cap sets the pace, not the jobs' speed alone (1.015 s per iteration here)
+    assert shown["makespan"].startswith("200 s (")
+    data["power"] = {"cap": 700, "windows": [{"start": 0, "end": 50, "cap": 400}]}
+    inst.write_text(json.dumps(data))
+    result = CliRunner().invoke(app, ["simulate", str(inst), "--policy", "srtf"])
+    assert (result.exit_code, result.stderr) == (
+        2,
+        f"error: {inst}: power.windows: job-level runs take a constant power cap: plan with "
+        "the windows, or drop them\n",
+    )

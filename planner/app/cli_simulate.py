@@ -177,6 +177,16 @@ def simulate_cmd(
             "interval between events, as Muri's simulator does.",
         ),
     ] = True,
+    power_cap: Annotated[
+        float | None,
+        typer.Option(
+            "--power-cap",
+            min=1.0,
+            max=1e9,
+            help="Job by job: watts the cluster may draw (1 to 1e9); every running job slows "
+            "alike when the GPUs would draw more (default: the instance's power.cap, else none).",
+        ),
+    ] = None,
     nodes: Annotated[
         int,
         typer.Option(min=1, max=10_000, help="--policy on a trace: nodes (1 to 10,000)."),
@@ -230,10 +240,16 @@ def simulate_cmd(
             if output is not None:
                 suffixes = (".json", ".csv")
                 check_output(output, inputs=inputs, suffixes=suffixes, what="the run file")
-            job_level = _JobLevel(interleave, data_slots, slowdown, restart)
+            job_level = _JobLevel(interleave, data_slots, slowdown, restart, power_cap)
             job_level.run(instance, schedule, policy, nodes, gpus_per_node, work_conserving,
                           output, noise, seed, fail or ())  # fmt: skip
         return
+    if power_cap is not None:
+        with guard():
+            raise InputError(
+                "--power-cap applies job by job (--policy, or a plan under --interleave); a "
+                "task-level replay keeps the instance's power resource"
+            )
     if online:
         _online(
             instance,
@@ -598,6 +614,8 @@ class _JobLevel:
     data_slots: float | None
     slowdown: str
     restart: bool
+    power_cap: float | None = None
+    """Watts (``None``: the instance's cap, if any)."""
 
     def model(self, workload: Any) -> Any:
         """The :class:`~planner.interleave.Interleave` of the options over ``workload``'s."""
@@ -661,6 +679,7 @@ class _JobLevel:
         if noise is not None:
             jobs = with_noise(jobs, Noise.parse(noise), seed)
         name = policy or "plan"
+        cap = self.power_cap or workload.power_cap
         halt = Halt()
         with tqdm(total=len(jobs), unit="job", file=sys.stderr, desc=name) as bar:
 
@@ -676,6 +695,8 @@ class _JobLevel:
                     halt=halt,
                     plan=placed,
                     outages=outages,
+                    power_cap=cap,
+                    watts=workload.watts,
                 )
 
             run, _ = run_interruptibly(work, halt.set, name)
@@ -695,6 +716,7 @@ class _JobLevel:
             ("model", f"{model.kind}{slots} ({factors}, {overheads})"),
             ("noise", f"{noise}, seed {seed} (one factor per job)" if noise else "none"),
             ("failures", ", ".join(fail) if fail else "none"),
+            ("power cap", f"{cap:,.0f} W" if cap else "none"),
             ("bound", f"{bound['bound']:,.0f} s ({binding(bound)}, under {model.kind})"),
             ("mix bound", f"{mix:,.0f} s (groups of one GPU count, regrouped at will)"),
         ]
@@ -710,7 +732,8 @@ class _JobLevel:
                 (
                     "energy",
                     f"{energy.kwh:,.0f} kWh, mean {energy.mean_kw:.1f} kW, peak "
-                    f"{energy.peak_kw:.1f} kW (GPUs: 300 W busy, 60 W idle)",
+                    f"{energy.peak_kw:.1f} kW (GPUs: {run.watts[0]:g} W busy, "
+                    f"{run.watts[1]:g} W idle)",
                 ),
             ]
             if planned:
@@ -748,6 +771,7 @@ class _JobLevel:
                 "mix_bound": mix,
                 "energy_kwh": energy.kwh,
                 "failures": list(fail),
+                "power_cap": cap,
                 "finish": run.finish,
                 "residences": run.residences(names),
             }

@@ -85,6 +85,10 @@ class Workload:
     """The nodes' names, in index order (empty: a trace, whose nodes are ``node1`` ..)."""
     time_unit: str = "1s"
     """The file's tick (failure times without a unit are ticks of it)."""
+    power_cap: float | None = None
+    """The file's power cap (watts; ``power.cap``), if it has one."""
+    watts: tuple[float, float] = (300.0, 60.0)
+    """A GPU's (busy, idle) watts (``power.gpu_busy``, ``power.gpu_idle``)."""
 
     def names(self, nodes: int) -> tuple[str, ...]:
         """The names of ``nodes`` nodes: the file's, else ``node1`` .. ``nodeN``."""
@@ -153,9 +157,17 @@ def jobs_from_instance(path: str | Path) -> Workload:
             )
         )
     names = tuple(name for name, _ in inst.cluster.node_names())
-    return Workload(
-        jobs, len(names), sizes.pop(), inst.interleave, inst.data_slots, names, inst.time_unit
-    )
+    power = inst.power
+    if power is not None and power.windows:
+        raise InputError(
+            "job-level runs take a constant power cap: plan with the windows, or drop them",
+            str(path),
+            "power.windows",
+        )
+    cap = power.cap if power is not None else None
+    watts = (power.gpu_busy, power.gpu_idle) if power is not None else (300.0, 60.0)
+    return Workload(jobs, len(names), sizes.pop(), inst.interleave, inst.data_slots, names,
+                    inst.time_unit, cap, watts)  # fmt: skip
 
 
 def model_of(

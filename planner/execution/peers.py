@@ -67,6 +67,7 @@ from planner.execution.jobs import (
     plan_of,
     with_noise,
 )
+from planner.execution.power import WATTS, compute_share, throttle
 from planner.interleave import MURI_GROUP_FACTORS, Interleave
 
 if TYPE_CHECKING:
@@ -126,7 +127,8 @@ def judge(
     for k in range(simulation.runs):
         noisy = jobs if dist.noise is None else with_noise(jobs, dist.noise, simulation.seed + k)
         run = run_policy(noisy, policy, nodes, per_node, model, simulation.restart,
-                         plan=placed, outages=outages)  # fmt: skip
+                         plan=placed, outages=outages, power_cap=workload.power_cap,
+                         watts=workload.watts)  # fmt: skip
         makespans.append(run.makespan)
         jcts.append(run.mean_jct)
     return {
@@ -160,6 +162,12 @@ class PeerRun:
     outages: tuple[Outage, ...] = ()
     """The node failures the run went through."""
     gpus_per_node: int = 8
+    power_cap: float | None = None
+    """The cluster's power cap (watts), if it had one."""
+    watts: tuple[float, float] = WATTS
+    """A GPU's (busy, idle) watts."""
+    throttle: list[float] = field(default_factory=list)
+    """Per event, the speed the power cap left every running job (1: none)."""
 
     def residences(self, names: Sequence[str] = ()) -> list[dict[str, object]]:
         """The run as a co-location table: one row per stretch of a job on one GPU set
@@ -304,6 +312,8 @@ def run_policy(
     halt: Halt | None = None,
     plan: Mapping[str, Sequence[int]] | None = None,
     outages: Sequence[Outage] = (),
+    power_cap: float | None = None,
+    watts: tuple[float, float] = WATTS,
 ) -> PeerRun:
     """Run ``jobs`` on the cluster under ``policy`` (see the module docstring).
 
@@ -340,13 +350,19 @@ def run_policy(
         at every event, as if checkpointed there), and run again wherever the policy
         places them next (a plan: on their planned nodes, once all are up), paying their
         restart overhead again.
+    power_cap
+        Watts the cluster may draw (:mod:`planner.execution.power`: every GPU draws
+        ``watts``, busy while it computes, else idle). Whenever the running groups would
+        draw more, every job runs slower by one factor, the cap over their draw (above
+        idle), as GPU power capping does; ``None``: no cap.
 
     Raises
     ------
     InputError
         For an unknown policy, a job larger than the cluster, or a plan that puts a job
-        on nodes that cannot hold it (:func:`check_jobs`), or an outage of a node the
-        cluster does not have or with its return before its failure.
+        on nodes that cannot hold it (:func:`check_jobs`), an outage of a node the
+        cluster does not have or with its return before its failure, or a power cap
+        not above the GPUs' idle draw.
     """
     from planner.execution.grouping import MixDispatch, SrsfPack
 
@@ -359,6 +375,12 @@ def run_policy(
         if not 0 <= node < nodes or not 0 <= down <= back < math.inf:
             raise InputError(f"outage of node {node} from {down:g} s to {back:g} s: no such node")
     changes = sorted({x for _, down, back in outages for x in (down, back)})
+    idle_draw = total * watts[1]
+    if power_cap is not None and not idle_draw < power_cap < math.inf:
+        raise InputError(
+            f"power cap {power_cap:g} W: the cluster's {total} GPUs draw {idle_draw:g} W idle"
+        )
+    throttles: list[float] = []
     t0 = time.perf_counter()
     state = [_Job(j, k, model, restart) for k, j in enumerate(jobs)]
     order = sorted(state, key=lambda s: s.job.release)
@@ -448,12 +470,15 @@ def run_policy(
                 where = cluster.place(s.job.gpus)
                 if where is not None:
                     chosen[s.idx] = ([s], s.alone, s.cost, where)
+        speed = _speed(chosen, total, power_cap, watts)
+        throttles.append(speed)
         running: dict[tuple[str, ...], tuple[float, Where]] = {}
         for s in runnable:
             run = chosen.get(s.idx)
             s.running = run is not None
             if run is not None:
                 members, s.period, s.overhead, where = run
+                s.period /= speed
                 groups[len(members)] = groups.get(len(members), 0) + 1
                 running[tuple(m.job.name for m in members)] = (s.overhead, where)
         trace.append((t, [(names, cost, where) for names, (cost, where) in running.items()]))
@@ -477,7 +502,47 @@ def run_policy(
         trace=trace,
         outages=tuple(outages),
         gpus_per_node=gpus_per_node,
+        power_cap=power_cap,
+        watts=watts,
+        throttle=throttles,
     )
+
+
+def _audit_speed(
+    groups: Sequence[tuple[tuple[str, ...], float, Where]],
+    by_name: Mapping[str, PeerJob],
+    model: Interleave,
+    gpus: int,
+    cap: float | None,
+    watts: tuple[float, float],
+) -> float:
+    """The power cap's speed at an event, from the trace's groups and the model alone
+    (groups too large for the model are left out: the audit reports them)."""
+    if cap is None:
+        return 1.0
+    sets = []
+    for names, _, _ in groups:
+        if len(names) > model.max_colocated:
+            continue
+        members = [by_name[n] for n in names]
+        periods = model.periods([m.stages for m in members], [m.iteration_time for m in members])
+        sets.append((members[0].gpus, compute_share([m.stages.gpu for m in members], periods)))
+    return throttle(sets, gpus, cap, watts)
+
+
+def _speed(chosen: _Chosen, gpus: int, cap: float | None, watts: tuple[float, float]) -> float:
+    """The speed a power ``cap`` leaves the groups of ``chosen`` (:func:`throttle`)."""
+    if cap is None:
+        return 1.0
+    sets: dict[tuple[int, ...], tuple[int, float]] = {}
+    for members, _, _, _ in chosen.values():
+        key = tuple(sorted(m.idx for m in members))
+        if key not in sets:
+            share = compute_share(
+                [m.job.stages.gpu for m in members], [chosen[m.idx][1] for m in members]
+            )
+            sets[key] = (members[0].job.gpus, share)
+    return throttle(list(sets.values()), gpus, cap, watts)
 
 
 def audit(run: PeerRun, jobs: Sequence[PeerJob], gpus: int) -> list[str]:
@@ -499,6 +564,7 @@ def audit(run: PeerRun, jobs: Sequence[PeerJob], gpus: int) -> list[str]:
     for k, (t, groups) in enumerate(run.trace):
         end = run.trace[k + 1][0] if k + 1 < len(run.trace) else t
         down = {n for n, a, b in run.outages if a <= t < b}
+        speed = _audit_speed(groups, by_name, model, gpus, run.power_cap, run.watts)
         used = 0
         held: set[tuple[int, int]] = set()
         for names, overhead, where in groups:
@@ -521,6 +587,7 @@ def audit(run: PeerRun, jobs: Sequence[PeerJob], gpus: int) -> list[str]:
                 wrong.append(f"at {t:g} s: a Muri group of several GPU counts {list(names)}")
             stages = [m.stages for m in members]
             periods = model.periods(stages, alone=[m.iteration_time for m in members])
+            periods = [period / speed for period in periods]
             for m, period in zip(members, periods, strict=True):
                 if m.release > t + 1e-9 or run.finish.get(m.name, math.inf) < end - 1e-6:
                     wrong.append(f"job {m.name!r} runs at {t:g} s, outside its release and finish")

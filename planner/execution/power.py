@@ -22,6 +22,29 @@ if TYPE_CHECKING:
     from planner.execution.jobs import PeerJob
     from planner.execution.peers import PeerRun
 
+WATTS = DEFAULT_POWER["gpu"]
+"""A GPU's (busy, idle) watts."""
+
+
+def compute_share(stages_gpu: Sequence[float], periods: Sequence[float]) -> float:
+    """The share of the time a GPU set computes: its jobs' GPU stages over their periods,
+    summed (at most 1)."""
+    return min(1.0, sum(g / p for g, p in zip(stages_gpu, periods, strict=True)))
+
+
+def throttle(
+    sets: Sequence[tuple[int, float]], gpus: int, cap: float | None, watts: tuple[float, float]
+) -> float:
+    """The speed every running job keeps under a power ``cap`` (watts; ``None``: 1): the
+    GPU sets (GPUs, compute share) draw ``watts`` as the module docstring says, and if
+    they would draw more than the cap, every set computes slower in proportion, as GPU
+    power capping does, so that the cluster draws the cap."""
+    busy, idle = watts
+    extra = sum(g * share * (busy - idle) for g, share in sets)
+    if cap is None or extra <= 0:
+        return 1.0
+    return min(1.0, (cap - gpus * idle) / extra)
+
 
 @dataclass(frozen=True)
 class Energy:
@@ -32,15 +55,11 @@ class Energy:
     peak_kw: float
 
 
-def run_energy(
-    run: PeerRun,
-    jobs: Sequence[PeerJob],
-    gpus: int,
-    watts: tuple[float, float] = DEFAULT_POWER["gpu"],
-) -> Energy:
+def run_energy(run: PeerRun, jobs: Sequence[PeerJob], gpus: int) -> Energy:
     """The energy of ``run`` (of ``jobs`` on ``gpus`` GPUs) over its makespan, each GPU
-    drawing ``watts`` (busy, idle) as the module docstring says."""
-    busy, idle = watts
+    drawing the run's watts (busy, idle) as the module docstring says, slowed by the
+    run's power cap where it had one (:func:`throttle`)."""
+    busy, idle = run.watts
     by_name = {j.name: j for j in jobs}
     model = run.interleave
     joules = peak = 0.0
@@ -54,8 +73,9 @@ def run_energy(
             periods = model.periods(
                 [m.stages for m in members], alone=[m.iteration_time for m in members]
             )
-            share = min(1.0, sum(m.stages.gpu / p for m, p in zip(members, periods, strict=True)))
-            extra = members[0].gpus * share * (busy - idle)
+            share = compute_share([m.stages.gpu for m in members], periods)
+            speed = run.throttle[k] if run.throttle else 1.0
+            extra = members[0].gpus * share * speed * (busy - idle)
             draw += extra
             # a restart overhead computes nothing (a job's last interval pays none)
             last = any(abs(run.finish.get(n, -1.0) - end) < 1e-4 for n in names)
