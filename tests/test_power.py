@@ -135,3 +135,21 @@ def test_simulate_takes_the_instance_cap_and_refuses_windows(tmp_path: Path) -> 
         f"error: {inst}: power.windows: job-level runs take a constant power cap: plan with "
         "the windows, or drop them\n",
     )
+
+
+def test_the_mix_bound_under_a_cap_is_the_power_the_work_needs() -> None:
+    from planner.execution.grouping import mix_bound
+    from planner.execution.jobs import PeerJob
+    from planner.execution.peers import audit, run_policy
+    from planner.interleave import Interleave, Stages
+
+    # 200 GPU-seconds of compute at 240 W above idle, 240 W of budget: 200 s at least,
+    # whatever the grouping; without the cap the two jobs fit side by side in 100 s
+    compute = Stages(data=0.0, gpu=1.0, sync=0.0)
+    jobs = [PeerJob(name, 1, 100, compute, 1.0, 100.0) for name in ("a", "b")]
+    model = Interleave("fluid")
+    assert mix_bound(jobs, model, 2) == pytest.approx(100.0)
+    assert mix_bound(jobs, model, 2, (240.0, (300.0, 60.0))) == pytest.approx(200.0)
+    run = run_policy(jobs, "lp-groups", 1, 2, model, restart=False, power_cap=360.0)
+    assert run.makespan == pytest.approx(200.0)
+    assert audit(run, jobs, 2) == []

@@ -702,7 +702,9 @@ class _JobLevel:
             run, _ = run_interruptibly(work, halt.set, name)
         work_items = [(j.gpus, j.iterations, j.stages) for j in jobs]
         bound = model_bound(work_items, nodes * gpus_per_node, model)
-        mix = mix_bound(jobs, model, nodes * gpus_per_node)
+        total = nodes * gpus_per_node
+        budget = None if cap is None else (cap - total * workload.watts[1], workload.watts)
+        mix = mix_bound(jobs, model, total, budget)
         energy = run_energy(run, jobs, nodes * gpus_per_node)
         factors = (
             "Muri's slowdown factors" if self.slowdown == "muri" else f"slowdown {self.slowdown}"
@@ -718,7 +720,11 @@ class _JobLevel:
             ("failures", ", ".join(fail) if fail else "none"),
             ("power cap", f"{cap:,.0f} W" if cap else "none"),
             ("bound", f"{bound['bound']:,.0f} s ({binding(bound)}, under {model.kind})"),
-            ("mix bound", f"{mix:,.0f} s (groups of one GPU count, regrouped at will)"),
+            (
+                "mix bound",
+                f"{mix:,.0f} s (groups of one GPU count, regrouped at will"
+                + (", under the power cap)" if cap else ")"),
+            ),
         ]
         if run.finished:
             rows += [
