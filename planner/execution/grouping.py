@@ -132,7 +132,7 @@ class GroupMix:
         model: Interleave,
         power: tuple[float, tuple[float, float]] | None = None,
     ) -> None:
-        self.jobs, self.model, self.power = jobs, model, power
+        self.power = power
         self.type_of = job_types(jobs)
         count = max(self.type_of, default=-1) + 1
         self.gpus = [0] * count
@@ -255,8 +255,6 @@ class MixDispatch:
         # against 4,454,288 s without (the cap, not the mix, sets the pace there)
         self.mix = GroupMix(jobs, model)
         self.periods = periods
-        self.solves = 0
-        """Programs solved."""
         self.last: tuple[float, np.ndarray] | None = None
         self.present: tuple[bool, ...] = ()
         self.gpus_up = 0
@@ -285,7 +283,6 @@ class MixDispatch:
             or abs(len(runnable) - self.jobs_then) > RESOLVE * self.jobs_then
         ):
             self.last = mix.solve(left, jobs, gpus)
-            self.solves += 1
             self.present, self.gpus_up, self.jobs_then = present, gpus, len(runnable)
         makespan, rates = self.last
         order = [int(c) for c in np.argsort(-rates, kind="stable") if rates[c] > 1e-9]
