@@ -86,16 +86,16 @@ def _executed(instance: Path, problem: Problem, schedule: Schedule) -> tuple[str
     from planner.times import tick_seconds
 
     try:
-        model = jobs_from_instance(instance).interleave or "fluid"
+        workload = jobs_from_instance(instance)
     except InputError:
         return None
+    model = workload.interleave or "fluid"
     sim = Simulation(Disturbances.parse(slowdown="none"), interleave=model, restart=False)
     try:
-        executed = judge(instance, sim, plan=(problem, schedule))["makespan_mean"]
+        executed = judge(workload, sim, plan=(problem, schedule))["makespan_mean"]
     except InputError as exc:  # a plan the job-level executor cannot take, e.g. an alternative
         return ("executed", f"- (not job by job: {exc})")
-    tick = tick_seconds(problem.time_unit) if problem.time_unit != "1" else 1.0
-    planned = schedule.makespan(problem) * tick
+    planned = schedule.makespan(problem) * tick_seconds(workload.time_unit)
     return (
         "executed",
         f"{executed:,.0f} s job by job under {model} (planned {planned:,.0f} s; "

@@ -160,6 +160,7 @@ def _realize(
     """Fill in the realized figures of ``row``'s plan, or of its peer policy (``plan``
     ``None``, ``sim`` with an interleaving model), in ticks of the instance (status
     ``error`` if running it fails)."""
+    from planner.execution.jobs import jobs_from_instance
     from planner.execution.peers import judge
     from planner.execution.simulate import rank_by_realized
     from planner.times import tick_seconds
@@ -175,9 +176,9 @@ def _realize(
                 figures["jct_mean"] = rank.mean_jct["mean"]
             tick = 1.0
         else:
-            figures = judge(path, sim, "plan" if plan else row["solver"], plan)
-            unit = (plan[0] if plan else load_instance(path)).time_unit
-            tick = tick_seconds(unit) if unit != "1" else 1.0
+            workload = jobs_from_instance(path)
+            figures = judge(workload, sim, "plan" if plan else row["solver"], plan)
+            tick = tick_seconds(workload.time_unit)
     # A replay that fails is a failed run of the study, not the end of it.
     except Exception as exc:
         row.update(status="error", error=f"simulation: {exc.__class__.__name__}: {exc}")

@@ -166,8 +166,17 @@ def jobs_from_instance(path: str | Path) -> Workload:
         )
     cap = power.cap if power is not None else None
     watts = (power.gpu_busy, power.gpu_idle) if power is not None else (300.0, 60.0)
-    return Workload(jobs, len(names), sizes.pop(), inst.interleave, inst.data_slots, names,
-                    inst.time_unit, cap, watts)  # fmt: skip
+    return Workload(
+        jobs,
+        nodes=len(names),
+        gpus_per_node=sizes.pop(),
+        interleave=inst.interleave,
+        data_slots=inst.data_slots,
+        node_names=names,
+        time_unit=inst.time_unit,
+        power_cap=cap,
+        watts=watts,
+    )
 
 
 def model_of(

@@ -50,18 +50,18 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from planner.dl.catalog import restart_seconds
 from planner.errors import InputError
+from planner.execution.grouping import MixDispatch, SrsfPack
 from planner.execution.jobs import (
     Outage,
     PeerJob,
+    Workload,
     check_jobs,
-    jobs_from_instance,
     model_of,
     outages_of,
     plan_of,
@@ -98,13 +98,15 @@ _Chosen = dict[int, tuple[list["_Job"], float, float, Where]]
 
 
 def judge(
-    path: str | Path,
+    workload: Workload,
     simulation: Simulation,
     policy: str = "plan",
     plan: tuple[Problem, Schedule] | None = None,
 ) -> dict[str, float]:
     """A policy, or a placed plan (``policy="plan"``, ``plan``: the problem compiled from
-    ``path`` and its schedule), run ``simulation.runs`` times in the job-level executor
+    the workload's file and its schedule), on ``workload``
+    (:func:`~planner.execution.jobs.jobs_from_instance`), run ``simulation.runs`` times
+    in the job-level executor
     under ``simulation``'s interleaving model, slowdown, restart overheads and failures,
     the noise of run ``k`` drawn from seed ``simulation.seed + k``: the mean and 95th
     percentile of the makespan and the mean JCT (seconds).
@@ -112,10 +114,8 @@ def judge(
     Raises
     ------
     InputError
-        As :func:`jobs_from_instance`, :func:`plan_of`, :func:`run_policy` and
-        :func:`outages_of`.
+        As :func:`plan_of`, :func:`run_policy` and :func:`outages_of`.
     """
-    workload = jobs_from_instance(path)
     dist = simulation.disturbances
     model = model_of(workload, simulation.interleave, dist.slowdown)
     jobs, placed = workload.jobs, None
@@ -364,8 +364,6 @@ def run_policy(
         cluster does not have or with its return before its failure, or a power cap
         not above the GPUs' idle draw.
     """
-    from planner.execution.grouping import MixDispatch, SrsfPack
-
     if policy not in POLICIES and not (policy == "plan" and plan is not None):
         raise InputError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
     model = interleave or Interleave("muri", factors=MURI_GROUP_FACTORS)
