@@ -13,6 +13,9 @@ from typing import TYPE_CHECKING
 
 import networkx as nx
 
+from planner.errors import InputError
+from planner.model import MAX_INT
+
 if TYPE_CHECKING:
     from planner.model import Problem
 
@@ -105,6 +108,23 @@ def _ticks_to_supply(work: int, base: int, windows: list) -> int:
 def lower_bound(problem: Problem) -> int:
     """The best of the critical-path and energy bounds."""
     return max(critical_path_bound(problem), energy_bound(problem))
+
+
+def horizon_error(ticks: int, time_unit: str, cluster: bool) -> InputError:
+    """The error for a horizon of ``ticks`` above ``MAX_INT``; the advice fits the form
+    the problem came from (the cluster form's ``time_unit`` sets the ticks)."""
+    if cluster:
+        advice = f"use a coarser time_unit than {time_unit!r}"
+    else:
+        advice = (
+            "divide every duration, lag, release, deadline and window bound by a common "
+            "factor (fewer, longer ticks)"
+        )
+    return InputError(
+        f"the horizon (every task back to back, with the latest release and all lags) is "
+        f"{ticks} ticks, above the limit of 2**40 = {MAX_INT}; {advice}",
+        place="time_unit" if cluster else None,
+    )
 
 
 def horizon(problem: Problem) -> int:

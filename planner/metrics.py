@@ -6,7 +6,8 @@ V100-class cluster: a GPU draws 300 W busy (its board power) and 60 W idle; a
 CPU core 10 W and 3 W; a data-loading slot (storage I/O) 15 W and 5 W; a
 network slot 20 W and 8 W; memory is counted in the GPUs and CPUs. A resource
 is matched by its kind, the part of its name after the last dot (``node3.gpu``
-is a ``gpu``). Pass ``power`` to use figures of your own.
+is a ``gpu``), its work and capacity in the problem's ``units`` of it (a fluid
+block's shares). Pass ``power`` to use figures of your own.
 """
 
 from __future__ import annotations
@@ -92,7 +93,8 @@ def schedule_metrics(
             continue
         known = True
         busy, idle = power[kind]
-        joules += (busy * work[name] + idle * (offered[name] - work[name])) * tick
+        units = problem.unit(name)
+        joules += (busy * work[name] + idle * (offered[name] - work[name])) * tick / units
     if known:
         metrics.energy_kwh = joules / 3.6e6
     return metrics

@@ -31,6 +31,11 @@ if TYPE_CHECKING:
 
     from planner.arrays import ProblemArrays
 
+_GPU = re.compile(r"^(?:[^.]+\.)?gpu(?:\.[^.]+)?$")
+"""A GPU resource or node kind: ``gpu``, ``gpu.TYPE``, ``KEY.gpu`` or ``KEY.gpu.TYPE``."""
+_RESIDENT = re.compile(r"^(?:[^.]+\.)?resident(?:\.[^.]+)?$")
+"""A fluid block's residency, named like a GPU resource."""
+
 MAX_INT = 2**40
 """The largest integer an instance or a schedule may hold (about 1.1e12).
 
@@ -41,6 +46,7 @@ sum a solver forms stays far inside 64-bit integers.
 """
 
 NonNegInt = Annotated[int, Field(ge=0, le=MAX_INT, strict=True)]
+PosInt = Annotated[int, Field(ge=1, le=MAX_INT, strict=True)]
 Name = Annotated[str, Field(min_length=1)]
 
 
@@ -242,6 +248,12 @@ class Problem(_Entity):
     tasks: list[Task] = Field(min_length=1)
     precedences: list[Precedence] = Field(default_factory=list)
     jobs: list[Job] = Field(default_factory=list)
+    units: dict[Name, PosInt] = Field(
+        default_factory=dict,
+        description="Units of demand per physical unit of a resource or node kind: 100 "
+        "gives a fluid training block's shares in hundredths of a GPU. Metrics that count "
+        "physical units (energy, GPUs held) divide by it; 1 where absent.",
+    )
 
     @model_validator(mode="after")
     def _time_unit(self) -> Problem:
@@ -253,6 +265,14 @@ class Problem(_Entity):
                 tick_seconds(self.time_unit)
             except ValueError as exc:
                 raise ValueError(f"{exc}, or '1' (a tick of no stated length)") from None
+        return self
+
+    @model_validator(mode="after")
+    def _units(self) -> Problem:
+        known = {r.name for r in self.resources} | set(self.node_kinds)
+        for name in self.units:
+            if name not in known:
+                raise ValueError(f"units.{name}: no resource or node kind {name!r}")
         return self
 
     @model_validator(mode="after")
@@ -363,6 +383,24 @@ class Problem(_Entity):
     def node_kinds(self) -> list[str]:
         """The node resource kinds, in order of first appearance over the nodes."""
         return list(dict.fromkeys(k for n in self.nodes for k in n.capacity))
+
+    def gpus(self, mode: Mode) -> int:
+        """The GPUs ``mode`` runs on (per node of its set): its residency where it has
+        one (a fluid training block), else its peak demand on GPU kinds (``gpu``,
+        ``gpu.*``, ``KEY.gpu``, ``KEY.gpu.*``), a share of a GPU counted whole."""
+        peak = 0
+        for seg in mode.segments:
+            if not seg.duration:
+                continue
+            resident = [q for r, q in seg.demand.items() if _RESIDENT.match(r)]
+            gpus = sum(-(-q // self.unit(r)) for r, q in seg.demand.items() if _GPU.match(r))
+            peak = max(peak, sum(resident) if resident else gpus)
+        return peak
+
+    def unit(self, name: str) -> int:
+        """Units of demand per physical unit of resource or node kind ``name`` (1 unless
+        ``units`` says otherwise)."""
+        return self.units.get(name, 1)
 
     @cached_property
     def renewables(self) -> list[Resource]:
@@ -485,5 +523,6 @@ def _path(loc: tuple[Any, ...]) -> str:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            out += f".{part}" if out else str(part)
+            name = str(part) if str(part).isprintable() else repr(part)
+            out += f".{name}" if out else name
     return out

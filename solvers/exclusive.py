@@ -10,7 +10,9 @@ backfill gaps):
 - ``exclusive-srsf``: smallest service first (processing time times the share
   of the cluster the job holds).
 
-Holding the peak is never less than the real demand, so the schedule is
+A share of a resource the problem counts in ``units`` (a fluid training block's
+GPU share) is held as whole units: the whole GPU. Holding the peak is never less
+than the real demand, so the schedule is
 feasible for the original instance too: it is returned for that instance and
 validated like any other. On a placed instance a job holds its peak on its nodes
 (all its GPUs among them) for its whole run: its tasks come one after the other
@@ -38,11 +40,17 @@ def exclusive_problem(problem: Problem) -> Problem:
         modes = []
         for m in t.modes:
             names = [r.name for r in problem.renewables] + problem.node_kinds
-            peak = {r: m.peak(r) for r in names if m.peak(r)}
+            peak = {r: whole(m.peak(r), problem.unit(r)) for r in names if m.peak(r)}
             segment = m.segments[0].model_copy(update={"duration": m.duration, "demand": peak})
             modes.append(m.model_copy(update={"segments": [segment]}))
         tasks.append(t.model_copy(update={"modes": modes}))
     return problem.model_copy(update={"tasks": tasks})
+
+
+def whole(quantity: int, units: int) -> int:
+    """``quantity`` rounded up to whole physical units of ``units`` each (a fluid block's
+    share of a GPU held as the whole GPU)."""
+    return -(-quantity // units) * units
 
 
 def job_ranks(problem: Problem, policy: str) -> np.ndarray:

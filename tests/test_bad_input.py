@@ -220,7 +220,8 @@ CASES = [
         "duration, lag, release, deadline and window bound by a common factor (fewer, longer "
         "ticks)",
     ),
-    # a cluster form whose jobs in milliseconds make too long a horizon (issue 15, row 8)
+    # a cluster form whose jobs in milliseconds make too long a horizon (issue 15, row 8);
+    # the horizon counts every block at its slowest speed, 1/4
     (
         "ms.yaml",
         yaml.safe_dump(
@@ -234,7 +235,7 @@ CASES = [
             }
         ),
         "ms.yaml: time_unit: the horizon (every task back to back, with the latest release and "
-        "all lags) is 1500000000000 ticks, above the limit of 2**40 = 1099511627776; use a "
+        "all lags) is 6000000000000 ticks, above the limit of 2**40 = 1099511627776; use a "
         "coarser time_unit than '1ms'",
     ),
     # a catalog model with a batch size the catalog did not measure (issue 15, row 10)

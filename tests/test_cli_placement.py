@@ -152,7 +152,7 @@ def test_import_muri_migrate_and_objective(tmp_path: Path) -> None:
     # the catalog's restart time of each job's model, in one-minute ticks: 1
     assert {j.restart for j in problem.jobs} == {1}
     block2 = problem.tasks[1]
-    assert [m.name for m in block2.modes] == ["base", "base-moved"]
+    assert [m.name for m in block2.modes][:3] == ["base", "base-moved", "base@1/2"]
     result = runner.invoke(app, [*args, "--migrate"])
     assert result.exit_code == 2
     assert result.stderr == (

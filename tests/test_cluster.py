@@ -12,12 +12,17 @@ from planner.io.instance import problem_from_data
 from planner.model import Problem
 
 
-def cluster(*jobs: dict[str, Any], placement: str = "pooled", **nodes: Any) -> Problem:
+def cluster(
+    *jobs: dict[str, Any], placement: str = "pooled", interleave: str = "phases", **nodes: Any
+) -> Problem:
+    """A cluster-form instance of ``jobs`` on two nodes of 8 GPUs (or ``nodes``), its
+    training blocks as phases unless ``interleave`` says otherwise."""
     node_list = nodes.get("nodes") or [{"name": "n", "count": 2, "gpu": 8, "io": 8, "net": 8}]
     return problem_from_data(
         {
             "time_unit": "1s",
             "placement": placement,
+            "interleave": interleave,
             "cluster": {"nodes": node_list},
             "jobs": list(jobs),
         }
@@ -162,6 +167,7 @@ def test_alternatives_become_modes() -> None:
 def test_user_profiles_extend_the_catalog() -> None:
     data = {
         "time_unit": "1s",
+        "interleave": "phases",
         "cluster": {"nodes": [{"name": "n", "gpu": 8, "io": 8}]},
         "profiles": [{"model": "mine", "gpus": 2, "data": 0.5, "gpu": 1.5}],
         "jobs": [{"name": "m", "model": "mine", "gpus": 2, "iterations": 4}],

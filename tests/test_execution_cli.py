@@ -106,7 +106,7 @@ def test_an_event_on_a_node_already_down_in_the_run_is_refused(trace: dict[str, 
 def test_the_replanned_makespan_counts_jobs_only(trace: dict[str, Path]) -> None:
     plan = trace["plan"]
     old = json.loads(plan.read_text())["makespan"]
-    args = ["replan", str(trace["placed"]), str(plan), "--event", "fail:node1+5000", "-s", "sgs"]
+    args = ["replan", str(trace["placed"]), str(plan), "--event", "fail:node2+5000", "-s", "sgs"]
     code, out, _ = run(*args, "--at", "7000")
     assert code == 0
     assert lines(out)["makespan"] == f"{old} (old plan {old})"
@@ -391,8 +391,8 @@ def test_info_lists_the_nodes_of_a_placed_instance(trace: dict[str, Path]) -> No
     assert code == 0
     info = lines(out)
     assert info["nodes"] == "8"
-    assert info["nodes node1 .. node8"] == "8 x gpu 8, io 8, net 8"
-    assert info["node resource gpu"] == "renewable, 64 over the nodes"
+    assert info["nodes node1 .. node8"] == "8 x gpu 8, io 8, net 8, resident 32"
+    assert info["node resource gpu"] == "renewable, 64 over the nodes, demands in 1/1000"
 
 
 def test_a_monte_carlo_run_labels_its_first_run(trace: dict[str, Path]) -> None:

@@ -66,13 +66,26 @@ def test_cluster_form_compiles_to_block_chains() -> None:
     p = load_instance(INSTANCES / "example.yaml")
     bert = [t for t in p.tasks if t.job == "bert"]
     assert [t.name for t in bert] == ["bert/block1", "bert/block2"]
-    segs = bert[0].modes[0].segments
-    # 4,000 iterations per block; 0.05 / 0.40 / 0.15 s per iteration; 1-minute ticks, rounded up
-    assert [(s.name, s.duration) for s in segs] == [("data", 4), ("gpu", 27), ("sync", 10)]
-    assert segs[0].demand == {"io": 2, "cpu": 4, "gpu_mem": 48}
-    assert segs[1].demand == {"gpu": 2, "gpu_mem": 48}
-    assert segs[2].demand == {"net": 2, "gpu_mem": 48}
-    assert {r.name: r.capacity for r in p.resources}["gpu"] == 8
+    # a fluid block: 4,000 iterations of 0.05 / 0.40 / 0.15 s on 2 GPUs, one segment of
+    # per-GPU shares in thousandths (data 1/12, compute 2/3, sync 1/4 of the 0.6 s period),
+    # 40 one-minute ticks at full speed; at speed 1/k the shares / k and the ticks * k
+    modes = bert[0].modes
+    assert [m.name for m in modes] == ["base", "base@1/2", "base@1/3", "base@1/4"]
+    assert [[(s.name, s.duration) for s in m.segments] for m in modes] == [
+        [("train", 40 * k)] for k in (1, 2, 3, 4)
+    ]
+    assert modes[0].segments[0].demand == {
+        "gpu": 1334,
+        "io": 167,
+        "cpu": 334,
+        "net": 500,
+        "gpu_mem": 48,
+        "resident": 2,
+    }
+    assert modes[3].segments[0].demand["gpu"] == 334
+    capacity = {r.name: r.capacity for r in p.resources}
+    assert (capacity["gpu"], capacity["io"], capacity["resident"]) == (8000, 8000, 32)
+    assert p.units == {"gpu": 1000, "net": 1000, "io": 1000, "cpu": 1000}
     gpt2 = [t.name for t in p.tasks if t.job == "gpt2"]
     assert gpt2 == ["gpt2/block1", "gpt2/block2", "gpt2/checkpoint"]
     assert ("gpt2/block2", "gpt2/checkpoint") in {(q.before, q.after) for q in p.precedences}

@@ -60,11 +60,17 @@ def cluster(migrate: bool, restart: float = 1.0) -> dict[str, Any]:
 def test_the_compiler_gives_later_blocks_a_staying_and_a_moving_mode() -> None:
     p = problem_from_data(cluster(True))
     block2 = p.task("a/block2")
-    stay, moved = block2.modes
+    # per speed of the fluid block, a staying mode and a moving one
+    stay, moved, *slower = block2.modes
     assert (stay.name, stay.same_nodes_as, stay.duration) == ("base", "a/block1", 10)
     assert (moved.name, moved.same_nodes_as, moved.duration) == ("base-moved", None, 11)
-    assert (moved.segments[0].name, moved.segments[0].demand) == ("restart", {"gpu": 4})
-    assert [m.same_nodes_as for m in p.task("a/block1").modes] == [None]
+    assert [m.name for m in slower[-2:]] == ["base@1/4", "base@1/4-moved"]
+    # the restart holds the whole GPUs (4,000 thousandths) and their residency
+    held = {"gpu": 4000, "resident": 4}
+    assert (moved.segments[0].name, moved.segments[0].demand) == ("restart", held)
+    assert slower[-1].segments[0].demand == held
+    assert slower[-1].segments[1].demand == {"gpu": 1000, "resident": 4}
+    assert [m.same_nodes_as for m in p.task("a/block1").modes] == [None] * 4
     jobs = {j.name: j for j in p.jobs}
     assert (jobs["a"].colocate, jobs["a"].restart) == (False, 1)
     assert (jobs["b"].colocate, jobs["b"].restart) == (True, 0)

@@ -27,9 +27,17 @@ def test_muri_trace_becomes_stage_demands_per_gpu() -> None:
     assert data["cluster"]["nodes"] == [{"name": "node", "count": 8, "gpu": 8, "io": 8, "net": 8}]
     p = problem_from_data(data)
     assert len(p.tasks) == 12
-    assert {r.name: r.capacity for r in p.resources} == {"gpu": 64, "io": 64, "net": 64}
-    # job 0: 4 GPUs, 1,046,811 iterations of 703 / 62 / 17 ms, in minutes rounded up
+    # shares in thousandths of a GPU, data slot and network slot; four jobs per GPU
+    capacity = {r.name: r.capacity for r in p.resources}
+    assert capacity == {"gpu": 64000, "io": 64000, "net": 64000, "resident": 256}
+    # job 0: 4 GPUs, 1,046,811 iterations of 703 / 62 / 17 ms (a 782 ms period), in
+    # minutes rounded up; its 4 GPUs' shares: 703 / 782 of a data slot each, ...
     first = p.task("job0/block1").modes[0].segments
+    assert [(s.name, s.duration, s.demand) for s in first] == [
+        ("train", 13644, {"gpu": 318, "io": 3596, "net": 87, "resident": 4}),
+    ]
+    data["interleave"] = "phases"
+    first = problem_from_data(data).task("job0/block1").modes[0].segments
     assert [(s.name, s.duration, s.demand) for s in first] == [
         ("data", 12266, {"io": 4}),
         ("gpu", 1082, {"gpu": 4}),

@@ -329,7 +329,9 @@ def info(instance: Annotated[Path, typer.Argument(help="Instance file.")]) -> No
         ]
         for r in problem.resources:
             extra = f", {len(r.windows)} capacity windows" if r.windows else ""
-            rows.append((f"resource {r.name}", f"{r.kind}, capacity {r.capacity}{extra}"))
+            extra += _in_units(problem, r.name)
+            capacity = f"{r.capacity / problem.unit(r.name):g}"
+            rows.append((f"resource {r.name}", f"{r.kind}, capacity {capacity}{extra}"))
         rows += _node_rows(problem)
         rows += [
             ("horizon", horizon(problem)),
@@ -373,13 +375,21 @@ def _node_rows(problem: Problem) -> list[tuple[str, object]]:
     rows: list[tuple[str, object]] = [("nodes", len(problem.nodes))]
     for (kind, capacity), names in groups.items():
         shown = names[0] if len(names) == 1 else f"{names[0]} .. {names[-1]}"
-        each = ", ".join(f"{k} {q}" for k, q in capacity)
+        each = ", ".join(f"{k} {q / problem.unit(k):g}" for k, q in capacity)
         typed = f"type {kind}, " if kind is not None else ""
         rows.append((f"nodes {shown}", f"{len(names)} x {typed}{each}"))
     for k in problem.node_kinds:
-        total = sum(n.capacity.get(k, 0) for n in problem.nodes)
-        rows.append((f"node resource {k}", f"renewable, {total} over the nodes"))
+        total = sum(n.capacity.get(k, 0) for n in problem.nodes) / problem.unit(k)
+        rows.append(
+            (f"node resource {k}", f"renewable, {total:g} over the nodes{_in_units(problem, k)}")
+        )
     return rows
+
+
+def _in_units(problem: Problem, name: str) -> str:
+    """``, demands in 1/U`` for a resource the problem counts in ``units`` (shares)."""
+    unit = problem.unit(name)
+    return f", demands in 1/{unit}" if unit > 1 else ""
 
 
 @app.command()

@@ -44,11 +44,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from dataclasses import dataclass
 from itertools import pairwise
 from typing import Annotated, Any, Literal, NoReturn
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from planner.bounds import horizon_error
 from planner.dl.catalog import (
     GAVEL_FAMILY,
     StageTimes,
@@ -61,6 +63,12 @@ from planner.model import MAX_INT, Problem
 from planner.times import tick_seconds
 
 KINDS = ("gpu", "cpu", "mem", "io", "net", "gpu_mem")
+
+SHARE_UNITS = 1000
+"""Units of demand per GPU, CPU core, data slot or network slot in a fluid block."""
+
+SHARED = ("gpu", "cpu", "io", "net")
+"""The kinds a fluid block asks for in shares (the others it holds whole)."""
 
 PosInt = Annotated[int, Field(ge=1, le=MAX_INT, strict=True)]
 NonNegInt = Annotated[int, Field(ge=0, le=MAX_INT, strict=True)]
@@ -239,13 +247,18 @@ class ClusterInstance(_Spec):
     time_unit: str = "1s"
     objective: Literal["makespan", "weighted_completion"] = "makespan"
     placement: Literal["pooled", "node"] = "pooled"
-    interleave: Literal["fluid", "muri"] = Field(
+    interleave: Literal["fluid", "muri", "phases"] = Field(
         default="fluid",
-        description="The interleaving model that sets the speeds of co-located jobs in the "
-        "job-level executor and the peer policies (planner.interleave).",
+        description="How co-located jobs share GPUs. fluid or muri: the interleaving model "
+        "of the job-level executor and the peer policies (planner.interleave), and a "
+        "training block compiles to one segment of per-GPU shares at speeds 1 to 1/4. "
+        "phases: a block compiles to its stages back to back (the executor runs fluid).",
     )
     data_slots: Annotated[float, Field(gt=0, le=64, allow_inf_nan=False)] = Field(
         default=1.0, description="fluid: data-loading slots per GPU (Muri's overlap is 2)."
+    )
+    max_colocated: Annotated[int, Field(ge=1, le=4, strict=True)] = Field(
+        default=4, description="The most jobs on one GPU (fluid and muri blocks)."
     )
     cluster: Cluster
     power: Power | None = Field(default=None, description="GPU power and a power cap.")
@@ -387,12 +400,26 @@ class _Compiler:
         power = inst.power
         self.busy_watts = power.gpu_busy - power.gpu_idle if power is not None else 0.0
         """Watts a GPU draws above idle while it computes."""
+        self.fluid = inst.interleave != "phases"
+        """Training blocks as one segment of per-GPU shares (else their phases)."""
+
+    def scaled(self, kind: str, value: int) -> int:
+        """A capacity of ``value`` of ``kind`` in demand units: shares for a fluid block
+        (a data slot offers ``data_slots`` of loading)."""
+        if not self.fluid or kind not in SHARED:
+            return value
+        slots = self.inst.data_slots if kind == "io" else 1.0
+        return round(value * SHARE_UNITS * slots)
+
+    def residency(self, gpus: int) -> int:
+        """Resident jobs' GPUs a set of ``gpus`` GPUs may hold (fluid blocks)."""
+        return gpus * self.inst.max_colocated
 
     def ticks(self, seconds: float) -> int:
         return math.ceil(round(seconds / self.tick, 9))
 
     def gpu_kind(self, gpu_type: str | None) -> str:
-        return f"gpu.{gpu_type}" if self.hetero else "gpu"
+        return self.resource("gpu", False, gpu_type)
 
     def pooled(self) -> dict[str, int]:
         """Capacity per pooled resource: each kind summed over the nodes (GPUs per type)."""
@@ -403,14 +430,27 @@ class _Compiler:
                 if value is None or (kind == "gpu" and not value):
                     continue
                 key = self.gpu_kind(node.gpu_type) if kind == "gpu" else kind
-                caps[key] = caps.get(key, 0) + value * node.count
+                caps[key] = caps.get(key, 0) + self.scaled(kind, value * node.count)
+            if self.fluid and node.gpu:
+                key = self.resource("resident", False, node.gpu_type)
+                caps[key] = caps.get(key, 0) + self.residency(node.gpu * node.count)
         return caps
+
+    def units(self, kinds: Iterable[str]) -> dict[str, int]:
+        """Demand units per physical unit of every shared resource among ``kinds``."""
+        if not self.fluid:
+            return {}
+        return {k: SHARE_UNITS for k in kinds if k.split(".")[0] in SHARED}
 
     def nodes(self) -> list[dict[str, Any]]:
         """The problem's nodes (placed form): capacity per kind, the GPU type as the type."""
         out = []
         for name, node in self.inst.cluster.node_names():
-            caps = {k: getattr(node, k) for k in KINDS if getattr(node, k) is not None}
+            caps = {
+                k: self.scaled(k, getattr(node, k)) for k in KINDS if getattr(node, k) is not None
+            }
+            if self.fluid and node.gpu:
+                caps["resident"] = self.residency(node.gpu)
             entry: dict[str, Any] = {"name": name, "capacity": caps}
             if self.hetero:
                 entry["type"] = node.gpu_type
@@ -460,6 +500,7 @@ class _Compiler:
                 *([power] if power is not None else []),
             ],
             **({"nodes": self.nodes()} if placed else {}),
+            "units": self.units(kinds),
             "tasks": tasks,
             "precedences": precs,
             "jobs": [
@@ -472,6 +513,12 @@ class _Compiler:
                 for j in self.inst.jobs
             ],
         }
+        longest = sum(
+            max(sum(s["duration"] for s in m["segments"]) for m in t["modes"]) for t in tasks
+        )
+        ticks = max((t.get("release", 0) for t in tasks), default=0) + longest
+        if ticks > MAX_INT:
+            raise horizon_error(ticks, self.inst.time_unit, cluster=True)
         from planner.model import validated
 
         return validated(Problem, data)
@@ -527,7 +574,7 @@ class _Compiler:
         placed = self.inst.placement == "node"
         chain: list[dict[str, Any]] = []
         base, extra = divmod(iters, job.blocks)
-        modes_of: list[list[dict[str, Any]]] = []
+        modes_of: list[list[_BlockMode]] = []
         for b in range(job.blocks):
             n = base + (b < extra)
             modes = []
@@ -535,36 +582,30 @@ class _Compiler:
                 k = self.gang(i, job, g, gpu_type) if placed else 0
                 if k is None or (not placed and g > self.gpus_of(gpu_type)):
                     continue
-                share = -(-g // k) if k else g
-                held = share * job.gpu_mem_per_gpu
-                watts = math.ceil(g * self.busy_watts)
-                per_stage = {
-                    "data": (
-                        {"io": share, "cpu": share * job.cpu_per_gpu, "gpu_mem": held},
-                        times.data,
-                    ),
-                    "gpu": ({"gpu": share, "gpu_mem": held, "power": watts}, times.gpu * factor),
-                    "sync": ({"net": share, "gpu_mem": held}, times.sync),
-                }
-                segments = []
-                for stage, (demand, seconds) in per_stage.items():
-                    named = {
-                        (kind if kind == "power" else self.resource(kind, placed, gpu_type)): q
-                        for kind, q in demand.items()
-                    }
-                    segments.append(
+                run = _Run(g, -(-g // k) if k else g, times.data, times.gpu * factor, times.sync)
+                build = self.fluid_modes if self.fluid else self.phase_modes
+                for name, segments, hold in build(job, run, n, label):
+                    named = [
                         {
-                            "name": stage,
-                            "duration": self.ticks(n * seconds),
-                            "demand": {r: q for r, q in named.items() if r in kinds and q},
+                            "name": seg,
+                            "duration": ticks,
+                            "demand": self.named(demand, placed, gpu_type, kinds),
                         }
+                        for seg, ticks, demand in segments
+                    ]
+                    mode: dict[str, Any] = {"name": name, "segments": named}
+                    if k:
+                        mode["nodes"] = k
+                        if self.hetero:
+                            mode["node_type"] = gpu_type
+                    io = {"io": run.share * (SHARE_UNITS if self.fluid else 1)}
+                    modes.append(
+                        _BlockMode(
+                            mode,
+                            self.named(hold, placed, gpu_type, kinds),
+                            self.named(io, placed, gpu_type, kinds),
+                        )
                     )
-                mode: dict[str, Any] = {"name": label, "segments": segments}
-                if k:
-                    mode["nodes"] = k
-                    if self.hetero:
-                        mode["node_type"] = gpu_type
-                modes.append(mode)
             if not modes:
                 where = " on whole nodes" if placed else ""
                 raise InputError(
@@ -575,16 +616,17 @@ class _Compiler:
             modes_of.append(modes)
         first = modes_of[0][0]
         if job.stage_in:
-            chain.append(self.io_task(f"{job.name}/stage-in", job.stage_in, [first], kinds))
+            chain.append(self.io_task(f"{job.name}/stage-in", job.stage_in, [first]))
         restart = self.restart(job) if job.migrate else None
         for b, modes in enumerate(modes_of):
+            block = [m.mode for m in modes]
             if restart is not None and chain:
-                modes = migrating(modes, chain[-1], restart)
-            chain.append({"name": f"{job.name}/block{b + 1}", "modes": modes})
+                block = migrating(modes, chain[-1], restart)
+            chain.append({"name": f"{job.name}/block{b + 1}", "modes": block})
         if job.checkpoint:
             # a migrating job writes its checkpoint from the last block's nodes
             written = modes_of[-1] if restart is not None else [first]
-            task = self.io_task(f"{job.name}/checkpoint", job.checkpoint, written, kinds)
+            task = self.io_task(f"{job.name}/checkpoint", job.checkpoint, written)
             if restart is not None:
                 last = chain[-1]["name"]
                 for mode in task["modes"]:
@@ -592,6 +634,72 @@ class _Compiler:
                     mode["same_nodes_as"] = last
             chain.append(task)
         return chain
+
+    def named(
+        self, demand: dict[str, float], placed: bool, gpu_type: str | None, kinds: set[str]
+    ) -> dict[str, int]:
+        """``demand`` per kind as the problem's resources, those it has, zeros dropped."""
+        named = {
+            (k if k == "power" else self.resource(k, placed, gpu_type)): q
+            for k, q in demand.items()
+        }
+        return {r: q for r, q in named.items() if r in kinds and q}
+
+    def phase_modes(
+        self, job: TrainingJob, run: _Run, n: int, label: str
+    ) -> list[tuple[str, list[tuple[str, int, dict[str, float]]], dict[str, float]]]:
+        """A block of ``n`` iterations as its stages back to back: one mode, its segments
+        and what it holds while it restarts (its GPU stage's demand)."""
+        held = run.share * job.gpu_mem_per_gpu
+        gpu = {"gpu": run.share, "gpu_mem": held, "power": math.ceil(run.gpus * self.busy_watts)}
+        segments = [
+            (
+                "data",
+                self.ticks(n * run.data),
+                {"io": run.share, "cpu": run.share * job.cpu_per_gpu, "gpu_mem": held},
+            ),
+            ("gpu", self.ticks(n * run.gpu), gpu),
+            ("sync", self.ticks(n * run.sync), {"net": run.share, "gpu_mem": held}),
+        ]
+        return [(label, segments, {k: q for k, q in gpu.items() if k != "power"})]
+
+    def fluid_modes(
+        self, job: TrainingJob, run: _Run, n: int, label: str
+    ) -> list[tuple[str, list[tuple[str, int, dict[str, float]]], dict[str, float]]]:
+        """A block of ``n`` iterations as one segment of per-GPU shares, at speeds 1, 1/2,
+        .. 1/``max_colocated``: the shares scaled down, the duration up. Each mode holds a
+        residency of one per GPU; it restarts holding its GPUs whole."""
+        period = run.data + run.gpu + run.sync
+        held = run.share * job.gpu_mem_per_gpu
+        out = []
+        for k in range(1, self.inst.max_colocated + 1):
+
+            def share(seconds: float, per_gpu: float = 1.0, k: int = k) -> int:
+                if not period:
+                    return 0
+                return math.ceil(per_gpu * SHARE_UNITS * seconds / (period * k) - 1e-9)
+
+            demand = {
+                "gpu": share(run.gpu, run.share),
+                "io": share(run.data, run.share),
+                "cpu": share(run.data, run.share * job.cpu_per_gpu),
+                "net": share(run.sync, run.share),
+                "gpu_mem": held,
+                "resident": run.share,
+                "power": math.ceil(run.gpus * self.busy_watts * run.gpu / (period * k))
+                if period
+                else 0,
+            }
+            name = label if k == 1 else f"{label}@1/{k}"
+            segments = [("train", self.ticks(n * period * k), demand)]
+            out.append(
+                (
+                    name,
+                    segments,
+                    {"gpu": run.share * SHARE_UNITS, "gpu_mem": held, "resident": run.share},
+                )
+            )
+        return out
 
     def restart(self, job: TrainingJob) -> int:
         """The job's restart cost in ticks (given, else the catalog's, else 0)."""
@@ -601,28 +709,27 @@ class _Compiler:
         return self.ticks(seconds or 0.0)
 
     def resource(self, kind: str, placed: bool, gpu_type: str | None) -> str:
-        if placed:
+        """The name of ``kind`` for a run on ``gpu_type``: per GPU type in a pooled
+        heterogeneous cluster for GPUs and their residency."""
+        if placed or kind not in ("gpu", "resident") or not self.hetero:
             return kind
-        return self.gpu_kind(gpu_type) if kind == "gpu" else kind
+        return f"{kind}.{gpu_type}"
 
-    def io_task(
-        self, name: str, seconds: float, blocks: list[dict[str, Any]], kinds: set[str]
-    ) -> dict[str, Any]:
-        """A storage task on the nodes (and at the I/O share) of a block mode: one mode per
+    def io_task(self, name: str, seconds: float, blocks: list[_BlockMode]) -> dict[str, Any]:
+        """A storage task on the nodes of a block mode, one data slot per GPU: one mode per
         gang size among ``blocks``."""
         modes: dict[int, dict[str, Any]] = {}
         for block in blocks:
-            share = block["segments"][0]["demand"].get("io", 0)
             segment = {
                 "name": name.rsplit("/", 1)[1],
                 "duration": self.ticks(seconds),
-                "demand": {"io": share} if "io" in kinds and share else {},
+                "demand": block.io,
             }
             mode: dict[str, Any] = {"segments": [segment]}
             for key in ("nodes", "node_type"):
-                if key in block:
-                    mode[key] = block[key]
-            modes.setdefault(block.get("nodes", 0), mode)
+                if key in block.mode:
+                    mode[key] = block.mode[key]
+            modes.setdefault(block.mode.get("nodes", 0), mode)
         if len(modes) > 1:
             for k, mode in modes.items():
                 mode["name"] = f"{k}nodes"
@@ -630,22 +737,44 @@ class _Compiler:
         return {"name": name, "modes": list(modes.values())}
 
 
-def migrating(modes: list[dict[str, Any]], before: dict[str, Any], restart: int) -> list[dict]:
+def migrating(modes: list[_BlockMode], before: dict[str, Any], restart: int) -> list[dict]:
     """The modes of a block of a migrating job that follows task ``before``.
 
     Per mode, one that keeps ``before``'s nodes (when ``before`` has a mode on as many
     nodes) and one, named ``...-moved``, that may run elsewhere: it first restarts for
-    ``restart`` ticks, holding the GPUs (and their memory) of its GPU stage.
+    ``restart`` ticks, holding what the mode holds while it restarts (its GPUs).
     """
     gangs = {m.get("nodes", 0) for m in before["modes"]}
     out: list[dict[str, Any]] = []
-    for mode in modes:
+    for block in modes:
+        mode = block.mode
         if mode.get("nodes", 0) in gangs:
             out.append({**mode, "same_nodes_as": before["name"]})
         moved = {**mode, "name": f"{mode['name']}-moved"}
         if restart:
-            held = next(s["demand"] for s in mode["segments"] if s["name"] == "gpu")
-            step = {"name": "restart", "duration": restart, "demand": dict(held)}
+            step = {"name": "restart", "duration": restart, "demand": dict(block.hold)}
             moved["segments"] = [step, *mode["segments"]]
         out.append(moved)
     return out
+
+
+@dataclass(frozen=True)
+class _Run:
+    """A way to run a job: its GPUs, its GPUs per node of its gang, its stage seconds
+    per iteration (the GPU stage at its GPU type's speed)."""
+
+    gpus: int
+    share: int
+    data: float
+    gpu: float
+    sync: float
+
+
+@dataclass(frozen=True)
+class _BlockMode:
+    """A mode of a training block, what it holds while it restarts, and the demand of a
+    storage task on its nodes."""
+
+    mode: dict[str, Any]
+    hold: dict[str, int]
+    io: dict[str, int]

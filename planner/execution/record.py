@@ -159,6 +159,7 @@ class Execution:
             nodes=planned.nodes,
             tasks=tasks,
             jobs=self.problem.jobs,
+            units=planned.units,
         )
         schedule = Schedule(
             modes=dict(self.schedule.modes), starts=dict(self.schedule.starts), nodes=nodes
@@ -273,6 +274,13 @@ def _realized(replay: _Replay) -> tuple[Problem, Schedule, list[TaskRun]]:
         tasks=tasks,
         precedences=precedences,
         jobs=problem.jobs,
+        units={
+            name: problem.unit(name.removeprefix(f"{replay.owner[k]}."))
+            if replay.res[k] is None
+            else problem.unit(name)
+            for k, name in enumerate(replay.names)
+            if problem.units
+        },
     )
     meta = {"instance": real_problem.name, "solver": "simulate"}
     return real_problem, Schedule(modes=modes, starts=starts, meta=meta), runs

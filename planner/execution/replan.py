@@ -555,12 +555,9 @@ def _earliest(
     return next((s for s in candidates if fits(s)), candidates[-1])
 
 
-def _gpu_ticks(mode: Mode, started: Started, at: int) -> int:
+def _gpu_ticks(problem: Problem, mode: Mode, started: Started, at: int) -> int:
     """GPUs (per node times nodes) times ticks of an attempt cut at ``at``."""
-    gpus = max(
-        (q for s in mode.segments for r, q in s.demand.items() if "gpu" in r.split(".")), default=0
-    )
-    return gpus * max(1, mode.nodes) * (at - started.start)
+    return problem.gpus(mode) * max(1, mode.nodes) * (at - started.start)
 
 
 class _Survivors:
@@ -712,7 +709,7 @@ class _Build:
             if st is not None:
                 self.figures["killed"] += 1
                 self.figures["lost_task_ticks"] += at - st.start
-                self.figures["lost_gpu_ticks"] += _gpu_ticks(mode, st, at)  # type: ignore[arg-type]
+                self.figures["lost_gpu_ticks"] += _gpu_ticks(self.p, mode, st, at)  # type: ignore[arg-type]
                 lost = len(state.lost.get(t.name, ())) + 1
                 self._record(f"{t.name}#lost{lost}", mode, st)  # type: ignore[arg-type]
             moves = t.job in moving and any(
@@ -887,6 +884,7 @@ class _Build:
             "tasks": self.out,
             "precedences": [*precedences, *self.extra_precedences],
             "jobs": [*self.p.jobs, *self.extra_jobs],
+            "units": self.p.units,
         }
         return validated(Problem, data)
 

@@ -35,9 +35,11 @@ same segments see the same factors). Work progresses at rate 1, or ``1 / s(k)``
 while the task is interleaved with ``k - 1`` others; the segment ends at the
 first whole tick at which its work is done.
 
-**Interference.** A task's GPUs are its peak demand (per node of its set) on
+**Interference.** A task's GPUs are its residency where it has one (a fluid
+training block's ``resident``), else its peak demand (per node of its set) on
 resources or node kinds named ``gpu``, ``gpu.*``, ``KEY.gpu`` or
-``KEY.gpu.*``; a node's GPUs are its capacity of GPU kinds (for a placement
+``KEY.gpu.*``, in whole GPUs (the problem's ``units``); a node's GPUs are its
+capacity of GPU kinds in whole GPUs (for a placement
 key or the pool: the capacity of the GPU resources its tasks use). While the
 tasks with GPUs that run on a node (started, not finished, waiting included)
 demand more GPUs together than the node has, they must time-share them and each
@@ -130,16 +132,19 @@ class _Interference:
                 used.setdefault(g, set()).update(
                     s for d in replay.dem[i] for s, _ in d if s < len(problem.renewables)
                 )
-        self.gpu_cap: dict[str | None, int] = {}
+        self.gpu_cap: dict[str | None, float] = {}
+        unit = problem.unit
         for g, slots in used.items():
             if g in nodes:
                 caps = nodes[g].capacity.items()
-                self.gpu_cap[g] = sum(c for kind, c in caps if _GPU.match(kind))
+                self.gpu_cap[g] = sum(c / unit(kind) for kind, c in caps if _GPU.match(kind))
             else:
                 names, cap = replay.names, replay.cap
-                self.gpu_cap[g] = sum(cap[s] for s in slots if _GPU.match(names[s]))
+                self.gpu_cap[g] = sum(
+                    cap[s] / unit(names[s]) for s in slots if _GPU.match(names[s])
+                )
         self.members: dict[str | None, set[int]] = {g: set() for g in used}
-        self.gpu_sum = dict.fromkeys(used, 0)
+        self.gpu_sum: dict[str | None, float] = dict.fromkeys(used, 0.0)
         self.factor = dict.fromkeys(used, 1.0)
 
     def speed(self, i: int) -> float:
@@ -217,17 +222,7 @@ class _Replay:
         for m in self.modes:
             self.work.append(flat[at : at + len(m.segments)])
             at += len(m.segments)
-        self.gpus = [
-            max(
-                (
-                    sum(q for r, q in s.demand.items() if _GPU.match(r))
-                    for s in m.segments
-                    if s.duration
-                ),
-                default=0,
-            )
-            for m in self.modes
-        ]
+        self.gpus = [problem.gpus(m) for m in self.modes]
         self.all_gpus = [
             g * (len(self.on[i]) if m.nodes else 1)
             for i, (g, m) in enumerate(zip(self.gpus, self.modes, strict=True))

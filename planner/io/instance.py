@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from planner.bounds import horizon
+from planner.bounds import horizon, horizon_error
 from planner.checks import check_feasibility
 from planner.errors import InputError
 from planner.model import MAX_INT, Problem, validated
@@ -132,20 +132,8 @@ def check_horizon(problem: Problem, cluster: bool = False) -> None:
         If the horizon is too long; the advice fits the form the problem came from.
     """
     ticks = horizon(problem)
-    if ticks <= MAX_INT:
-        return
-    if cluster:
-        advice = f"use a coarser time_unit than {problem.time_unit!r}"
-    else:
-        advice = (
-            "divide every duration, lag, release, deadline and window bound by a common "
-            "factor (fewer, longer ticks)"
-        )
-    raise InputError(
-        f"the horizon (every task back to back, with the latest release and all lags) is "
-        f"{ticks} ticks, above the limit of 2**40 = {MAX_INT}; {advice}",
-        place="time_unit" if cluster else None,
-    )
+    if ticks > MAX_INT:
+        raise horizon_error(ticks, problem.time_unit, cluster)
 
 
 def dump_problem(problem: Problem) -> dict[str, Any]:
