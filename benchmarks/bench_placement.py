@@ -4,9 +4,10 @@ Measures what the placement issue asks, every schedule validated:
 
 - ``trace``: ``muri_trace3_offline.csv`` imported at each ``--blocks`` count, with
   ``placement: node``, pooled, and (``--placements``) placed with migration (every
-  job ``migrate: true``, the catalog's restart costs); per instance every ``--solver``
-  spec runs and the best makespan is compared with the fluid bound (3,207,558 s) and
-  Muri-L's makespan with ideal interleaving on the same 8 x 8 GPUs (3,302,449 s).
+  job ``migrate: true``, the catalog's restart costs), its training blocks compiled
+  as fluid shares or phases (``--interleave``); per instance every ``--solver`` spec
+  runs; a placed plan is also executed job by job under ``fluid`` with one data slot,
+  and that makespan is compared with the fluid bound (3,207,558 s).
 - ``overhead``: one decoder pass (serial and parallel, ``grw``), placed against pooled.
 - ``horizon``: the same pass at one-second ticks against one-minute ticks.
 - ``scale``: generated traces of ``--scale-jobs`` jobs, placed, seeds ``--seeds``: one
@@ -24,6 +25,7 @@ import argparse
 import json
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -32,8 +34,12 @@ from bench_dl import parse_spec
 
 from planner.bounds import energy_bound
 from planner.dl.workloads import import_muri
+from planner.execution.disturbances import Disturbances, Simulation
+from planner.execution.jobs import jobs_from_instance
+from planner.execution.peers import judge
 from planner.io.instance import problem_from_data
 from planner.model import Problem
+from planner.schedule import Schedule
 from planner.solvers import solve
 from planner.solvers.kernels import load_kernels
 from planner.solvers.sgs import Decoder, priorities
@@ -50,8 +56,11 @@ PLACEMENTS = ("node", "pooled", "migrate")
 """Instance forms of the trace part: placed, pooled, placed with migration."""
 
 
-def trace_problem(trace: Path, blocks: int, placement: str, time_unit: str) -> Problem:
-    """Trace 3 as a problem: ``blocks`` per job, placed, pooled, or placed with migration."""
+def trace_data(
+    trace: Path, blocks: int, placement: str, time_unit: str, interleave: str = "fluid"
+) -> dict[str, Any]:
+    """Trace 3 in the cluster form: ``blocks`` per job, placed, pooled, or placed with
+    migration; training blocks as ``interleave`` compiles them."""
     migrate = placement == "migrate"
     data = import_muri(
         trace,
@@ -60,7 +69,28 @@ def trace_problem(trace: Path, blocks: int, placement: str, time_unit: str) -> P
         placement="node" if migrate else placement,
         migrate=migrate,
     )
-    return problem_from_data(data)
+    data["interleave"] = interleave
+    return data
+
+
+def trace_problem(
+    trace: Path, blocks: int, placement: str, time_unit: str, interleave: str = "fluid"
+) -> Problem:
+    """Trace 3 as a problem (:func:`trace_data`)."""
+    return problem_from_data(trace_data(trace, blocks, placement, time_unit, interleave))
+
+
+def executed(data: dict[str, Any], problem: Problem, schedule: Schedule) -> float | None:
+    """The makespan (s) of a placed plan run job by job under ``fluid`` with one data
+    slot (no slowdown, no restart cost), as ``planner solve`` prints it; ``None`` pooled."""
+    if not problem.nodes:
+        return None
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "instance.json"
+        path.write_text(json.dumps(data))
+        workload = jobs_from_instance(path)
+    sim = Simulation(Disturbances.parse(slowdown="none"), interleave="fluid", restart=False)
+    return judge(workload, sim, plan=(problem, schedule))["makespan_mean"]
 
 
 def one_pass(problem: Problem, parallel: bool) -> tuple[float, int, bool]:
@@ -75,30 +105,39 @@ def one_pass(problem: Problem, parallel: bool) -> tuple[float, int, bool]:
 
 
 def trace_rows(
-    trace: Path, blocks: list[int], specs: list[str], placements: list[str]
+    trace: Path,
+    blocks: list[int],
+    specs: list[str],
+    placements: list[str],
+    models: list[str],
 ) -> list[dict[str, Any]]:
-    """Every spec on every (blocks, placement) instance; makespans in seconds."""
+    """Every spec on every (blocks, placement, block model) instance; makespans in
+    seconds, planned and (placed) executed job by job under ``fluid``."""
     rows = []
     for b in blocks:
         for placement in placements:
-            problem = trace_problem(trace, b, placement, "1min")
-            for spec in specs:
-                name, options = parse_spec(spec)
-                r = solve(problem, name, **options)
-                ms = None if r.objective is None else r.objective * 60
-                rows.append(
-                    {
-                        "blocks": b,
-                        "placement": placement,
-                        "solver": spec,
-                        "makespan (s)": ms,
-                        "vs fluid": None if ms is None else f"{100 * (ms / FLUID - 1):.1f}%",
-                        "vs Muri-L ideal": None if ms is None else f"{ms / MURI_L_IDEAL:.3f}",
-                        "runtime (s)": round(r.runtime, 1),
-                        "valid": bool(r.valid),
-                    }
-                )
-                print(rows[-1], file=sys.stderr, flush=True)
+            for model in models:
+                data = trace_data(trace, b, placement, "1min", model)
+                problem = problem_from_data(data)
+                for spec in specs:
+                    name, options = parse_spec(spec)
+                    r = solve(problem, name, **options)
+                    ms = None if r.objective is None else r.objective * 60
+                    done = None if r.schedule is None else executed(data, problem, r.schedule)
+                    rows.append(
+                        {
+                            "blocks": b,
+                            "placement": placement,
+                            "blocks as": model,
+                            "solver": spec,
+                            "planned (s)": ms,
+                            "executed (s)": None if done is None else round(done),
+                            "executed vs fluid": None if done is None else f"{done / FLUID:.3f}",
+                            "runtime (s)": round(r.runtime, 1),
+                            "valid": bool(r.valid),
+                        }
+                    )
+                    print(rows[-1], file=sys.stderr, flush=True)
     return rows
 
 
@@ -215,6 +254,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--blocks", type=int, action="append", default=[])
     parser.add_argument("--placements", nargs="+", choices=PLACEMENTS, default=["node", "pooled"])
     parser.add_argument(
+        "--interleave",
+        nargs="+",
+        choices=["fluid", "phases"],
+        default=["fluid"],
+        help="How training blocks compile: fluid shares (the default) or phases.",
+    )
+    parser.add_argument(
         "--part", action="append", choices=["trace", "overhead", "scale"], default=[]
     )
     parser.add_argument("--scale-jobs", type=int, default=5755)
@@ -227,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     if "trace" in parts:
         specs = args.solver or ["sgs:rule=grw,scheme=serial", "sgs:rule=grw,scheme=parallel"]
         print(f"## trace 3 placed and pooled (fluid bound {FLUID:,} s)\n")
-        rows = trace_rows(trace, args.blocks or [1, 4, 16], specs, args.placements)
+        rows = trace_rows(trace, args.blocks or [1, 4, 16], specs, args.placements, args.interleave)
         print(table(rows) + "\n", flush=True)
     if "overhead" in parts:
         print("## one grw pass, 4 blocks: placed against pooled, 1 s against 1 min\n")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ from typer.testing import CliRunner
 from planner.app.cli import app
 from planner.errors import InputError
 from planner.execution.jobs import PeerJob, jobs_from_instance, read_trace
-from planner.execution.peers import run_policy
+from planner.execution.peers import audit, run_policy
 from planner.interleave import (
     MURI_GROUP_FACTORS,
     Interleave,
@@ -214,6 +215,36 @@ def test_a_plan_runs_job_by_job_on_its_gpu_sets() -> None:
     stretch = fluid_stretch([RESNET18] * 3)
     assert fluid.finish["j0"] == pytest.approx(100 * RESNET18.total * stretch)
     assert stretch == pytest.approx(3 * 0.723 / 0.909)
+
+
+def test_a_fluid_plan_shares_single_gpus_across_gpu_counts() -> None:
+    # a 2-GPU job (data 0.5, compute 0.5) and a 1-GPU job (0.2, 0.8) planned on one node
+    # of 2 GPUs: the small job joins the GPU its shares fit best beside the big one's, and
+    # that GPU's compute is asked 0.5 + 0.8 = 1.3: both slow 1.3x (the big one by its most
+    # loaded GPU); under muri a set holds one GPU count, so the small job waits
+    big = PeerJob("big", 2, 100, Stages(0.5, 0.5, 0.0), 1.0, 100.0)
+    small = PeerJob("small", 1, 100, Stages(0.2, 0.8, 0.0), 1.0, 100.0)
+    plan = {"big": (0,), "small": (0,)}
+    run = run_policy([big, small], "plan", 1, 2, Interleave("fluid"), restart=False, plan=plan)
+    assert run.shared
+    assert run.finish == {"big": pytest.approx(130.0), "small": pytest.approx(130.0)}
+    rows = run.residences(["n"])
+    assert [(r["job"], r["gpus"], r["partners"]) for r in rows] == [
+        ("big", "n:0-1", ["small"]),
+        ("small", "n:0", ["big"]),
+    ]
+    assert audit(run, [big, small], 2) == []
+    muri = run_policy([big, small], "plan", 1, 2, Interleave("muri"), restart=False, plan=plan)
+    assert muri.finish["small"] == pytest.approx(200.0)
+    # the audit recomputes the co-residents from the GPUs alone
+    (t, entries), *rest = run.trace
+    (names, cost, where), other = entries
+    alone = [((names[0],), cost, where), other]
+    wrong = audit(replace(run, trace=[(t, alone), *rest]), [big, small], 2)
+    assert wrong[0] == "at 0 s: 'big' is not with the jobs on its GPUs"
+    crowded = [(("big", "small"), cost, ((0, (0, 1, 2)),)), other]
+    wrong = audit(replace(run, trace=[(t, crowded), *rest]), [big, small], 2)
+    assert wrong[0] == "at 0 s: 'big' on GPUs 0:0-2, taken or down"
 
 
 def test_a_plan_on_nodes_the_cluster_lacks_is_refused() -> None:

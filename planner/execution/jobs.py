@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from planner.errors import InputError
-from planner.interleave import MURI_GROUP_FACTORS, Interleave, Stages
+from planner.interleave import MURI_GROUP_FACTORS, Interleave, Stages, fluid_stretch
 
 if TYPE_CHECKING:
     from planner.execution.disturbances import Failure, Noise, Slowdown
@@ -170,7 +170,7 @@ def jobs_from_instance(path: str | Path) -> Workload:
         jobs,
         nodes=len(names),
         gpus_per_node=sizes.pop(),
-        interleave=inst.interleave,
+        interleave="fluid" if inst.interleave == "phases" else inst.interleave,
         data_slots=inst.data_slots,
         node_names=names,
         time_unit=inst.time_unit,
@@ -300,3 +300,35 @@ def check_jobs(
                 f"job {j.name!r}: the plan puts it on nodes {list(on)}; it needs {need} of "
                 f"the cluster's {nodes}"
             )
+
+
+Where = tuple[tuple[int, tuple[int, ...]], ...]
+"""A GPU set: per node (index), the indices of its GPUs there; empty where a policy
+counts GPUs without placing them (``tiresias``)."""
+
+
+def shared_periods(
+    groups: Sequence[tuple[tuple[str, ...], float, Where]],
+    by_name: Mapping[str, PeerJob],
+    model: Interleave,
+) -> tuple[dict[str, float], dict[tuple[int, int], list[str]]]:
+    """Every job's period where jobs share single GPUs (a plan under ``fluid``), from the
+    GPUs of the trace's entries alone: its stage sum stretched by the most loaded of its
+    GPUs (:func:`~planner.interleave.fluid_stretch` of that GPU's residents) and slowed by
+    ``s(k)``, ``k`` the most residents on one of its GPUs; and the residents per GPU."""
+    residents: dict[tuple[int, int], list[str]] = {}
+    for names, _, where in groups:
+        for node, ids in where:
+            for i in ids:
+                residents.setdefault((node, i), []).append(names[0])
+    out = {}
+    for names, _, where in groups:
+        job = by_name[names[0]]
+        on = [residents[node, i] for node, ids in where for i in ids]
+        stretch = max(
+            (fluid_stretch([by_name[n].stages for n in r], model.data_slots) for r in on),
+            default=1.0,
+        )
+        k = max((len(r) for r in on), default=1)
+        out[job.name] = job.stages.total * stretch * model.factor(k)
+    return out, residents

@@ -60,15 +60,17 @@ from planner.execution.grouping import MixDispatch, SrsfPack
 from planner.execution.jobs import (
     Outage,
     PeerJob,
+    Where,
     Workload,
     check_jobs,
     model_of,
     outages_of,
     plan_of,
+    shared_periods,
     with_noise,
 )
 from planner.execution.power import WATTS, compute_share, throttle
-from planner.interleave import MURI_GROUP_FACTORS, Interleave
+from planner.interleave import MURI_GROUP_FACTORS, Interleave, fluid_stretch
 
 if TYPE_CHECKING:
     from planner.execution.disturbances import Simulation
@@ -87,10 +89,6 @@ GROUP = 4
 
 WEIGHT_SCALE = 10**9
 """Edge weights (used ratios in (0, 1]) are matched as whole numbers of 1e-9."""
-
-Where = tuple[tuple[int, tuple[int, ...]], ...]
-"""A GPU set: per node (index), the indices of its GPUs there; empty where a policy
-counts GPUs without placing them (``tiresias``)."""
 
 
 _Chosen = dict[int, tuple[list["_Job"], float, float, Where]]
@@ -168,6 +166,9 @@ class PeerRun:
     """A GPU's (busy, idle) watts."""
     throttle: list[float] = field(default_factory=list)
     """Per event, the speed the power cap left every running job (1: none)."""
+    shared: bool = False
+    """Whether jobs shared single GPUs (a plan under ``fluid``): every trace entry is then
+    one job, ``(job, *co-residents)``, on its own GPUs, which others may share."""
 
     def residences(self, names: Sequence[str] = ()) -> list[dict[str, object]]:
         """The run as a co-location table: one row per stretch of a job on one GPU set
@@ -180,7 +181,7 @@ class PeerRun:
             seen = set()
             for members, _, where in groups:
                 gpus = where_label(where, names)
-                for m in members:
+                for m in members[:1] if self.shared else members:
                     seen.add(m)
                     partners = [x for x in members if x != m]
                     row = open_.get(m)
@@ -392,7 +393,12 @@ def run_policy(
         mix = MixDispatch(jobs, model, periods)
     elif policy == "srsf-pack":
         mix = SrsfPack(model, periods)
-    sets = _PlanSets(periods, nodes, gpus_per_node, plan, state) if plan is not None else None
+    shared = plan is not None and model.kind == "fluid"
+    sets: _PlanSets | _SharedGpus | None = None
+    if shared:
+        sets = _SharedGpus(model, nodes, gpus_per_node, plan, state)  # type: ignore[arg-type]
+    elif plan is not None:
+        sets = _PlanSets(periods, nodes, gpus_per_node, plan, state)
     runnable: list[_Job] = []
     trace: list[tuple[float, list[tuple[tuple[str, ...], float, Where]]]] = []
     ends: list[tuple[float, list[_Job]]] = []
@@ -468,7 +474,7 @@ def run_policy(
                 where = cluster.place(s.job.gpus)
                 if where is not None:
                     chosen[s.idx] = ([s], s.alone, s.cost, where)
-        speed = _speed(chosen, total, power_cap, watts)
+        speed = _speed(chosen, total, power_cap, watts, shared)
         throttles.append(speed)
         running: dict[tuple[str, ...], tuple[float, Where]] = {}
         for s in runnable:
@@ -503,6 +509,7 @@ def run_policy(
         power_cap=power_cap,
         watts=watts,
         throttle=throttles,
+        shared=shared,
     )
 
 
@@ -513,27 +520,44 @@ def _audit_speed(
     gpus: int,
     cap: float | None,
     watts: tuple[float, float],
+    periods: Mapping[str, float] | None = None,
 ) -> float:
     """The power cap's speed at an event, from the trace's groups and the model alone
-    (groups too large for the model are left out: the audit reports them)."""
+    (groups too large for the model are left out: the audit reports them); ``periods``:
+    every job's period on GPUs it shares (a shared run), before the cap."""
     if cap is None:
         return 1.0
     sets = []
     for names, _, _ in groups:
+        if periods is not None:
+            job = by_name[names[0]]
+            sets.append((job.gpus, compute_share([job.stages.gpu], [periods[job.name]])))
+            continue
         if len(names) > model.max_colocated:
             continue
         members = [by_name[n] for n in names]
-        periods = model.periods([m.stages for m in members], [m.iteration_time for m in members])
-        sets.append((members[0].gpus, compute_share([m.stages.gpu for m in members], periods)))
+        periods_ = model.periods([m.stages for m in members], [m.iteration_time for m in members])
+        sets.append((members[0].gpus, compute_share([m.stages.gpu for m in members], periods_)))
     return throttle(sets, gpus, cap, watts)
 
 
-def _speed(chosen: _Chosen, gpus: int, cap: float | None, watts: tuple[float, float]) -> float:
-    """The speed a power ``cap`` leaves the groups of ``chosen`` (:func:`throttle`)."""
+def _speed(
+    chosen: _Chosen,
+    gpus: int,
+    cap: float | None,
+    watts: tuple[float, float],
+    shared: bool = False,
+) -> float:
+    """The speed a power ``cap`` leaves the groups of ``chosen`` (:func:`throttle`);
+    ``shared``: every job on GPUs of its own (its compute share on them)."""
     if cap is None:
         return 1.0
     sets: dict[tuple[int, ...], tuple[int, float]] = {}
-    for members, _, _, _ in chosen.values():
+    for idx, (members, period, _, _) in chosen.items():
+        if shared:
+            job = members[0].job
+            sets[(idx,)] = (job.gpus, compute_share([job.stages.gpu], [period]))
+            continue
         key = tuple(sorted(m.idx for m in members))
         if key not in sets:
             share = compute_share(
@@ -562,9 +586,29 @@ def audit(run: PeerRun, jobs: Sequence[PeerJob], gpus: int) -> list[str]:
     for k, (t, groups) in enumerate(run.trace):
         end = run.trace[k + 1][0] if k + 1 < len(run.trace) else t
         down = {n for n, a, b in run.outages if a <= t < b}
-        speed = _audit_speed(groups, by_name, model, gpus, run.power_cap, run.watts)
+        shared = shared_periods(groups, by_name, model) if run.shared else None
+        speed = _audit_speed(
+            groups,
+            by_name,
+            model,
+            gpus,
+            run.power_cap,
+            run.watts,
+            None if shared is None else shared[0],
+        )
         used = 0
         held: set[tuple[int, int]] = set()
+        if shared is not None:
+            periods, residents = shared
+            wrong += _audit_shared(t, groups, residents, by_name, model, down, run.gpus_per_node)
+            for names, overhead, _ in groups:
+                m = by_name[names[0]]
+                if m.release > t + 1e-9 or run.finish.get(m.name, math.inf) < end - 1e-6:
+                    wrong.append(f"job {m.name!r} runs at {t:g} s, outside its release and finish")
+                last = math.isclose(run.finish.get(m.name, -1.0), end, abs_tol=1e-4)
+                span = end - t if last else max(end - t - overhead, 0.0)
+                done[m.name] += span / (periods[m.name] / speed)
+            continue
         for names, overhead, where in groups:
             members = [by_name[n] for n in names]
             used += members[0].gpus
@@ -601,6 +645,107 @@ def audit(run: PeerRun, jobs: Sequence[PeerJob], gpus: int) -> list[str]:
                 f"job {name!r} finished at {finish:g} s after {done[name]:g} of {need} iterations"
             )
     return wrong
+
+
+def _audit_shared(
+    t: float,
+    groups: Sequence[tuple[tuple[str, ...], float, Where]],
+    residents: Mapping[tuple[int, int], list[str]],
+    by_name: Mapping[str, PeerJob],
+    model: Interleave,
+    down: set[int],
+    per_node: int,
+) -> list[str]:
+    """What is wrong at ``t`` in a shared run: a job on another number of GPUs than it
+    asks, on a node down or a GPU that does not exist, a GPU with more than
+    ``max_colocated`` residents, or a job's co-residents not those of its GPUs."""
+    wrong = []
+    for names, _, where in groups:
+        job = by_name[names[0]]
+        held = {(n, i) for n, ids in where for i in ids}
+        if (
+            len(held) != job.gpus
+            or down.intersection(n for n, _ in where)
+            or any(not 0 <= i < per_node for _, i in held)
+        ):
+            wrong.append(f"at {t:g} s: {job.name!r} on GPUs {where_label(where)}, taken or down")
+        partners = {x for g in held for x in residents.get(g, ())} - {job.name}
+        if set(names[1:]) != partners:
+            wrong.append(f"at {t:g} s: {job.name!r} is not with the jobs on its GPUs")
+    for (node, i), names in residents.items():
+        if len(names) > model.max_colocated:
+            wrong.append(f"at {t:g} s: {len(names)} jobs share GPU {i} of node {node}")
+    return wrong
+
+
+class _SharedGpus:
+    """A plan's dispatch under ``fluid`` onto single GPUs (see :func:`run_policy`,
+    ``plan``): a job takes, on each of its planned nodes, the GPUs (all of them for a
+    gang) that its shares fit best beside their residents, fewer than ``max_colocated``
+    each; each GPU's residents slow down together as processor sharing says."""
+
+    def __init__(
+        self,
+        model: Interleave,
+        nodes: int,
+        per_node: int,
+        plan: Mapping[str, Sequence[int]],
+        state: Sequence[_Job],
+    ) -> None:
+        self.model, self.per_node = model, per_node
+        self.residents: list[list[list[_Job]]] = [
+            [[] for _ in range(per_node)] for _ in range(nodes)
+        ]
+        self.where = {s.idx: tuple(plan[s.job.name]) for s in state}
+        self.placed: dict[int, tuple[_Job, Where]] = {}
+
+    def schedule(self, runnable: list[_Job], down: frozenset[int] = frozenset()) -> _Chosen:
+        """Drop the finished jobs and those on nodes ``down``, admit the waiting jobs in
+        plan order, and give every running job its period."""
+        live = {s.idx for s in runnable}
+        for idx, (s, where) in list(self.placed.items()):
+            if idx not in live or down.intersection(k for k, _ in where):
+                for k, ids in where:
+                    for i in ids:
+                        self.residents[k][i].remove(s)
+                del self.placed[idx]
+        for s in runnable:
+            if s.idx not in self.placed and not down.intersection(self.where[s.idx]):
+                where = self._admit(s)
+                if where is not None:
+                    self.placed[s.idx] = (s, where)
+        chosen: _Chosen = {}
+        for idx, (s, where) in self.placed.items():
+            on = [self.residents[k][i] for k, ids in where for i in ids]
+            stretch = max(self._stretch(r) for r in on)
+            partners = list(dict.fromkeys(x for r in on for x in r if x is not s))
+            period = s.job.stages.total * stretch * self.model.factor(max(map(len, on)))
+            chosen[idx] = ([s, *partners], period, s.cost + sum(x.cost for x in partners), where)
+        return chosen
+
+    def _stretch(self, residents: Sequence[_Job]) -> float:
+        return fluid_stretch([r.job.stages for r in residents], self.model.data_slots)
+
+    def _admit(self, s: _Job) -> Where | None:
+        on, g = self.where[s.idx], s.job.gpus
+        need = self.per_node if len(on) > 1 else g
+        where = []
+        for k in on:
+            room = [i for i, r in enumerate(self.residents[k]) if len(r) < self.model.max_colocated]
+            if len(room) < need:
+                return None
+            room.sort(
+                key=lambda i: (
+                    self._stretch([*self.residents[k][i], s]),
+                    len(self.residents[k][i]),
+                    i,
+                )
+            )
+            where.append((k, tuple(sorted(room[:need]))))
+        for k, ids in where:
+            for i in ids:
+                self.residents[k][i].append(s)
+        return tuple(where)
 
 
 class _Periods:

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from planner.execution.jobs import shared_periods
 from planner.metrics import DEFAULT_POWER
 
 if TYPE_CHECKING:
@@ -68,12 +69,17 @@ def run_energy(run: PeerRun, jobs: Sequence[PeerJob], gpus: int) -> Energy:
         span = end - t
         joules += gpus * idle * span
         draw = gpus * idle
+        shared = shared_periods(groups, by_name, model)[0] if run.shared else None
         for names, overhead, _ in groups:
             members = [by_name[n] for n in names]
-            periods = model.periods(
-                [m.stages for m in members], alone=[m.iteration_time for m in members]
-            )
-            share = compute_share([m.stages.gpu for m in members], periods)
+            if shared is not None:  # a job on GPUs it shares: its own compute
+                members = members[:1]
+                share = compute_share([members[0].stages.gpu], [shared[names[0]]])
+            else:
+                periods = model.periods(
+                    [m.stages for m in members], alone=[m.iteration_time for m in members]
+                )
+                share = compute_share([m.stages.gpu for m in members], periods)
             speed = run.throttle[k] if run.throttle else 1.0
             extra = members[0].gpus * share * speed * (busy - idle)
             draw += extra
