@@ -6,8 +6,9 @@ V100-class cluster: a GPU draws 300 W busy (its board power) and 60 W idle; a
 CPU core 10 W and 3 W; a data-loading slot (storage I/O) 15 W and 5 W; a
 network slot 20 W and 8 W; memory is counted in the GPUs and CPUs. A resource
 is matched by its kind, the part of its name after the last dot (``node3.gpu``
-is a ``gpu``), its work and capacity in the problem's ``units`` of it (a fluid
-block's shares). Pass ``power`` to use figures of your own.
+is a ``gpu``) or before the first (``gpu.v100``), its work and capacity in the
+problem's ``units`` of it (a fluid block's shares). The problem's ``watts`` (the
+cluster form's ``power``) override the defaults; pass ``power`` to override both.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
     from planner.model import Problem, Resource
     from planner.schedule import Schedule
@@ -47,6 +48,15 @@ class Metrics:
     """Per node, per resource kind it has: work done / capacity offered over the makespan."""
     energy_kwh: float | None = None
     """Estimated energy; ``None`` when no resource has a power figure or a tick has no length."""
+    mean_kw: float | None = None
+    """The energy over the makespan (kW), with the energy."""
+    peak_kw: float | None = None
+    """The most the resources draw at once (kW), with the energy."""
+    kwh_per_job: float | None = None
+    """The energy per job, with the energy and jobs."""
+    cap_kw: tuple[float, float] | None = None
+    """With a ``power`` resource (a cap, watts above the idle draw): the most the plan asks
+    of it and its capacity, in kW; the idle draw comes on top of both."""
 
 
 def schedule_metrics(
@@ -54,8 +64,9 @@ def schedule_metrics(
     schedule: Schedule,
     power: dict[str, tuple[float, float]] | None = None,
 ) -> Metrics:
-    """Compute the metrics of ``schedule`` (which the validator has accepted)."""
-    power = DEFAULT_POWER if power is None else power
+    """Compute the metrics of ``schedule`` (which the validator has accepted); ``power``
+    overrides the problem's ``watts`` and :data:`DEFAULT_POWER`."""
+    power = {**DEFAULT_POWER, **problem.watts, **(power or {})}
     makespan = schedule.makespan(problem)
     work: dict[str, int] = {r.name: 0 for r in problem.renewables}
     per_node: dict[str, dict[str, int]] = {
@@ -88,16 +99,92 @@ def schedule_metrics(
     joules = 0.0
     known = False
     for name in [r.name for r in problem.renewables] + problem.node_kinds:
-        kind = name.rsplit(".", 1)[-1]
-        if kind not in power or tick is None:
+        figure = _figure(power, name)
+        if figure is None or tick is None:
             continue
         known = True
-        busy, idle = power[kind]
+        busy, idle = figure
         units = problem.unit(name)
         joules += (busy * work[name] + idle * (offered[name] - work[name])) * tick / units
     if known:
         metrics.energy_kwh = joules / 3.6e6
+        _, watts = power_profile(problem, schedule, power)
+        metrics.peak_kw = max(watts, default=0.0) / 1000
+        metrics.mean_kw = joules / (makespan * tick) / 1000 if makespan and tick else 0.0
+        jobs = {t.job for t in problem.tasks if t.job is not None}
+        if jobs:
+            metrics.kwh_per_job = metrics.energy_kwh / len(jobs)
+    cap = next((r for r in problem.renewables if r.name == "power"), None)
+    if cap is not None:
+        _, used = _profile(problem, schedule, lambda r, q: q if r == "power" else 0.0)
+        metrics.cap_kw = (max(used, default=0.0) / 1000, cap.capacity / 1000)
     return metrics
+
+
+def power_profile(
+    problem: Problem,
+    schedule: Schedule,
+    power: Mapping[str, tuple[float, float]] | None = None,
+) -> tuple[list[int], list[float]]:
+    """The watts the resources draw over time: every resource (and node kind, over all
+    nodes) with a power figure draws its idle watts per unit of capacity, and its busy
+    watts instead for the units in use (the problem's ``units`` of it). ``edges[k]`` is
+    the tick from which ``watts[k]`` holds, to the next edge (the last: the makespan)."""
+    power = {**DEFAULT_POWER, **problem.watts, **(power or {})}
+
+    def figure(name: str) -> tuple[float, float] | None:
+        return _figure(power, name)
+
+    base = 0.0
+    for r in problem.renewables:
+        f = figure(r.name)
+        base += f[1] * r.capacity / problem.unit(r.name) if f else 0.0
+    for kind in problem.node_kinds:
+        f = figure(kind)
+        cap = sum(n.capacity.get(kind, 0) for n in problem.nodes)
+        base += f[1] * cap / problem.unit(kind) if f else 0.0
+
+    def extra(name: str, q: int) -> float:
+        f = figure(name)
+        return (f[0] - f[1]) * q / problem.unit(name) if f else 0.0
+
+    edges, watts = _profile(problem, schedule, extra)
+    return edges, [base + w for w in watts]
+
+
+def _figure(power: Mapping[str, tuple[float, float]], name: str) -> tuple[float, float] | None:
+    """The (busy, idle) watts of resource ``name``: its kind's, the part after the last dot
+    (``node3.gpu``) or before the first (``gpu.v100``); ``None`` without one."""
+    return power.get(name.rsplit(".", 1)[-1]) or power.get(name.split(".")[0])
+
+
+def _profile(
+    problem: Problem, schedule: Schedule, value: Callable[[str, int], float]
+) -> tuple[list[int], list[float]]:
+    """The sum over running segments of ``value(resource, demand)`` (on a node kind, once
+    per node the task runs on), as a step function: edges and values (see
+    :func:`power_profile`)."""
+    local = set(problem.node_kinds)
+    delta: dict[int, float] = {}
+    for t in problem.tasks:
+        mode = t.mode(schedule.modes[t.name])
+        copies = max(1, len(schedule.nodes.get(t.name, ())))
+        at = schedule.starts[t.name]
+        for seg in mode.segments:
+            w = sum(value(r, q) * (copies if r in local else 1) for r, q in seg.demand.items())
+            if w and seg.duration:
+                delta[at] = delta.get(at, 0.0) + w
+                delta[at + seg.duration] = delta.get(at + seg.duration, 0.0) - w
+            at += seg.duration
+    edges, values, level = [0], [0.0], 0.0
+    for tick in sorted(delta):
+        level += delta[tick]
+        if tick == edges[-1]:
+            values[-1] = level
+        else:
+            edges.append(tick)
+            values.append(level)
+    return edges, values
 
 
 def job_completion(

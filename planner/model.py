@@ -47,6 +47,7 @@ sum a solver forms stays far inside 64-bit integers.
 
 NonNegInt = Annotated[int, Field(ge=0, le=MAX_INT, strict=True)]
 PosInt = Annotated[int, Field(ge=1, le=MAX_INT, strict=True)]
+NonNegFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Name = Annotated[str, Field(min_length=1)]
 
 
@@ -248,6 +249,12 @@ class Problem(_Entity):
     tasks: list[Task] = Field(min_length=1)
     precedences: list[Precedence] = Field(default_factory=list)
     jobs: list[Job] = Field(default_factory=list)
+    watts: dict[Name, tuple[NonNegFloat, NonNegFloat]] = Field(
+        default_factory=dict,
+        description="Busy and idle watts per physical unit of a resource kind (``gpu``: "
+        "[300, 60]), for energy and power figures; the kinds not named take the metrics' "
+        "defaults.",
+    )
     units: dict[Name, PosInt] = Field(
         default_factory=dict,
         description="Units of demand per physical unit of a resource or node kind: 100 "

@@ -187,7 +187,7 @@ def test_row_labels_never_overlap_and_thin_bars_merge_on_a_big_chart() -> None:
     assert min(abs(a - b) for a, b in pairwise(ys)) >= font_px
     drawn = sum(len(c.get_paths()) for c in ax.collections)
     assert drawn < len(gantt_layout(problem, schedule).bars)
-    assert len(fig.axes) == 1 + len(problem.renewables)
+    assert len(fig.axes) == 1 + len(problem.renewables) + 1  # the power panel
 
 
 @pytest.mark.parametrize(
@@ -519,3 +519,32 @@ def test_cli_gantt_refuses_a_finish_that_contradicts_the_start(tmp_path: Path) -
         f"{duration} ticks, so it finishes at {first['finish'] - 1}\n"
     )
     assert not (tmp_path / "g.png").exists()
+
+
+def test_a_capped_plan_gets_a_power_panel_with_the_gpu_cap(j301) -> None:
+    # two 1-GPU jobs that compute all the time, under a cap that lets one compute at once
+    # (60 W idle each, 240 W above idle for one): the GPUs draw 360 W, the cap's line
+    jobs = [{"name": n, "gpus": 1, "iterations": 10, "stages": {"data": 0, "gpu": 1}} for n in "ab"]
+    spec = {
+        "time_unit": "1s",
+        "power": {"cap": 360},
+        "cluster": {"nodes": [{"name": "n", "gpu": 2}]},
+        "jobs": jobs,
+    }
+    problem = ClusterInstance.model_validate(spec).compile()
+    schedule = solve(problem, "cpsat", time_limit=10).schedule
+    fig = draw_gantt(new_figure(problem, schedule), problem, schedule)
+    panel = fig.axes[-1]
+    assert panel.get_ylabel() == "kW"
+    assert [t.get_text() for t in panel.get_legend().get_texts()] == [
+        "draw",
+        "GPU draw",
+        "GPU cap",
+    ]
+    gpu_draw, cap = (line for line in panel.patches[1:])
+    assert gpu_draw.get_data().values.max() == pytest.approx(0.36)
+    assert cap.get_data().values.max() == pytest.approx(0.36)
+    # a PSPLIB instance's resources have no power figure and no tick length: no panel
+    problem, schedule = j301
+    fig = draw_gantt(new_figure(problem, schedule), problem, schedule)
+    assert len(fig.axes) == 1 + len(problem.renewables)

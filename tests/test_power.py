@@ -153,3 +153,55 @@ def test_the_mix_bound_under_a_cap_is_the_power_the_work_needs() -> None:
     run = run_policy(jobs, "lp-groups", 1, 2, model, restart=False, power_cap=360.0)
     assert run.makespan == pytest.approx(200.0)
     assert audit(run, jobs, 2) == []
+
+
+def test_energy_and_power_of_a_three_job_plan_by_hand() -> None:
+    # two GPUs at 300 W busy, 60 W idle: a (1 GPU, 0-10 s) beside c (1 GPU, 0-4 s), then
+    # b (2 GPUs, 10-15 s): 600 W for 4 s, 360 W for 6 s, 600 W for 5 s
+    from planner.io.instance import problem_from_data
+    from planner.metrics import power_profile, schedule_metrics
+    from planner.schedule import Schedule
+
+    def task(name: str, gpus: int, ticks: int) -> dict[str, object]:
+        segment = {"duration": ticks, "demand": {"gpu": gpus}}
+        return {"name": name, "job": name, "modes": [{"segments": [segment]}]}
+
+    problem = problem_from_data(
+        {
+            "time_unit": "1s",
+            "resources": [{"name": "gpu", "capacity": 2}],
+            "watts": {"gpu": [300, 60]},
+            "jobs": [{"name": j} for j in "abc"],
+            "tasks": [task("a", 1, 10), task("b", 2, 5), task("c", 1, 4)],
+        }
+    )
+    schedule = Schedule(modes={t: "1" for t in "abc"}, starts={"a": 0, "b": 10, "c": 0})
+    assert validate(problem, schedule).ok
+    assert power_profile(problem, schedule) == ([0, 4, 10, 15], [600.0, 360.0, 600.0, 120.0])
+    m = schedule_metrics(problem, schedule)
+    joules = 600 * 4 + 360 * 6 + 600 * 5
+    assert m.energy_kwh == pytest.approx(joules / 3.6e6)
+    assert m.mean_kw == pytest.approx(joules / 15 / 1000)
+    assert m.peak_kw == pytest.approx(0.6)
+    assert m.kwh_per_job == pytest.approx(joules / 3 / 3.6e6)
+
+
+def test_solve_prints_the_peak_under_the_cap(tmp_path: Path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from planner.app.cli import app
+    from tests.conftest import lines
+
+    # a 360 W cap on 2 GPUs idling at 60 W leaves 240 W above idle: one job computes at
+    # full speed (240 W), or both at half speed
+    path = tmp_path / "capped.json"
+    path.write_text(json.dumps({**TWO_JOBS, "power": {"cap": 360}}))
+    result = CliRunner().invoke(app, ["solve", str(path), "-s", "cpsat"])
+    assert result.exit_code == 0, result.output
+    out = lines(result.stdout)
+    assert out["makespan"] == "200"
+    assert out["power cap"] == "peak 0.24 kW of 0.24 kW above the GPUs' idle draw"
+    # the GPUs' 360 W, and the node's 8 cores, 2 data and 2 network slots idle (3, 5, 8 W)
+    assert out["power"] == "mean 0.41 kW, peak 0.41 kW"

@@ -32,6 +32,7 @@ from planner.errors import InputError
 from planner.validate import validate
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
     from plotly.graph_objects import Figure as PlotlyFigure
 
@@ -425,8 +426,20 @@ def new_figure(problem: Problem, schedule: Schedule, by: str | None = None) -> F
     from matplotlib.figure import Figure
 
     layout = chart_layout(problem, schedule, by)
-    width, height, _ = figure_size(len(layout.rows), len(problem.renewables), _row_inches(layout))
+    panels = len(problem.renewables) + has_power_panel(problem)
+    width, height, _ = figure_size(len(layout.rows), panels, _row_inches(layout))
     return Figure(figsize=(width, height), dpi=_DPI)
+
+
+def has_power_panel(problem: Problem) -> bool:
+    """Whether a chart of ``problem`` gets a power panel: its ticks have a length and a
+    resource of it has a power figure (:func:`planner.metrics.power_profile`)."""
+    from planner.metrics import DEFAULT_POWER
+
+    kinds = {**DEFAULT_POWER, **problem.watts}
+    names = [r.name for r in problem.renewables] + problem.node_kinds
+    known = any(n.rsplit(".", 1)[-1] in kinds or n.split(".")[0] in kinds for n in names)
+    return problem.time_unit != "1" and known
 
 
 def draw_gantt(fig: Figure, problem: Problem, schedule: Schedule, by: str | None = None) -> Figure:
@@ -448,7 +461,8 @@ def draw_gantt(fig: Figure, problem: Problem, schedule: Schedule, by: str | None
 
     layout = chart_layout(problem, schedule, by)
     ren = problem.renewables
-    _, _, heights = figure_size(len(layout.rows), len(ren), _row_inches(layout))
+    power = has_power_panel(problem)
+    _, _, heights = figure_size(len(layout.rows), len(ren) + power, _row_inches(layout))
     width_in, height_in = fig.get_size_inches()
     left, right = 0.14, 0.86
     top = 1 - 0.55 / height_in
@@ -514,12 +528,50 @@ def draw_gantt(fig: Figure, problem: Problem, schedule: Schedule, by: str | None
             rax.legend(
                 loc="upper left", bbox_to_anchor=(1.005, 1), fontsize=_FONT_PT, frameon=False
             )
+    if power:
+        _power_panel(fig.add_subplot(grid[len(ren) + 1], sharex=ax), problem, schedule, span)
     last = fig.axes[-1]
     for a in fig.axes[:-1]:
         a.tick_params(labelbottom=False)
     last.xaxis.set_major_locator(MaxNLocator(10, integer=True))
     last.set_xlabel(_time_label(problem))
     return fig
+
+
+def _power_panel(ax: Axes, problem: Problem, schedule: Schedule, span: int) -> None:
+    """The estimated draw of the plan over time (kW, :func:`planner.metrics.power_profile`)
+    and, under a cap (a ``power`` resource of watts above the GPUs' idle draw), the GPUs'
+    draw and the cap: the resource's demand and capacity plus the GPUs' idle draw."""
+    from matplotlib.ticker import MaxNLocator
+
+    from planner.metrics import DEFAULT_POWER, power_profile
+
+    edges, watts = power_profile(problem, schedule)
+    keep = [k for k, e in enumerate(edges) if e < span] or [0]
+    x = np.array([*(edges[k] for k in keep), span], dtype=float)
+    kw = np.array([watts[k] for k in keep]) / 1000
+    ax.stairs(kw, x, fill=True, color="#dd8452", alpha=0.6, label="draw")
+    top = float(kw.max(initial=0))
+    cap = next((r for r in problem.renewables if r.name == "power"), None)
+    if cap is not None:
+        idle = {**DEFAULT_POWER, **problem.watts}["gpu"][1]
+        gpus = sum(
+            r.capacity / problem.unit(r.name)
+            for r in problem.renewables
+            if r.name.split(".")[0] == "gpu"
+        ) + sum(n.capacity.get("gpu", 0) / problem.unit("gpu") for n in problem.nodes)
+        at, used, offered = resource_profiles(problem, schedule, until=span)["power"]
+        gpu_kw = (used + idle * gpus) / 1000
+        cap_kw = (offered + idle * gpus) / 1000
+        ax.stairs(gpu_kw, at, baseline=None, color="#55a868", linewidth=1.2, label="GPU draw")
+        ax.stairs(cap_kw, at, baseline=None, color="#c44e52", linewidth=1.2, label="GPU cap")
+        top = max(top, float(cap_kw.max(initial=0)))
+    ax.set_ylim(0, max(top, 0.001) * 1.12)
+    ax.set_ylabel("kW", fontsize=_FONT_PT, rotation=0, ha="right", va="center")
+    ax.yaxis.set_major_locator(MaxNLocator(3))
+    ax.tick_params(labelsize=_FONT_PT)
+    ax.grid(axis="x", linewidth=0.3, alpha=0.5)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.005, 1), fontsize=_FONT_PT, frameon=False)
 
 
 def plotly_gantt(problem: Problem, schedule: Schedule, by: str | None = None) -> PlotlyFigure:

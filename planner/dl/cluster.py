@@ -501,6 +501,11 @@ class _Compiler:
             ],
             **({"nodes": self.nodes()} if placed else {}),
             "units": self.units(kinds),
+            **(
+                {"watts": {"gpu": (self.inst.power.gpu_busy, self.inst.power.gpu_idle)}}
+                if self.inst.power is not None
+                else {}
+            ),
             "tasks": tasks,
             "precedences": precs,
             "jobs": [
