@@ -156,6 +156,34 @@ def fluid_stretch(members: Sequence[Stages], data_slots: float = 1.0) -> float:
     return max(1.0, shares[0] / data_slots, shares[1], shares[2])
 
 
+def fluid_rates(
+    members: Sequence[Stages], weights: Sequence[float], data_slots: float = 1.0
+) -> list[float]:
+    """The speed (at most 1) of each of the co-resident ``members`` of one GPU under
+    processor sharing weighted by ``weights`` (a plan's speeds): the largest ``l`` such
+    that every resource's summed shares at speeds ``min(1, l * weight)`` fit its capacity,
+    each member at ``min(1, l * weight)``. Equal weights give every member ``1 /``
+    :func:`fluid_stretch`."""
+    shares = []
+    for m in members:
+        t = m.total
+        shares.append((m.data / t, m.gpu / t, m.sync / t) if t > 0 else (0.0, 0.0, 0.0))
+    caps = (data_slots, 1.0, 1.0)
+    level = math.inf
+    for r, cap in enumerate(caps):
+        # the sum over members of min(1, l * w) * share is piecewise linear in l
+        at = sorted((1.0 / w, s[r], w) for s, w in zip(shares, weights, strict=True) if s[r])
+        full, slope, prev = 0.0, sum(s * w for _, s, w in at), 0.0
+        for knee, s, w in at:
+            if full + slope * knee > cap:
+                break
+            full, slope, prev = full + s, slope - s * w, knee
+        else:
+            continue  # every member at full speed fits
+        level = min(level, (cap - full) / slope if slope > 0 else prev)
+    return [min(1.0, level * w) for w in weights]
+
+
 @dataclass(frozen=True)
 class Interleave:
     """An interleaving model with its parameters: the one truth on speeds.

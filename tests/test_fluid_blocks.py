@@ -3,12 +3,17 @@ compiler's default; ``interleave: phases`` keeps the stages back to back."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from planner import solve
 from planner.errors import InputError
+from planner.execution.jobs import jobs_from_instance, plan_of
+from planner.execution.peers import audit, run_policy
+from planner.interleave import Interleave, Stages, fluid_rates, fluid_stretch
 from planner.io.instance import problem_from_data
 from planner.metrics import schedule_metrics
 from planner.model import Problem
@@ -127,3 +132,45 @@ def test_units_must_name_a_resource() -> None:
     }
     with pytest.raises(InputError, match=r"units\.gpus: no resource or node kind 'gpus'"):
         problem_from_data(data)
+
+
+def test_shares_follow_the_weights_of_a_plan() -> None:
+    a = Stages(0.0, 0.8, 0.2)
+    # alike, the two slow alike: 1.6 of the GPU asked
+    assert fluid_rates([a, a], [1.0, 1.0]) == pytest.approx([1 / 1.6, 1 / 1.6])
+    assert fluid_rates([a, a], [1.0, 1.0]) == pytest.approx([1 / fluid_stretch([a, a])] * 2)
+    # weighted 1 and 1/4: 0.8 + 0.2 of the GPU, and the network 0.2 + 0.05
+    assert fluid_rates([a, a], [1.0, 0.25]) == pytest.approx([1.0, 0.25])
+    # a member alone runs at full speed whatever its weight
+    assert fluid_rates([a], [0.25]) == [1.0]
+    # two data slots: the data-heavy pair fits
+    d = Stages(0.7, 0.3, 0.0)
+    assert fluid_rates([d, d], [1.0, 1.0], data_slots=2) == [1.0, 1.0]
+
+
+def test_the_executor_divides_a_gpu_as_the_plan_does(tmp_path: Path) -> None:
+    # two GPU-heavy jobs of 100 s on one GPU: the plan runs a at full speed and b at a
+    # quarter beside it (0.8 + 0.2 of the GPU); executed, a ends at 100 s as planned and
+    # b, a quarter done by then, runs alone for the other 75 s
+    stages = {"data": 0.0, "gpu": 0.8, "sync": 0.2}
+    data = {
+        "time_unit": "1s",
+        "placement": "node",
+        "cluster": {"nodes": [{"name": "n", "gpu": 1, "io": 1, "net": 1}]},
+        "jobs": [{"name": j, "gpus": 1, "iterations": 100, "stages": stages} for j in "ab"],
+    }
+    p = problem_from_data(data)
+    plan = Schedule(
+        modes={"a/block1": "base", "b/block1": "base@1/4"},
+        starts={"a/block1": 0, "b/block1": 0},
+        nodes={"a/block1": ("n",), "b/block1": ("n",)},
+    )
+    assert validate(p, plan).ok
+    path = tmp_path / "pair.json"
+    path.write_text(json.dumps(data))
+    workload = jobs_from_instance(path)
+    jobs, placed = plan_of(p, plan, workload.jobs)
+    assert [j.weight for j in jobs] == [1.0, 0.25]
+    run = run_policy(jobs, "plan", 1, 1, Interleave("fluid"), restart=False, plan=placed)
+    assert run.finish == {"a": pytest.approx(100.0), "b": pytest.approx(175.0)}
+    assert audit(run, jobs, 1) == []

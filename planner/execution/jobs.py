@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from planner.errors import InputError
-from planner.interleave import MURI_GROUP_FACTORS, Interleave, Stages, fluid_stretch
+from planner.interleave import MURI_GROUP_FACTORS, Interleave, Stages, fluid_rates
 
 if TYPE_CHECKING:
     from planner.execution.disturbances import Failure, Noise, Slowdown
@@ -38,6 +38,9 @@ class PeerJob:
     """The trace's duration (s): what Muri-S takes as a new job's remaining time."""
     model: str = ""
     release: float = 0.0
+    weight: float = 1.0
+    """Its weight where it shares GPUs under ``fluid`` (a plan's speed for it:
+    :func:`plan_of`); 1 for all: every co-resident slows alike."""
 
 
 def read_trace(path: str | Path) -> list[PeerJob]:
@@ -230,7 +233,9 @@ def plan_of(
     """A placed plan of ``problem`` as a job-level dispatch: every job released at its
     first task's planned start (seconds of the problem's ticks; ``work_conserving``: at
     its own release, the plan giving the order), on that task's nodes (indices into
-    ``problem.nodes``).
+    ``problem.nodes``), weighted by the plan's speed for it: its tasks' least durations
+    over their planned ones (a fluid block at speed 1/2 has weight 1/2), so that where it
+    shares GPUs under ``fluid`` the executor divides them as the plan does.
 
     Raises
     ------
@@ -249,6 +254,12 @@ def plan_of(
             start = schedule.starts[t.name]
             if t.job not in first or start < first[t.job][0]:
                 first[t.job] = (start, t.name)
+    fastest: dict[str, int] = {}
+    planned: dict[str, int] = {}
+    for t in problem.tasks:
+        if t.job is not None and t.name in schedule.modes:
+            fastest[t.job] = fastest.get(t.job, 0) + t.min_duration
+            planned[t.job] = planned.get(t.job, 0) + t.mode(schedule.modes[t.name]).duration
     out, nodes = [], {}
     for j in jobs:
         if j.name not in first:
@@ -256,7 +267,8 @@ def plan_of(
         start, task = first[j.name]
         nodes[j.name] = tuple(index[n] for n in schedule.nodes.get(task, ()))
         release = j.release if work_conserving else max(j.release, start * tick)
-        out.append(replace(j, release=release))
+        weight = fastest[j.name] / planned[j.name] if planned[j.name] else 1.0
+        out.append(replace(j, release=release, weight=weight))
     return out, nodes
 
 
@@ -313,22 +325,27 @@ def shared_periods(
     model: Interleave,
 ) -> tuple[dict[str, float], dict[tuple[int, int], list[str]]]:
     """Every job's period where jobs share single GPUs (a plan under ``fluid``), from the
-    GPUs of the trace's entries alone: its stage sum stretched by the most loaded of its
-    GPUs (:func:`~planner.interleave.fluid_stretch` of that GPU's residents) and slowed by
-    ``s(k)``, ``k`` the most residents on one of its GPUs; and the residents per GPU."""
+    GPUs of the trace's entries alone: its stage sum over its speed on the slowest of its
+    GPUs (:func:`~planner.interleave.fluid_rates` of that GPU's residents, by their
+    weights), slowed by ``s(k)``, ``k`` the most residents on one of its GPUs; and the
+    residents per GPU."""
     residents: dict[tuple[int, int], list[str]] = {}
     for names, _, where in groups:
         for node, ids in where:
             for i in ids:
                 residents.setdefault((node, i), []).append(names[0])
+    rates: dict[tuple[int, int], dict[str, float]] = {}
+    for gpu, names in residents.items():
+        members = [by_name[n] for n in names]
+        speeds = fluid_rates(
+            [m.stages for m in members], [m.weight for m in members], model.data_slots
+        )
+        rates[gpu] = dict(zip(names, speeds, strict=True))
     out = {}
     for names, _, where in groups:
         job = by_name[names[0]]
-        on = [residents[node, i] for node, ids in where for i in ids]
-        stretch = max(
-            (fluid_stretch([by_name[n].stages for n in r], model.data_slots) for r in on),
-            default=1.0,
-        )
-        k = max((len(r) for r in on), default=1)
-        out[job.name] = job.stages.total * stretch * model.factor(k)
+        gpus = [(node, i) for node, ids in where for i in ids]
+        rate = min((rates[g][job.name] for g in gpus), default=1.0)
+        k = max((len(residents[g]) for g in gpus), default=1)
+        out[job.name] = job.stages.total / rate * model.factor(k)
     return out, residents

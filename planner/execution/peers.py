@@ -70,7 +70,7 @@ from planner.execution.jobs import (
     with_noise,
 )
 from planner.execution.power import WATTS, compute_share, throttle
-from planner.interleave import MURI_GROUP_FACTORS, Interleave, fluid_stretch
+from planner.interleave import MURI_GROUP_FACTORS, Interleave, fluid_rates, fluid_stretch
 
 if TYPE_CHECKING:
     from planner.execution.disturbances import Simulation
@@ -682,7 +682,8 @@ class _SharedGpus:
     """A plan's dispatch under ``fluid`` onto single GPUs (see :func:`run_policy`,
     ``plan``): a job takes, on each of its planned nodes, the GPUs (all of them for a
     gang) that its shares fit best beside their residents, fewer than ``max_colocated``
-    each; each GPU's residents slow down together as processor sharing says."""
+    each; each GPU's residents share it by processor sharing weighted by the plan's
+    speeds (:func:`~planner.interleave.fluid_rates`), a job at its slowest GPU's rate."""
 
     def __init__(
         self,
@@ -714,12 +715,24 @@ class _SharedGpus:
                 where = self._admit(s)
                 if where is not None:
                     self.placed[s.idx] = (s, where)
+        rates: dict[tuple[int, int], dict[int, float]] = {}
+        for _, where in self.placed.values():
+            for k, ids in where:
+                for i in ids:
+                    if (k, i) not in rates:
+                        r = self.residents[k][i]
+                        speeds = fluid_rates(
+                            [x.job.stages for x in r],
+                            [x.job.weight for x in r],
+                            self.model.data_slots,
+                        )
+                        rates[k, i] = {x.idx: v for x, v in zip(r, speeds, strict=True)}
         chosen: _Chosen = {}
         for idx, (s, where) in self.placed.items():
             on = [self.residents[k][i] for k, ids in where for i in ids]
-            stretch = max(self._stretch(r) for r in on)
+            rate = min(rates[k, i][idx] for k, ids in where for i in ids)
             partners = list(dict.fromkeys(x for r in on for x in r if x is not s))
-            period = s.job.stages.total * stretch * self.model.factor(max(map(len, on)))
+            period = s.job.stages.total / rate * self.model.factor(max(map(len, on)))
             chosen[idx] = ([s, *partners], period, s.cost + sum(x.cost for x in partners), where)
         return chosen
 
