@@ -10,6 +10,8 @@ Measures what the placement issue asks, every schedule validated:
   and that makespan is compared with the fluid bound (3,207,558 s).
 - ``overhead``: one decoder pass (serial and parallel, ``grw``), placed against pooled.
 - ``horizon``: the same pass at one-second ticks against one-minute ticks.
+- ``energy``: trace 3 placed at one block under ``fluid``, interleaved plans against an
+  exclusive baseline: planned and executed makespan, energy and mean power.
 - ``scale``: generated traces of ``--scale-jobs`` jobs, placed, seeds ``--seeds``: one
   parallel ``grw`` pass per seed; on the slowest seed, ``--scale-solver`` with time limits
   of 60 s and 120 s in fresh processes (time of the first incumbent, makespan against the
@@ -35,9 +37,11 @@ from bench_dl import parse_spec
 from planner.bounds import energy_bound
 from planner.dl.workloads import import_muri
 from planner.execution.disturbances import Disturbances, Simulation
-from planner.execution.jobs import jobs_from_instance
-from planner.execution.peers import judge
+from planner.execution.jobs import jobs_from_instance, model_of, plan_of
+from planner.execution.peers import judge, run_policy
+from planner.execution.power import run_energy
 from planner.io.instance import problem_from_data
+from planner.metrics import schedule_metrics
 from planner.model import Problem
 from planner.schedule import Schedule
 from planner.solvers import solve
@@ -141,6 +145,48 @@ def trace_rows(
     return rows
 
 
+def energy_rows(trace: Path, specs: list[str]) -> list[dict[str, Any]]:
+    """Trace 3 placed at one block under ``fluid``: per solver spec (an ``exclusive-*``
+    baseline among them), the plan's makespan and estimated energy
+    (:func:`planner.metrics.schedule_metrics`: GPUs 300 / 60 W, data and network slots),
+    and the plan executed job by job under ``fluid`` with the GPUs' energy
+    (:func:`planner.execution.power.run_energy`: 300 / 60 W)."""
+    data = trace_data(trace, 1, "node", "1min", "fluid")
+    problem = problem_from_data(data)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "instance.json"
+        path.write_text(json.dumps(data))
+        workload = jobs_from_instance(path)
+    model = model_of(workload, "fluid", None)
+    gpus = (workload.nodes or 8) * (workload.gpus_per_node or 8)
+    rows = []
+    for spec in specs:
+        name, options = parse_spec(spec)
+        r = solve(problem, name, **options)
+        m = schedule_metrics(problem, r.schedule)
+        jobs, placed = plan_of(problem, r.schedule, workload.jobs)
+        run = run_policy(
+            jobs, "plan", workload.nodes or 8, workload.gpus_per_node or 8, model,
+            restart=False, plan=placed,
+        )  # fmt: skip
+        used = run_energy(run, jobs, gpus)
+        rows.append(
+            {
+                "solver": spec,
+                "planned (s)": r.objective * 60,
+                "planned kWh": round(m.energy_kwh or 0.0),
+                "planned mean kW": round(m.mean_kw or 0.0, 1),
+                "planned peak kW": round(m.peak_kw or 0.0, 1),
+                "executed (s)": round(run.makespan),
+                "executed GPU kWh": round(used.kwh),
+                "executed mean kW": round(used.mean_kw, 1),
+                "valid": bool(r.valid),
+            }
+        )
+        print(rows[-1], file=sys.stderr, flush=True)
+    return rows
+
+
 def overhead_rows(trace: Path) -> list[dict[str, Any]]:
     """One grw pass placed and pooled (4 blocks, minute ticks), and at one-second ticks."""
     rows = []
@@ -168,6 +214,7 @@ import json, resource, sys, time
 t0 = time.perf_counter()
 from planner.bounds import energy_bound
 from planner.io.instance import problem_from_data
+from planner.metrics import schedule_metrics
 from planner.dl.workloads import generate
 from planner.solvers import solve
 from planner.solvers.kernels import load_kernels
@@ -261,20 +308,24 @@ def main(argv: list[str] | None = None) -> int:
         help="How training blocks compile: fluid shares (the default) or phases.",
     )
     parser.add_argument(
-        "--part", action="append", choices=["trace", "overhead", "scale"], default=[]
+        "--part", action="append", choices=["trace", "overhead", "scale", "energy"], default=[]
     )
     parser.add_argument("--scale-jobs", type=int, default=5755)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--scale-solver", default="portfolio")
     args = parser.parse_args(argv)
     trace = args.benchmarks / "dl" / "muri_trace3_offline.csv"
-    parts = args.part or ["trace", "overhead", "scale"]
+    parts = args.part or ["trace", "overhead", "scale", "energy"]
     load_kernels()
     if "trace" in parts:
         specs = args.solver or ["sgs:rule=grw,scheme=serial", "sgs:rule=grw,scheme=parallel"]
         print(f"## trace 3 placed and pooled (fluid bound {FLUID:,} s)\n")
         rows = trace_rows(trace, args.blocks or [1, 4, 16], specs, args.placements, args.interleave)
         print(table(rows) + "\n", flush=True)
+    if "energy" in parts:
+        specs = args.solver or ["sgs:rule=lpt,scheme=serial", "exclusive-srtf"]
+        print("## energy of trace 3, placed, 1 block, fluid: interleaved against exclusive\n")
+        print(table(energy_rows(trace, specs)) + "\n", flush=True)
     if "overhead" in parts:
         print("## one grw pass, 4 blocks: placed against pooled, 1 s against 1 min\n")
         print(table(overhead_rows(trace)) + "\n", flush=True)
