@@ -174,3 +174,40 @@ def test_the_executor_divides_a_gpu_as_the_plan_does(tmp_path: Path) -> None:
     run = run_policy(jobs, "plan", 1, 1, Interleave("fluid"), restart=False, plan=placed)
     assert run.finish == {"a": pytest.approx(100.0), "b": pytest.approx(175.0)}
     assert audit(run, jobs, 1) == []
+
+
+def test_a_job_pauses_where_its_plan_leaves_a_gap(tmp_path: Path) -> None:
+    # one GPU: a's first block (50 s), then b (50 s), then a's second block: executed as
+    # written, a pauses at 50 s and resumes at 100 s; run back to back it would share
+    # the GPU with b from 50 s and both would slow
+    gpu_only = {"data": 0.0, "gpu": 1.0, "sync": 0.0}
+    data = {
+        "time_unit": "1s",
+        "placement": "node",
+        "cluster": {"nodes": [{"name": "n", "gpu": 1}]},
+        "jobs": [
+            {"name": "a", "gpus": 1, "iterations": 100, "blocks": 2, "stages": gpu_only},
+            {"name": "b", "gpus": 1, "iterations": 50, "stages": gpu_only},
+        ],
+    }
+    p = problem_from_data(data)
+    tasks = {"a/block1": 0, "b/block1": 50, "a/block2": 100}
+    plan = Schedule(
+        modes=dict.fromkeys(tasks, "base"),
+        starts=tasks,
+        nodes=dict.fromkeys(tasks, ("n",)),
+    )
+    assert validate(p, plan).ok
+    path = tmp_path / "gap.json"
+    path.write_text(json.dumps(data))
+    workload = jobs_from_instance(path)
+    jobs, placed = plan_of(p, plan, workload.jobs)
+    assert jobs[0].holds == ((50.0, 100.0),)
+    run = run_policy(jobs, "plan", 1, 1, Interleave("fluid"), restart=False, plan=placed)
+    assert run.finish == {"a": pytest.approx(150.0), "b": pytest.approx(100.0)}
+    assert audit(run, jobs, 1) == []
+    rows = [(r["job"], r["start"], r["end"]) for r in run.residences()]
+    assert rows == [("a", 0.0, 50.0), ("b", 50.0, 100.0), ("a", 100.0, 150.0)]
+    # work-conserving: no pauses, the plan gives the order only
+    jobs, placed = plan_of(p, plan, workload.jobs, work_conserving=True)
+    assert jobs[0].holds == ()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -41,6 +42,9 @@ class PeerJob:
     weight: float = 1.0
     """Its weight where it shares GPUs under ``fluid`` (a plan's speed for it:
     :func:`plan_of`); 1 for all: every co-resident slows alike."""
+    holds: tuple[tuple[float, float], ...] = ()
+    """Where a plan pauses it (:func:`plan_of`): per block but the last, the iterations
+    left when the block ends and the next block's planned start (s)."""
 
 
 def read_trace(path: str | Path) -> list[PeerJob]:
@@ -260,6 +264,7 @@ def plan_of(
         if t.job is not None and t.name in schedule.modes:
             fastest[t.job] = fastest.get(t.job, 0) + t.min_duration
             planned[t.job] = planned.get(t.job, 0) + t.mode(schedule.modes[t.name]).duration
+    blocks = _blocks(problem, schedule)
     out, nodes = [], {}
     for j in jobs:
         if j.name not in first:
@@ -268,8 +273,39 @@ def plan_of(
         nodes[j.name] = tuple(index[n] for n in schedule.nodes.get(task, ()))
         release = j.release if work_conserving else max(j.release, start * tick)
         weight = fastest[j.name] / planned[j.name] if planned[j.name] else 1.0
-        out.append(replace(j, release=release, weight=weight))
+        holds = () if work_conserving else _holds(blocks.get(j.name, []), j.iterations, tick)
+        out.append(replace(j, release=release, weight=weight, holds=holds))
     return out, nodes
+
+
+def _blocks(problem: Problem, schedule: Schedule) -> dict[str, list[tuple[int, int]]]:
+    """Per job, its training blocks (its tasks on GPUs) in planned order: (planned start,
+    least duration: its share of the job's iterations)."""
+    out: dict[str, list[tuple[int, int]]] = {}
+    for t in problem.tasks:
+        if t.job is not None and t.name in schedule.starts:
+            mode = t.mode(schedule.modes[t.name])
+            if problem.gpus(mode):
+                out.setdefault(t.job, []).append((schedule.starts[t.name], t.min_duration))
+    for chain in out.values():
+        chain.sort()
+    return out
+
+
+def _holds(
+    blocks: Sequence[tuple[int, int]], iterations: int, tick: float
+) -> tuple[tuple[float, float], ...]:
+    """A job's pauses between its ``blocks`` (planned start, least duration): the
+    iterations left at each block's end (the blocks' shares of ``iterations`` by their
+    least durations) and the next block's planned start in seconds."""
+    work = sum(d for _, d in blocks)
+    if not work:
+        return ()
+    holds, done = [], 0
+    for (_, d), (after, _) in pairwise(blocks):
+        done += d
+        holds.append((iterations * (1 - done / work), after * tick))
+    return tuple(holds)
 
 
 def with_noise(jobs: Sequence[PeerJob], noise: Noise, seed: int) -> list[PeerJob]:

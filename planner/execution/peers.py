@@ -45,6 +45,7 @@ Policies:
 
 from __future__ import annotations
 
+import heapq
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -223,10 +224,12 @@ class _Job:
         "alone",
         "cost",
         "executed",
+        "holds",
         "idx",
         "job",
         "last",
         "overhead",
+        "pausing",
         "period",
         "remaining",
         "remaining_time",
@@ -248,6 +251,23 @@ class _Job:
         self.sort_val = 0.0
         known = restart_seconds(job.model, job.gpus) if job.model else None
         self.cost = (known if known is not None else DEFAULT_OVERHEAD) if restart else 0.0
+        self.holds = list(job.holds)
+        self.pausing = False
+
+    def next_event(self, t: float) -> float:
+        """When the running job next ends (from ``t``, at its period): its end, or the end
+        of a block of its plan whose next block the plan starts later (it pauses there:
+        ``pausing``)."""
+        while self.holds and self.holds[0][0] >= self.remaining - 1e-9:
+            self.holds.pop(0)  # a block end already passed
+        self.pausing = False
+        if self.holds:
+            left, resume = self.holds[0]
+            at = t + (self.remaining - left) * self.period
+            if resume > at + 1e-6:
+                self.pausing = True
+                return at
+        return t + self.remaining * self.period
 
 
 def where_label(where: Where, names: Sequence[str] = ()) -> str:
@@ -405,10 +425,13 @@ def run_policy(
     finish: dict[str, float] = {}
     groups: dict[int, int] = {}
     head = events = change = 0
-    while head < len(order) or runnable:
+    paused: list[tuple[float, int, _Job]] = []  # (resume time, index, job): a plan's gaps
+    while head < len(order) or runnable or paused:
         if halt is not None and halt.is_set():
             break
         start = order[head].job.release if head < len(order) else math.inf
+        if paused:
+            start = min(start, paused[0][0])
         end = ends[0][0] if ends else math.inf
         turn = changes[change] if change < len(changes) else math.inf
         if start == math.inf and end == math.inf and turn == math.inf:
@@ -429,11 +452,22 @@ def run_policy(
         events += 1
         for s in ending:
             s.executed += t - s.last
+            if s.pausing:  # a block of a plan done: wait for the next one's planned start
+                s.remaining, resume = s.holds.pop(0)
+                s.pausing = s.running = False
+                runnable.remove(s)
+                heapq.heappush(paused, (resume, s.idx, s))
+                continue
             finish[s.job.name] = t
             runnable.remove(s)
             s.running = False
             if queues is not None:
                 queues.remove(s)
+        while arriving and paused and paused[0][0] == start:
+            s = heapq.heappop(paused)[2]
+            s.last = t
+            s.remaining_time = s.remaining * s.alone
+            runnable.append(s)
         while arriving and head < len(order) and order[head].job.release == start:
             s = order[head]
             head += 1
@@ -489,7 +523,7 @@ def run_policy(
         by_end: dict[float, list[_Job]] = {}
         for s in runnable:
             if s.running:
-                by_end.setdefault(t + s.remaining * s.period, []).append(s)
+                by_end.setdefault(s.next_event(t), []).append(s)
         ends = sorted(by_end.items())
         if progress is not None:
             progress(len(finish), len(jobs))
