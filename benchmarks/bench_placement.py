@@ -12,6 +12,8 @@ Measures what the placement issue asks, every schedule validated:
 - ``horizon``: the same pass at one-second ticks against one-minute ticks.
 - ``energy``: trace 3 placed at one block under ``fluid``, interleaved plans against an
   exclusive baseline: planned and executed makespan, energy and mean power.
+- ``tariff``: trace 3 placed at one block under ``fluid`` with a day-night tariff, planned
+  without a cap and with the GPUs capped by day: makespan, energy and its cost.
 - ``scale``: generated traces of ``--scale-jobs`` jobs, placed, seeds ``--seeds``: one
   parallel ``grw`` pass per seed; on the slowest seed, ``--scale-solver`` with time limits
   of 60 s and 120 s in fresh processes (time of the first incumbent, makespan against the
@@ -187,6 +189,55 @@ def energy_rows(trace: Path, specs: list[str]) -> list[dict[str, Any]]:
     return rows
 
 
+DAY = 86_400
+"""Seconds of a day: the tariff's period."""
+NIGHT = ((0, 21_600, 0.10), (79_200, DAY, 0.10))
+"""A day-night tariff: 0.10 per kWh from 22:00 to 06:00, 0.30 by day."""
+
+
+def tariff_rows(trace: Path, spec: str, day_caps: list[float]) -> list[dict[str, Any]]:
+    """Trace 3 placed at one block under ``fluid``, GPUs at 300 / 60 W, under a day-night
+    tariff: the plan of ``spec`` without a cap, then with the GPUs capped by day (06:00 to
+    22:00) at each share of their peak draw in ``day_caps``: makespan, energy and cost."""
+    data = trace_data(trace, 1, "node", "1min", "fluid")
+    tariff = {
+        "price": 0.30,
+        "period": DAY,
+        "windows": [{"start": a, "end": b, "price": p} for a, b, p in NIGHT],
+    }
+    gpus = 64
+    peak = gpus * 300.0
+    rows = []
+    for share in [None, *day_caps]:
+        power: dict[str, Any] = {"gpu_busy": 300, "gpu_idle": 60, "tariff": tariff}
+        if share is not None:
+            days = 60  # the caps' windows cover 60 days, past any plan here
+            power["cap"] = peak
+            power["windows"] = [
+                {"start": d * DAY + 21_600, "end": d * DAY + 79_200, "cap": share * peak}
+                for d in range(days)
+            ]
+        problem = problem_from_data({**data, "power": power})
+        name, options = parse_spec(spec)
+        r = solve(problem, name, **options)
+        m = schedule_metrics(problem, r.schedule)
+        rows.append(
+            {
+                "day cap": "none" if share is None else f"{share:.0%} of peak",
+                "solver": spec,
+                "makespan (s)": r.objective * 60,
+                "energy (kWh)": round(m.energy_kwh or 0.0),
+                "cost": round(m.cost or 0.0),
+                "valid": bool(r.valid),
+            }
+        )
+        print(rows[-1], file=sys.stderr, flush=True)
+    base = rows[0]["cost"]
+    for row in rows:
+        row["cost saved"] = f"{100 * (1 - row['cost'] / base):.1f}%"
+    return rows
+
+
 def overhead_rows(trace: Path) -> list[dict[str, Any]]:
     """One grw pass placed and pooled (4 blocks, minute ticks), and at one-second ticks."""
     rows = []
@@ -308,14 +359,17 @@ def main(argv: list[str] | None = None) -> int:
         help="How training blocks compile: fluid shares (the default) or phases.",
     )
     parser.add_argument(
-        "--part", action="append", choices=["trace", "overhead", "scale", "energy"], default=[]
+        "--part",
+        action="append",
+        choices=["trace", "overhead", "scale", "energy", "tariff"],
+        default=[],
     )
     parser.add_argument("--scale-jobs", type=int, default=5755)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--scale-solver", default="portfolio")
     args = parser.parse_args(argv)
     trace = args.benchmarks / "dl" / "muri_trace3_offline.csv"
-    parts = args.part or ["trace", "overhead", "scale", "energy"]
+    parts = args.part or ["trace", "overhead", "scale", "energy", "tariff"]
     load_kernels()
     if "trace" in parts:
         specs = args.solver or ["sgs:rule=grw,scheme=serial", "sgs:rule=grw,scheme=parallel"]
@@ -326,6 +380,10 @@ def main(argv: list[str] | None = None) -> int:
         specs = args.solver or ["sgs:rule=lpt,scheme=serial", "exclusive-srtf"]
         print("## energy of trace 3, placed, 1 block, fluid: interleaved against exclusive\n")
         print(table(energy_rows(trace, specs)) + "\n", flush=True)
+    if "tariff" in parts:
+        spec = (args.solver or ["sgs:rule=lpt,scheme=serial"])[0]
+        print("## trace 3 under a day-night tariff, GPUs capped by day\n")
+        print(table(tariff_rows(trace, spec, [0.8, 0.6, 0.4])) + "\n", flush=True)
     if "overhead" in parts:
         print("## one grw pass, 4 blocks: placed against pooled, 1 s against 1 min\n")
         print(table(overhead_rows(trace)) + "\n", flush=True)

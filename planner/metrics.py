@@ -54,6 +54,8 @@ class Metrics:
     """The most the resources draw at once (kW), with the energy."""
     kwh_per_job: float | None = None
     """The energy per job, with the energy and jobs."""
+    cost: float | None = None
+    """The energy's cost under the problem's tariff (its prices per kWh over time)."""
     cap_kw: tuple[float, float] | None = None
     """With a ``power`` resource (a cap, watts above the idle draw): the most the plan asks
     of it and its capacity, in kW; the idle draw comes on top of both."""
@@ -108,8 +110,14 @@ def schedule_metrics(
         joules += (busy * work[name] + idle * (offered[name] - work[name])) * tick / units
     if known:
         metrics.energy_kwh = joules / 3.6e6
-        _, watts = power_profile(problem, schedule, power)
+        edges, watts = power_profile(problem, schedule, power)
         metrics.peak_kw = max(watts, default=0.0) / 1000
+        if problem.tariff is not None:
+            ends = [*edges[1:], max(makespan, edges[-1])]
+            metrics.cost = sum(
+                w * tick / 3.6e6 * problem.tariff.paid(a, b)
+                for a, b, w in zip(edges, ends, watts, strict=True)
+            )
         metrics.mean_kw = joules / (makespan * tick) / 1000 if makespan and tick else 0.0
         jobs = {t.job for t in problem.tasks if t.job is not None}
         if jobs:

@@ -69,6 +69,56 @@ class CapacityWindow(_Entity):
         return self
 
 
+class PriceWindow(_Entity):
+    """A window ``[start, end)`` (ticks) of another price of energy."""
+
+    start: NonNegInt
+    end: NonNegInt
+    price: NonNegFloat
+
+    @model_validator(mode="after")
+    def _ordered(self) -> PriceWindow:
+        if self.end <= self.start:
+            raise ValueError(f"window end {self.end} must be after its start {self.start}")
+        return self
+
+
+class Tariff(_Entity):
+    """The price of energy over time (per kWh, in the user's currency): ``price``, and in
+    ``windows`` another; with a ``period`` (ticks) the windows repeat every period (a day).
+    """
+
+    price: NonNegFloat
+    windows: list[PriceWindow] = Field(default_factory=list)
+    period: PosInt | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> Tariff:
+        spans = sorted((w.start, w.end) for w in self.windows)
+        for (_, end), (start, _) in pairwise(spans):
+            if start < end:
+                raise ValueError(f"windows: two windows overlap at tick {start}")
+        if self.period is not None and spans and spans[-1][1] > self.period:
+            raise ValueError(f"windows: a window ends at {spans[-1][1]}, after the period")
+        return self
+
+    def paid(self, start: int, end: int) -> float:
+        """The price summed over the ticks ``[start, end)``."""
+        return self._upto(end) - self._upto(start)
+
+    def _upto(self, t: int) -> float:
+        def within(x: float) -> float:
+            total = self.price * x
+            for w in self.windows:
+                total += (w.price - self.price) * max(0.0, min(x, w.end) - w.start)
+            return total
+
+        if self.period is None:
+            return within(t)
+        rounds, rest = divmod(t, self.period)
+        return rounds * within(self.period) + within(rest)
+
+
 class Resource(_Entity):
     """A renewable resource (capacity per tick) or a non-renewable one (a total budget)."""
 
@@ -254,6 +304,9 @@ class Problem(_Entity):
         description="Busy and idle watts per physical unit of a resource kind (``gpu``: "
         "[300, 60]), for energy and power figures; the kinds not named take the metrics' "
         "defaults.",
+    )
+    tariff: Tariff | None = Field(
+        default=None, description="The price of energy over time, for the cost of a plan."
     )
     units: dict[Name, PosInt] = Field(
         default_factory=dict,

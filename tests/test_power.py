@@ -205,3 +205,53 @@ def test_solve_prints_the_peak_under_the_cap(tmp_path: Path) -> None:
     assert out["power cap"] == "peak 0.24 kW of 0.24 kW above the GPUs' idle draw"
     # the GPUs' 360 W, and the node's 8 cores, 2 data and 2 network slots idle (3, 5, 8 W)
     assert out["power"] == "mean 0.41 kW, peak 0.41 kW"
+
+
+def test_the_cost_of_a_plan_under_a_tariff_by_hand() -> None:
+    # the three-job plan above (600 W for 4 s, 360 W for 6 s, 600 W for 5 s) at 0.2 per
+    # kWh, 0.1 in the first 5 s; with a period of 10 s, also in seconds 10-14
+    from planner.io.instance import problem_from_data
+    from planner.metrics import schedule_metrics
+    from planner.schedule import Schedule
+
+    def task(name: str, gpus: int, ticks: int) -> dict[str, object]:
+        segment = {"duration": ticks, "demand": {"gpu": gpus}}
+        return {"name": name, "job": name, "modes": [{"segments": [segment]}]}
+
+    def cost(tariff: dict[str, object]) -> float | None:
+        problem = problem_from_data(
+            {
+                "time_unit": "1s",
+                "resources": [{"name": "gpu", "capacity": 2}],
+                "watts": {"gpu": [300, 60]},
+                "tariff": tariff,
+                "tasks": [task("a", 1, 10), task("b", 2, 5), task("c", 1, 4)],
+                "jobs": [{"name": j} for j in "abc"],
+            }
+        )
+        plan = Schedule(modes=dict.fromkeys("abc", "1"), starts={"a": 0, "b": 10, "c": 0})
+        return schedule_metrics(problem, plan).cost
+
+    cheap = {"price": 0.2, "windows": [{"start": 0, "end": 5, "price": 0.1}]}
+    per_tick = 600 * 4 * 0.1 + 360 * (0.1 + 5 * 0.2) + 600 * 5 * 0.2
+    assert cost(cheap) == pytest.approx(per_tick / 3.6e6)
+    daily = {**cheap, "period": 10}
+    per_tick = 600 * 4 * 0.1 + 360 * (0.1 + 5 * 0.2) + 600 * 5 * 0.1
+    assert cost(daily) == pytest.approx(per_tick / 3.6e6)
+    with pytest.raises(InputError, match=r"tariff\.windows: two windows overlap at tick 3"):
+        cost({"price": 1, "windows": [{"start": 0, "end": 5, "price": 0}, {"start": 3,
+             "end": 6, "price": 2}]})  # fmt: skip
+    with pytest.raises(InputError, match=r"tariff\.windows: a window ends at 12, after the period"):
+        cost({"price": 1, "period": 10, "windows": [{"start": 8, "end": 12, "price": 0}]})
+
+
+def test_a_cluster_tariff_is_compiled_to_ticks() -> None:
+    tariff = {"price": 0.3, "period": 86400, "windows": [{"start": 0, "end": 21600, "price": 0.1}]}
+    data = {**TWO_JOBS, "time_unit": "1min", "power": {"tariff": tariff}}
+    problem = validated(ClusterInstance, data).compile()
+    assert problem.tariff is not None
+    assert problem.tariff.model_dump() == {
+        "price": 0.3,
+        "windows": [{"start": 0, "end": 360, "price": 0.1}],
+        "period": 1440,
+    }

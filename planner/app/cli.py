@@ -136,6 +136,8 @@ def metric_rows(problem: Problem, schedule: Schedule) -> list[tuple[str, object]
         per_job = f", {m.kwh_per_job:,.2f} kWh per job" if m.kwh_per_job is not None else ""
         rows.append(("energy", f"{m.energy_kwh:,.1f} kWh (estimate){per_job}"))
         rows.append(("power", f"mean {m.mean_kw:,.2f} kW, peak {m.peak_kw:,.2f} kW"))
+    if m.cost is not None:
+        rows.append(("energy cost", f"{m.cost:,.2f} (the instance's tariff)"))
     if m.cap_kw is not None:
         used, cap = m.cap_kw
         rows.append(

@@ -24,16 +24,28 @@ scaled for other GPU types by Gavel's measured speed factors). The compiler
 turns a job into a chain of tasks:
 
 - an optional ``stage-in`` task (storage I/O),
-- ``blocks`` training blocks, each a block of iterations whose mode is the
-  segment profile ``[data, gpu, sync]`` scaled by the block's size,
+- ``blocks`` training blocks, each a block of iterations,
 - an optional ``checkpoint`` task (storage I/O).
 
-A job on ``g`` GPUs demands, per stage: data ``io: g`` and
-``cpu: g * cpu_per_gpu``; gpu ``gpu: g``; sync ``net: g``; and
-``gpu_mem: g * gpu_mem_per_gpu`` through every segment of a block. Each GPU
-thus brings one data-loading slot and one network slot, as in Muri's model.
-With a ``power`` cap (:class:`Power`) the GPU stage of a block also asks for its
-GPUs' draw above idle of a cluster-wide ``power`` resource.
+How a block is modelled is the instance's ``interleave``:
+
+- ``fluid`` or ``muri`` (the default): one segment ``train`` of concurrent per-GPU
+  shares, as a co-locating runtime runs it iteration by iteration. With ``T`` the
+  period alone (the stages summed), a job on ``g`` GPUs asks ``g * data / T`` of the
+  data slots (``cpu_per_gpu`` cores per GPU at the same share), ``g * gpu / T`` of the
+  GPUs, ``g * sync / T`` of the network slots, its GPU memory whole, and a residency
+  ``resident: g`` (``max_colocated`` per GPU on offer). Its modes are the speeds 1,
+  1/2, .. 1/``max_colocated``: shares divided, duration multiplied. Shares are in
+  thousandths (:data:`SHARE_UNITS`): the capacities of ``gpu``, ``cpu``, ``io`` (also
+  times ``data_slots``) and ``net`` are scaled alike and the problem's ``units`` say so.
+- ``phases``: the segments ``[data, gpu, sync]`` back to back, scaled by the block's
+  size, demanding per stage: data ``io: g`` and ``cpu: g * cpu_per_gpu``; gpu
+  ``gpu: g``; sync ``net: g``; and ``gpu_mem: g * gpu_mem_per_gpu`` throughout.
+
+Each GPU thus brings one data-loading slot and one network slot, as in Muri's
+model. With a ``power`` cap (:class:`Power`) the GPU stage of a block also asks for
+its GPUs' draw above idle of a cluster-wide ``power`` resource (a fluid block: at its
+GPU share and speed).
 ``alternatives`` (other GPU counts, GPU types, or stage profiles such as a
 pipeline-parallel split) become further modes of every block; each block may
 choose its own (elastic training). Durations are rounded up to whole ticks of
@@ -157,6 +169,29 @@ class PowerWindow(_Spec):
         return self
 
 
+class PriceSpan(_Spec):
+    """A window ``[start, end)`` (seconds) of another price of energy."""
+
+    start: Seconds
+    end: Seconds
+    price: Seconds = Field(description="Per kWh in the window.")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> PriceSpan:
+        if self.end <= self.start:
+            raise ValueError(f"end: {self.end:g} s is not after the start, {self.start:g} s")
+        return self
+
+
+class Tariff(_Spec):
+    """The price of energy (per kWh, in the user's currency), another in ``windows``; with
+    a ``period`` (seconds; 86400: a day) the windows repeat."""
+
+    price: Seconds = Field(description="Per kWh outside the windows.")
+    windows: list[PriceSpan] = Field(default_factory=list)
+    period: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+
+
 class Power(_Spec):
     """The cluster's GPU power and its cap (watts). A GPU draws ``gpu_idle`` all the
     time and ``gpu_busy`` while it computes; with a ``cap`` the plan keeps the cluster's
@@ -170,6 +205,7 @@ class Power(_Spec):
     windows: list[PowerWindow] = Field(
         default_factory=list, description="Windows of another cap (a tariff, a night)."
     )
+    tariff: Tariff | None = Field(default=None, description="Prices of energy, for its cost.")
 
     @model_validator(mode="after")
     def _check(self) -> Power:
@@ -506,6 +542,7 @@ class _Compiler:
                 if self.inst.power is not None
                 else {}
             ),
+            **({"tariff": self.tariff()} if self.inst.power and self.inst.power.tariff else {}),
             "tasks": tasks,
             "precedences": precs,
             "jobs": [
@@ -559,6 +596,24 @@ class _Compiler:
             for k, w in enumerate(power.windows)
         ]
         return {"name": "power", "capacity": above(power.cap, "power.cap"), "windows": windows}
+
+    def tariff(self) -> dict[str, Any]:
+        """The power's tariff in ticks (a window's bounds rounded down, its end at least a
+        tick later; the period rounded to whole ticks)."""
+        tariff = self.inst.power.tariff  # type: ignore[union-attr]
+        period = None if tariff.period is None else max(1, round(tariff.period / self.tick))
+        return {
+            "price": tariff.price,
+            "windows": [
+                {
+                    "start": int(w.start // self.tick),
+                    "end": max(int(w.start // self.tick) + 1, int(w.end // self.tick)),
+                    "price": w.price,
+                }
+                for w in tariff.windows
+            ],
+            "period": period,
+        }
 
     def gpus_of(self, gpu_type: str | None) -> int:
         """The cluster's GPUs (of ``gpu_type``, if given)."""

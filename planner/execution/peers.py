@@ -358,12 +358,15 @@ def run_policy(
         is then false, and the figures cover the jobs finished).
     plan
         ``policy="plan"``: the nodes (indices) of every job. A job is dispatched at its
-        release (its planned start), in release order, onto its planned nodes: on free
-        GPUs alone, else into the GPU set of the same size there with the fewest members
-        (fewer than ``max_colocated``), else it waits and later jobs are tried. It stays
-        in its set to its end (a plan does not preempt) or to a failure of one of its
-        nodes; every set's speeds are asked of the interleaving model whenever its
-        members change.
+        release (its planned start), in release order, onto its planned nodes. Under
+        ``muri``: on free GPUs alone, else into the GPU set of the same size there with
+        the fewest members (fewer than ``max_colocated``). Under ``fluid``: onto single
+        GPUs shared with jobs of any size, by its weight (:class:`_SharedGpus`). Else it
+        waits and later jobs are tried. It stays on its GPUs to its end (a plan does not
+        preempt), to a failure of one of its nodes, or to the end of a block after which
+        its plan leaves a gap (its ``holds``: it comes back at the next block's planned
+        start); the speeds are asked of the interleaving model whenever the members of a
+        set change.
     outages
         Node failures: (node, down, back) in seconds. A failure and a return are
         scheduling events. While a node is down, nothing is placed on it; the jobs that
