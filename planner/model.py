@@ -55,32 +55,29 @@ class _Entity(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class CapacityWindow(_Entity):
+class _Window(_Entity):
+    """A window ``[start, end)`` of ticks."""
+
+    start: NonNegInt
+    end: NonNegInt
+
+    @model_validator(mode="after")
+    def _ordered(self) -> _Window:
+        if self.end <= self.start:
+            raise ValueError(f"window end {self.end} must be after its start {self.start}")
+        return self
+
+
+class CapacityWindow(_Window):
     """A window ``[start, end)`` in which a renewable resource has another capacity."""
 
-    start: NonNegInt
-    end: NonNegInt
     capacity: NonNegInt
 
-    @model_validator(mode="after")
-    def _ordered(self) -> CapacityWindow:
-        if self.end <= self.start:
-            raise ValueError(f"window end {self.end} must be after its start {self.start}")
-        return self
 
-
-class PriceWindow(_Entity):
+class PriceWindow(_Window):
     """A window ``[start, end)`` (ticks) of another price of energy."""
 
-    start: NonNegInt
-    end: NonNegInt
     price: NonNegFloat
-
-    @model_validator(mode="after")
-    def _ordered(self) -> PriceWindow:
-        if self.end <= self.start:
-            raise ValueError(f"window end {self.end} must be after its start {self.start}")
-        return self
 
 
 class Tariff(_Entity):

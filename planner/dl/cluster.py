@@ -155,32 +155,29 @@ class Profile(_Spec):
     gavel_job_type: str | None = None
 
 
-class PowerWindow(_Spec):
+class _Span(_Spec):
+    """A window ``[start, end)`` of seconds."""
+
+    start: Seconds
+    end: Seconds
+
+    @model_validator(mode="after")
+    def _ordered(self) -> _Span:
+        if self.end <= self.start:
+            raise ValueError(f"end: {self.end:g} s is not after the start, {self.start:g} s")
+        return self
+
+
+class PowerWindow(_Span):
     """A window ``[start, end)`` (seconds) with another power cap."""
 
-    start: Seconds
-    end: Seconds
     cap: Seconds = Field(description="Watts the cluster may draw in the window.")
 
-    @model_validator(mode="after")
-    def _ordered(self) -> PowerWindow:
-        if self.end <= self.start:
-            raise ValueError(f"end: {self.end:g} s is not after the start, {self.start:g} s")
-        return self
 
-
-class PriceSpan(_Spec):
+class PriceSpan(_Span):
     """A window ``[start, end)`` (seconds) of another price of energy."""
 
-    start: Seconds
-    end: Seconds
     price: Seconds = Field(description="Per kWh in the window.")
-
-    @model_validator(mode="after")
-    def _ordered(self) -> PriceSpan:
-        if self.end <= self.start:
-            raise ValueError(f"end: {self.end:g} s is not after the start, {self.start:g} s")
-        return self
 
 
 class Tariff(_Spec):
