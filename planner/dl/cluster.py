@@ -702,9 +702,7 @@ class _Compiler:
         }
         return {r: q for r, q in named.items() if r in kinds and q}
 
-    def phase_modes(
-        self, job: TrainingJob, run: _Run, n: int, label: str
-    ) -> list[tuple[str, list[tuple[str, int, dict[str, float]]], dict[str, float]]]:
+    def phase_modes(self, job: TrainingJob, run: _Run, n: int, label: str) -> list[_Built]:
         """A block of ``n`` iterations as its stages back to back: one mode, its segments
         and what it holds while it restarts (its GPU stage's demand)."""
         held = run.share * job.gpu_mem_per_gpu
@@ -720,42 +718,28 @@ class _Compiler:
         ]
         return [(label, segments, {k: q for k, q in gpu.items() if k != "power"})]
 
-    def fluid_modes(
-        self, job: TrainingJob, run: _Run, n: int, label: str
-    ) -> list[tuple[str, list[tuple[str, int, dict[str, float]]], dict[str, float]]]:
+    def fluid_modes(self, job: TrainingJob, run: _Run, n: int, label: str) -> list[_Built]:
         """A block of ``n`` iterations as one segment of per-GPU shares, at speeds 1, 1/2,
         .. 1/``max_colocated``: the shares scaled down, the duration up. Each mode holds a
         residency of one per GPU; it restarts holding its GPUs whole."""
         period = run.data + run.gpu + run.sync
         held = run.share * job.gpu_mem_per_gpu
-        out = []
+        hold = {"gpu": run.share * SHARE_UNITS, "gpu_mem": held, "resident": run.share}
+        out: list[_Built] = []
         for k in range(1, self.inst.max_colocated + 1):
-
-            def share(seconds: float, per_gpu: float = 1.0, k: int = k) -> int:
-                if not period:
-                    return 0
-                return math.ceil(per_gpu * SHARE_UNITS * seconds / (period * k) - 1e-9)
-
+            per_second = 1 / (period * k) if period else 0.0  # of a stage, its share
+            gpus = run.share * SHARE_UNITS * per_second
             demand = {
-                "gpu": share(run.gpu, run.share),
-                "io": share(run.data, run.share),
-                "cpu": share(run.data, run.share * job.cpu_per_gpu),
-                "net": share(run.sync, run.share),
+                "gpu": _whole(gpus * run.gpu),
+                "io": _whole(gpus * run.data),
+                "cpu": _whole(gpus * run.data * job.cpu_per_gpu),
+                "net": _whole(gpus * run.sync),
                 "gpu_mem": held,
                 "resident": run.share,
-                "power": math.ceil(run.gpus * self.busy_watts * run.gpu / (period * k))
-                if period
-                else 0,
+                "power": _whole(run.gpus * self.busy_watts * run.gpu * per_second),
             }
             name = label if k == 1 else f"{label}@1/{k}"
-            segments = [("train", self.ticks(n * period * k), demand)]
-            out.append(
-                (
-                    name,
-                    segments,
-                    {"gpu": run.share * SHARE_UNITS, "gpu_mem": held, "resident": run.share},
-                )
-            )
+            out.append((name, [("train", self.ticks(n * period * k), demand)], hold))
         return out
 
     def restart(self, job: TrainingJob) -> int:
@@ -813,6 +797,16 @@ def migrating(modes: list[_BlockMode], before: dict[str, Any], restart: int) -> 
             moved["segments"] = [step, *mode["segments"]]
         out.append(moved)
     return out
+
+
+def _whole(quantity: float) -> int:
+    """``quantity`` rounded up to a whole unit (float noise below 1e-9 dropped)."""
+    return math.ceil(quantity - 1e-9)
+
+
+_Built = tuple[str, list[tuple[str, int, dict[str, float]]], dict[str, float]]
+"""A block mode as built: its name, its segments (name, ticks, demand), what it holds while
+it restarts."""
 
 
 @dataclass(frozen=True)
