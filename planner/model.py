@@ -99,11 +99,12 @@ class Tariff(_Entity):
             raise ValueError(f"windows: a window ends at {spans[-1][1]}, after the period")
         return self
 
-    def paid(self, start: int, end: int) -> float:
-        """The price summed over the ticks ``[start, end)``."""
+    def paid(self, start: float, end: float) -> float:
+        """The price summed over the ticks ``[start, end)`` (a part of a tick in
+        proportion)."""
         return self._upto(end) - self._upto(start)
 
-    def _upto(self, t: int) -> float:
+    def _upto(self, t: float) -> float:
         def within(x: float) -> float:
             total = self.price * x
             for w in self.windows:

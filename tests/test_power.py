@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from planner.dl.cluster import ClusterInstance
 from planner.errors import InputError
@@ -255,3 +256,27 @@ def test_a_cluster_tariff_is_compiled_to_ticks() -> None:
         "windows": [{"start": 0, "end": 360, "price": 0.1}],
         "period": 1440,
     }
+
+
+def test_a_job_level_run_prices_its_energy(tmp_path: Path) -> None:
+    # one GPU computing for 100 s at 300 W: 50 s at 0.1 per kWh, 50 s at 0.2
+    from planner.execution.jobs import jobs_from_instance
+    from planner.execution.peers import run_policy
+    from planner.execution.power import run_energy
+    from planner.interleave import Interleave
+
+    tariff = {"price": 0.2, "windows": [{"start": 0, "end": 50, "price": 0.1}]}
+    data = {
+        "time_unit": "1s",
+        "power": {"tariff": tariff},
+        "cluster": {"nodes": [{"name": "n", "gpu": 1}]},
+        "jobs": [{"name": "a", "gpus": 1, "iterations": 100, "stages": {"data": 0, "gpu": 1}}],
+    }
+    path = tmp_path / "priced.yaml"
+    path.write_text(yaml.safe_dump(data))
+    workload = jobs_from_instance(path)
+    run = run_policy(workload.jobs, "srtf", 1, 1, Interleave("fluid"), restart=False)
+    energy = run_energy(run, workload.jobs, 1, workload.tariff)
+    assert energy.kwh == pytest.approx(300 * 100 / 3.6e6)
+    assert energy.cost == pytest.approx(300 * (50 * 0.1 + 50 * 0.2) / 3.6e6)
+    assert run_energy(run, workload.jobs, 1).cost is None

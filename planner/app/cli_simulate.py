@@ -705,7 +705,7 @@ class _JobLevel:
         total = nodes * gpus_per_node
         budget = None if cap is None else (cap - total * workload.watts[1], workload.watts)
         mix = mix_bound(jobs, model, total, budget)
-        energy = run_energy(run, jobs, nodes * gpus_per_node)
+        energy = run_energy(run, jobs, nodes * gpus_per_node, workload.tariff)
         factors = (
             "Muri's slowdown factors" if self.slowdown == "muri" else f"slowdown {self.slowdown}"
         )
@@ -742,6 +742,8 @@ class _JobLevel:
                     f"{run.watts[1]:g} W idle)",
                 ),
             ]
+            if energy.cost is not None:
+                rows.append(("energy cost", f"{energy.cost:,.2f} (the instance's tariff)"))
             if planned:
                 rows.append(
                     ("optimism", f"{run.makespan / planned:.3f} (executed / planned makespan)")
@@ -776,6 +778,7 @@ class _JobLevel:
                 "bound": bound,
                 "mix_bound": mix,
                 "energy_kwh": energy.kwh,
+                "energy_cost": energy.cost,
                 "failures": list(fail),
                 "power_cap": cap,
                 "finish": run.finish,

@@ -14,8 +14,10 @@ import numpy as np
 
 from planner.errors import InputError
 from planner.interleave import MURI_GROUP_FACTORS, Interleave, Stages, fluid_rates
+from planner.model import PriceWindow, Tariff
 
 if TYPE_CHECKING:
+    from planner.dl.cluster import Tariff as ClusterTariff
     from planner.execution.disturbances import Failure, Noise, Slowdown
     from planner.model import Problem
     from planner.schedule import Schedule
@@ -96,6 +98,8 @@ class Workload:
     """The file's power cap (watts; ``power.cap``), if it has one."""
     watts: tuple[float, float] = (300.0, 60.0)
     """A GPU's (busy, idle) watts (``power.gpu_busy``, ``power.gpu_idle``)."""
+    tariff: Tariff | None = None
+    """The file's prices of energy (``power.tariff``) in whole seconds, if it has them."""
 
     def names(self, nodes: int) -> tuple[str, ...]:
         """The names of ``nodes`` nodes: the file's, else ``node1`` .. ``nodeN``."""
@@ -183,6 +187,19 @@ def jobs_from_instance(path: str | Path) -> Workload:
         time_unit=inst.time_unit,
         power_cap=cap,
         watts=watts,
+        tariff=_tariff(power.tariff) if power is not None and power.tariff else None,
+    )
+
+
+def _tariff(tariff: ClusterTariff) -> Tariff:
+    """A cluster form's tariff in whole seconds (ticks of one second)."""
+    return Tariff(
+        price=tariff.price,
+        windows=[
+            PriceWindow(start=int(w.start), end=max(int(w.start) + 1, int(w.end)), price=w.price)
+            for w in tariff.windows
+        ],
+        period=None if tariff.period is None else max(1, round(tariff.period)),
     )
 
 

@@ -22,6 +22,7 @@ from planner.metrics import DEFAULT_POWER
 if TYPE_CHECKING:
     from planner.execution.jobs import PeerJob
     from planner.execution.peers import PeerRun
+    from planner.model import Tariff
 
 WATTS = DEFAULT_POWER["gpu"]
 """A GPU's (busy, idle) watts."""
@@ -49,24 +50,30 @@ def throttle(
 
 @dataclass(frozen=True)
 class Energy:
-    """What a run drew: its energy and its mean and peak power."""
+    """What a run drew: its energy and its mean and peak power, and the energy's cost
+    under a tariff (``None`` without one)."""
 
     kwh: float
     mean_kw: float
     peak_kw: float
+    cost: float | None = None
 
 
-def run_energy(run: PeerRun, jobs: Sequence[PeerJob], gpus: int) -> Energy:
+def run_energy(
+    run: PeerRun, jobs: Sequence[PeerJob], gpus: int, tariff: Tariff | None = None
+) -> Energy:
     """The energy of ``run`` (of ``jobs`` on ``gpus`` GPUs) over its makespan, each GPU
     drawing the run's watts (busy, idle) as the module docstring says, slowed by the
-    run's power cap where it had one (:func:`throttle`)."""
+    run's power cap where it had one (:func:`throttle`); with a ``tariff`` (in ticks of one
+    second) also its cost: the draw of every interval times the prices over it."""
     busy, idle = run.watts
     by_name = {j.name: j for j in jobs}
     model = run.interleave
-    joules = peak = 0.0
+    joules = peak = cost = 0.0
     for k, (t, groups) in enumerate(run.trace):
         end = run.trace[k + 1][0] if k + 1 < len(run.trace) else t
         span = end - t
+        before = joules
         joules += gpus * idle * span
         draw = gpus * idle
         shared = shared_periods(groups, by_name, model)[0] if run.shared else None
@@ -87,9 +94,12 @@ def run_energy(run: PeerRun, jobs: Sequence[PeerJob], gpus: int) -> Energy:
             last = any(abs(run.finish.get(n, -1.0) - end) < 1e-4 for n in names)
             joules += extra * (span if last else max(span - overhead, 0.0))
         peak = max(peak, draw)
+        if tariff is not None and span > 0:  # the interval's energy at its mean price
+            cost += (joules - before) / 3.6e6 * tariff.paid(t, end) / span
     makespan = run.makespan
     return Energy(
         kwh=joules / 3.6e6,
         mean_kw=joules / makespan / 1000 if makespan else 0.0,
         peak_kw=peak / 1000,
+        cost=cost if tariff is not None else None,
     )
