@@ -256,7 +256,8 @@ def plan_of(
     its own release, the plan giving the order), on that task's nodes (indices into
     ``problem.nodes``), weighted by the plan's speed for it: its tasks' least durations
     over their planned ones (a fluid block at speed 1/2 has weight 1/2), so that where it
-    shares GPUs under ``fluid`` the executor divides them as the plan does.
+    shares GPUs under ``fluid`` the executor divides them as the plan does; unless
+    ``work_conserving``, with the pauses its plan leaves between its blocks (``holds``).
 
     Raises
     ------
