@@ -39,7 +39,7 @@ from bench_dl import parse_spec
 from planner.bounds import energy_bound
 from planner.dl.workloads import import_muri
 from planner.execution.disturbances import Disturbances, Simulation
-from planner.execution.jobs import jobs_from_instance, model_of, plan_of
+from planner.execution.jobs import Workload, jobs_from_instance, model_of, plan_of
 from planner.execution.peers import judge, run_policy
 from planner.execution.power import run_energy
 from planner.io.instance import problem_from_data
@@ -86,15 +86,21 @@ def trace_problem(
     return problem_from_data(trace_data(trace, blocks, placement, time_unit, interleave))
 
 
+def workload_of(data: dict[str, Any]) -> Workload:
+    """The job-level workload of cluster-form ``data`` (read from a file, as the command
+    line reads it)."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "instance.json"
+        path.write_text(json.dumps(data))
+        return jobs_from_instance(path)
+
+
 def executed(data: dict[str, Any], problem: Problem, schedule: Schedule) -> float | None:
     """The makespan (s) of a placed plan run job by job under ``fluid`` with one data
     slot (no slowdown, no restart cost), as ``planner solve`` prints it; ``None`` pooled."""
     if not problem.nodes:
         return None
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "instance.json"
-        path.write_text(json.dumps(data))
-        workload = jobs_from_instance(path)
+    workload = workload_of(data)
     sim = Simulation(Disturbances.parse(slowdown="none"), interleave="fluid", restart=False)
     return judge(workload, sim, plan=(problem, schedule))["makespan_mean"]
 
@@ -155,10 +161,7 @@ def energy_rows(trace: Path, specs: list[str]) -> list[dict[str, Any]]:
     (:func:`planner.execution.power.run_energy`: 300 / 60 W)."""
     data = trace_data(trace, 1, "node", "1min", "fluid")
     problem = problem_from_data(data)
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "instance.json"
-        path.write_text(json.dumps(data))
-        workload = jobs_from_instance(path)
+    workload = workload_of(data)
     model = model_of(workload, "fluid", None)
     gpus = (workload.nodes or 8) * (workload.gpus_per_node or 8)
     rows = []

@@ -68,7 +68,7 @@ def schedule_metrics(
 ) -> Metrics:
     """Compute the metrics of ``schedule`` (which the validator has accepted); ``power``
     overrides the problem's ``watts`` and :data:`DEFAULT_POWER`."""
-    power = {**DEFAULT_POWER, **problem.watts, **(power or {})}
+    power = power_figures(problem, power)
     makespan = schedule.makespan(problem)
     work: dict[str, int] = {r.name: 0 for r in problem.renewables}
     per_node: dict[str, dict[str, int]] = {
@@ -101,7 +101,7 @@ def schedule_metrics(
     joules = 0.0
     known = False
     for name in [r.name for r in problem.renewables] + problem.node_kinds:
-        figure = _figure(power, name)
+        figure = power_figure(power, name)
         if figure is None or tick is None:
             continue
         known = True
@@ -138,10 +138,10 @@ def power_profile(
     nodes) with a power figure draws its idle watts per unit of capacity, and its busy
     watts instead for the units in use (the problem's ``units`` of it). ``edges[k]`` is
     the tick from which ``watts[k]`` holds, to the next edge (the last: the makespan)."""
-    power = {**DEFAULT_POWER, **problem.watts, **(power or {})}
+    power = power_figures(problem, power)
 
     def figure(name: str) -> tuple[float, float] | None:
-        return _figure(power, name)
+        return power_figure(power, name)
 
     base = 0.0
     for r in problem.renewables:
@@ -160,7 +160,15 @@ def power_profile(
     return edges, [base + w for w in watts]
 
 
-def _figure(power: Mapping[str, tuple[float, float]], name: str) -> tuple[float, float] | None:
+def power_figures(
+    problem: Problem, power: Mapping[str, tuple[float, float]] | None = None
+) -> dict[str, tuple[float, float]]:
+    """(busy, idle) watts per resource kind: :data:`DEFAULT_POWER`, overridden by the
+    problem's ``watts``, overridden by ``power``."""
+    return {**DEFAULT_POWER, **problem.watts, **(power or {})}
+
+
+def power_figure(power: Mapping[str, tuple[float, float]], name: str) -> tuple[float, float] | None:
     """The (busy, idle) watts of resource ``name``: its kind's, the part after the last dot
     (``node3.gpu``) or before the first (``gpu.v100``); ``None`` without one."""
     return power.get(name.rsplit(".", 1)[-1]) or power.get(name.split(".")[0])

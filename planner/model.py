@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     from planner.arrays import ProblemArrays
 
-_GPU = re.compile(r"^(?:[^.]+\.)?gpu(?:\.[^.]+)?$")
+GPU_KIND = re.compile(r"^(?:[^.]+\.)?gpu(?:\.[^.]+)?$")
 """A GPU resource or node kind: ``gpu``, ``gpu.TYPE``, ``KEY.gpu`` or ``KEY.gpu.TYPE``."""
 _RESIDENT = re.compile(r"^(?:[^.]+\.)?resident(?:\.[^.]+)?$")
 """A fluid block's residency, named like a GPU resource."""
@@ -451,7 +451,7 @@ class Problem(_Entity):
             if not seg.duration:
                 continue
             resident = [q for r, q in seg.demand.items() if _RESIDENT.match(r)]
-            gpus = sum(-(-q // self.unit(r)) for r, q in seg.demand.items() if _GPU.match(r))
+            gpus = sum(-(-q // self.unit(r)) for r, q in seg.demand.items() if GPU_KIND.match(r))
             peak = max(peak, sum(resident) if resident else gpus)
         return peak
 

@@ -308,9 +308,7 @@ def test_the_instance_names_its_model_and_the_option_overrides_it(tmp_path: Path
 
 
 def test_the_audit_passes_every_run_and_catches_a_wrong_one() -> None:
-    from dataclasses import replace
-
-    from planner.execution.peers import audit, where_label
+    from planner.execution.peers import where_label
 
     jobs = read_trace(SLICE)
     for policy in ("srtf", "tiresias", "muri-s", "muri-l"):

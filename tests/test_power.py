@@ -2,16 +2,29 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import yaml
+from typer.testing import CliRunner
 
+from planner.app.cli import app
 from planner.dl.cluster import ClusterInstance
 from planner.errors import InputError
+from planner.execution.grouping import mix_bound
+from planner.execution.jobs import PeerJob, jobs_from_instance
+from planner.execution.peers import audit, run_policy
+from planner.execution.power import run_energy
+from planner.interleave import Interleave, Stages
+from planner.io.instance import load_instance, problem_from_data
+from planner.metrics import power_profile, schedule_metrics
 from planner.model import validated
+from planner.schedule import Schedule
 from planner.solvers import solve
 from planner.validate import validate
+from tests.conftest import lines
 
 TWO_JOBS = {
     "time_unit": "1s",
@@ -73,8 +86,6 @@ def test_bad_power_is_one_clear_error(power: dict[str, object], message: str) ->
 
 
 def test_the_power_example_in_the_readme_solves(tmp_path: Path) -> None:
-    from planner.io.instance import load_instance
-
     path = tmp_path / "capped.yaml"
     path.write_text(
         "cluster:\n  nodes: [{name: node, count: 2, gpu: 4, cpu: 32, io: 4, net: 4}]\n"
@@ -88,11 +99,6 @@ def test_the_power_example_in_the_readme_solves(tmp_path: Path) -> None:
 
 
 def test_a_cap_slows_every_running_job_alike_job_by_job() -> None:
-    from planner.execution.jobs import PeerJob
-    from planner.execution.peers import audit, run_policy
-    from planner.execution.power import run_energy
-    from planner.interleave import Interleave, Stages
-
     # two 1-GPU jobs of pure compute on 2 GPUs: both computing draw 2 x 300 W; a 360 W
     # cap (120 W idle + 240 W) leaves them half their speed: both end at 200 s
     compute = Stages(data=0.0, gpu=1.0, sync=0.0)
@@ -106,19 +112,11 @@ def test_a_cap_slows_every_running_job_alike_job_by_job() -> None:
     assert energy.peak_kw == pytest.approx(0.36)
     assert energy.kwh == pytest.approx(360 * 200 / 3.6e6)
     # the audit recomputes the cap's speed: a run whose trace broke it is caught
-    from dataclasses import replace
 
     assert audit(replace(run, power_cap=600.0), jobs, 2)[0].startswith("job 'a' finished")
 
 
 def test_simulate_takes_the_instance_cap_and_refuses_windows(tmp_path: Path) -> None:
-    import json
-
-    from typer.testing import CliRunner
-
-    from planner.app.cli import app
-    from tests.conftest import lines
-
     inst = tmp_path / "capped.json"
     data = {**TWO_JOBS, "power": {"cap": 360}}
     inst.write_text(json.dumps(data))
@@ -139,11 +137,6 @@ def test_simulate_takes_the_instance_cap_and_refuses_windows(tmp_path: Path) -> 
 
 
 def test_the_mix_bound_under_a_cap_is_the_power_the_work_needs() -> None:
-    from planner.execution.grouping import mix_bound
-    from planner.execution.jobs import PeerJob
-    from planner.execution.peers import audit, run_policy
-    from planner.interleave import Interleave, Stages
-
     # 200 GPU-seconds of compute at 240 W above idle, 240 W of budget: 200 s at least,
     # whatever the grouping; without the cap the two jobs fit side by side in 100 s
     compute = Stages(data=0.0, gpu=1.0, sync=0.0)
@@ -159,9 +152,6 @@ def test_the_mix_bound_under_a_cap_is_the_power_the_work_needs() -> None:
 def test_energy_and_power_of_a_three_job_plan_by_hand() -> None:
     # two GPUs at 300 W busy, 60 W idle: a (1 GPU, 0-10 s) beside c (1 GPU, 0-4 s), then
     # b (2 GPUs, 10-15 s): 600 W for 4 s, 360 W for 6 s, 600 W for 5 s
-    from planner.io.instance import problem_from_data
-    from planner.metrics import power_profile, schedule_metrics
-    from planner.schedule import Schedule
 
     def task(name: str, gpus: int, ticks: int) -> dict[str, object]:
         segment = {"duration": ticks, "demand": {"gpu": gpus}}
@@ -188,13 +178,6 @@ def test_energy_and_power_of_a_three_job_plan_by_hand() -> None:
 
 
 def test_solve_prints_the_peak_under_the_cap(tmp_path: Path) -> None:
-    import json
-
-    from typer.testing import CliRunner
-
-    from planner.app.cli import app
-    from tests.conftest import lines
-
     # a 360 W cap on 2 GPUs idling at 60 W leaves 240 W above idle: one job computes at
     # full speed (240 W), or both at half speed
     path = tmp_path / "capped.json"
@@ -211,9 +194,6 @@ def test_solve_prints_the_peak_under_the_cap(tmp_path: Path) -> None:
 def test_the_cost_of_a_plan_under_a_tariff_by_hand() -> None:
     # the three-job plan above (600 W for 4 s, 360 W for 6 s, 600 W for 5 s) at 0.2 per
     # kWh, 0.1 in the first 5 s; with a period of 10 s, also in seconds 10-14
-    from planner.io.instance import problem_from_data
-    from planner.metrics import schedule_metrics
-    from planner.schedule import Schedule
 
     def task(name: str, gpus: int, ticks: int) -> dict[str, object]:
         segment = {"duration": ticks, "demand": {"gpu": gpus}}
@@ -260,10 +240,6 @@ def test_a_cluster_tariff_is_compiled_to_ticks() -> None:
 
 def test_a_job_level_run_prices_its_energy(tmp_path: Path) -> None:
     # one GPU computing for 100 s at 300 W: 50 s at 0.1 per kWh, 50 s at 0.2
-    from planner.execution.jobs import jobs_from_instance
-    from planner.execution.peers import run_policy
-    from planner.execution.power import run_energy
-    from planner.interleave import Interleave
 
     tariff = {"price": 0.2, "windows": [{"start": 0, "end": 50, "price": 0.1}]}
     data = {

@@ -434,12 +434,11 @@ def new_figure(problem: Problem, schedule: Schedule, by: str | None = None) -> F
 def has_power_panel(problem: Problem) -> bool:
     """Whether a chart of ``problem`` gets a power panel: its ticks have a length and a
     resource of it has a power figure (:func:`planner.metrics.power_profile`)."""
-    from planner.metrics import DEFAULT_POWER
+    from planner.metrics import power_figure, power_figures
 
-    kinds = {**DEFAULT_POWER, **problem.watts}
+    figures = power_figures(problem)
     names = [r.name for r in problem.renewables] + problem.node_kinds
-    known = any(n.rsplit(".", 1)[-1] in kinds or n.split(".")[0] in kinds for n in names)
-    return problem.time_unit != "1" and known
+    return problem.time_unit != "1" and any(power_figure(figures, n) for n in names)
 
 
 def draw_gantt(fig: Figure, problem: Problem, schedule: Schedule, by: str | None = None) -> Figure:
@@ -544,7 +543,7 @@ def _power_panel(ax: Axes, problem: Problem, schedule: Schedule, span: int) -> N
     draw and the cap: the resource's demand and capacity plus the GPUs' idle draw."""
     from matplotlib.ticker import MaxNLocator
 
-    from planner.metrics import DEFAULT_POWER, power_profile
+    from planner.metrics import power_figures, power_profile
 
     edges, watts = power_profile(problem, schedule)
     keep = [k for k, e in enumerate(edges) if e < span] or [0]
@@ -554,7 +553,7 @@ def _power_panel(ax: Axes, problem: Problem, schedule: Schedule, span: int) -> N
     top = float(kw.max(initial=0))
     cap = next((r for r in problem.renewables if r.name == "power"), None)
     if cap is not None:
-        idle = {**DEFAULT_POWER, **problem.watts}["gpu"][1]
+        idle = power_figures(problem)["gpu"][1]
         gpus = sum(
             r.capacity / problem.unit(r.name)
             for r in problem.renewables

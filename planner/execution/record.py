@@ -275,12 +275,11 @@ def _realized(replay: _Replay) -> tuple[Problem, Schedule, list[TaskRun]]:
         precedences=precedences,
         jobs=problem.jobs,
         units={
-            name: problem.unit(name.removeprefix(f"{replay.owner[k]}."))
-            if replay.res[k] is None
-            else problem.unit(name)
+            name: problem.unit(name if replay.res[k] else name.removeprefix(f"{replay.owner[k]}."))
             for k, name in enumerate(replay.names)
-            if problem.units
-        },
+        }
+        if problem.units
+        else {},
     )
     meta = {"instance": real_problem.name, "solver": "simulate"}
     return real_problem, Schedule(modes=modes, starts=starts, meta=meta), runs

@@ -74,7 +74,6 @@ from __future__ import annotations
 import heapq
 import logging
 import math
-import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -82,7 +81,7 @@ import numpy as np
 
 from planner.errors import InputError, PlannerError
 from planner.execution.disturbances import Disturbances, Failure
-from planner.model import Mode, Problem, Resource, Task
+from planner.model import GPU_KIND, Mode, Problem, Resource, Task
 from planner.schedule import Schedule
 
 if TYPE_CHECKING:
@@ -94,7 +93,6 @@ log = logging.getLogger(__name__)
 
 log = logging.getLogger(__name__)
 
-_GPU = re.compile(r"^(?:[^.]+\.)?gpu(?:\.[^.]+)?$")
 _EPS = 1e-6
 """Work left below this many ticks counts as done (float rounding of the rates)."""
 _END, _FAIL, _BACK, _READY, _WAKE = range(5)
@@ -137,11 +135,11 @@ class _Interference:
         for g, slots in used.items():
             if g in nodes:
                 caps = nodes[g].capacity.items()
-                self.gpu_cap[g] = sum(c / unit(kind) for kind, c in caps if _GPU.match(kind))
+                self.gpu_cap[g] = sum(c / unit(kind) for kind, c in caps if GPU_KIND.match(kind))
             else:
                 names, cap = replay.names, replay.cap
                 self.gpu_cap[g] = sum(
-                    cap[s] / unit(names[s]) for s in slots if _GPU.match(names[s])
+                    cap[s] / unit(names[s]) for s in slots if GPU_KIND.match(names[s])
                 )
         self.members: dict[str | None, set[int]] = {g: set() for g in used}
         self.gpu_sum: dict[str | None, float] = dict.fromkeys(used, 0.0)
