@@ -58,8 +58,9 @@ MURI_L_IDEAL = 3_302_449
 """Muri-L's makespan with ideal interleaving, placing on the same 8 x 8 GPUs (s)."""
 
 
-PLACEMENTS = ("node", "pooled", "migrate")
-"""Instance forms of the trace part: placed, pooled, placed with migration."""
+PLACEMENTS = ("node", "gpu", "pooled", "migrate")
+"""Instance forms of the trace part: placed on machines or single GPUs, pooled, placed
+with migration."""
 
 
 def trace_data(

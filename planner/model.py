@@ -259,11 +259,17 @@ class Precedence(_Entity):
 
 
 class Node(_Entity):
-    """A machine: its own capacity of each node resource (``gpu``, ``cpu``, ...)."""
+    """A machine, or a part of one (``host``): its own capacity of each node resource
+    (``gpu``, ``cpu``, ...)."""
 
     name: Name
     capacity: dict[Name, NonNegInt] = Field(min_length=1)
     type: str | None = Field(default=None, description="A label modes can ask for (GPU type).")
+    host: str | None = Field(
+        default=None,
+        description="The machine the node is part of: a node of the problem may be one GPU "
+        "of it (the cluster form's 'placement: gpu').",
+    )
 
 
 class Job(_Entity):

@@ -64,7 +64,7 @@ def test_a_bad_placement_is_one_line(tmp_path: Path, command: list[str]) -> None
     out = tmp_path / "x.json"
     result = runner.invoke(app, [*command, "--placement", "nodes", "-o", str(out)])
     assert result.exit_code == 2
-    assert result.stderr == "error: placement 'nodes' is not one of pooled, node\n"
+    assert result.stderr == "error: placement 'nodes' is not one of pooled, node, gpu\n"
     assert not out.exists()
 
 
@@ -156,5 +156,6 @@ def test_import_muri_migrate_and_objective(tmp_path: Path) -> None:
     result = runner.invoke(app, [*args, "--migrate"])
     assert result.exit_code == 2
     assert result.stderr == (
-        "error: jobs[0].migrate: migration moves a job between nodes; it needs 'placement: node'\n"
+        "error: jobs[0].migrate: migration moves a job between nodes; it needs "
+        "'placement: node' or 'placement: gpu'\n"
     )

@@ -134,8 +134,9 @@ def test_migration_needs_node_placement() -> None:
     data["placement"] = "pooled"
     with pytest.raises(InputError) as err:
         problem_from_data(data)
-    assert "jobs[0].migrate: migration moves a job between nodes; it needs 'placement: node'" in (
-        str(err.value)
+    assert (
+        "jobs[0].migrate: migration moves a job between nodes; it needs 'placement: node' or "
+        "'placement: gpu'" in (str(err.value))
     )
 
 

@@ -132,7 +132,7 @@ def test_workloads_refuse_an_unknown_placement() -> None:
     ):
         with pytest.raises(InputError) as err:
             make()
-        assert str(err.value) == "placement 'rack' is not one of pooled, node"
+        assert str(err.value) == "placement 'rack' is not one of pooled, node, gpu"
 
 
 def test_generate_is_seeded_and_follows_the_gpu_mix() -> None:

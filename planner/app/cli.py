@@ -628,7 +628,8 @@ def compare(
 
 
 PLACEMENT_HELP = (
-    "pooled: one resource per kind summed over the nodes; node: every task placed on whole nodes."
+    "pooled: one resource per kind summed over the nodes; node: every task placed on whole "
+    "nodes; gpu: every task placed on single GPUs."
 )
 """Help of the ``--placement`` option of ``planner import muri`` and ``planner generate``."""
 

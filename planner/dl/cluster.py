@@ -11,8 +11,15 @@ node is a node of the problem with its own capacities (``gpu``, ``cpu``, ...; it
 GPU type as the node's type on a heterogeneous cluster) and the solvers choose
 the nodes of every task: a job of ``g`` GPUs on nodes of ``G`` GPUs runs on one
 node when ``g <= G``, otherwise on ``ceil(g / G)`` whole nodes (a gang) with its
-demands split evenly over them (rounded up). Each job is colocated: all its
-tasks run on the same nodes. Kinds no node declares are not modelled.
+demands split evenly over them (rounded up). With ``placement: gpu`` every GPU is a
+node of the problem (``name/gpuK``, numbered from 0 as CUDA numbers them, its
+machine as the node's ``host``) with its machine's capacities divided evenly among
+its GPUs (rounded down; machines without GPUs are left out), and a job of ``g`` GPUs
+runs on ``g`` of them: the plan names
+the GPUs every job shares, and holds the shares on each GPU within what the GPU
+offers, as a co-locating runtime must (``node`` sums them over a machine). Its GPUs
+may lie on several machines; neither model charges for that. Each job is colocated:
+all its tasks run on the same nodes. Kinds no node declares are not modelled.
 
 Jobs. A training job is ``iterations`` repetitions (or ``duration`` seconds) of
 a per-iteration stage profile: data loading (storage I/O and CPU), GPU
@@ -279,7 +286,7 @@ class ClusterInstance(_Spec):
     name: str = "cluster"
     time_unit: str = "1s"
     objective: Literal["makespan", "weighted_completion"] = "makespan"
-    placement: Literal["pooled", "node"] = "pooled"
+    placement: Literal["pooled", "node", "gpu"] = "pooled"
     interleave: Literal["fluid", "muri", "phases"] = Field(
         default="fluid",
         description="How co-located jobs share GPUs. fluid or muri: the interleaving model "
@@ -306,10 +313,10 @@ class ClusterInstance(_Spec):
             if job.name in seen:
                 raise ValueError(f"jobs[{i}].name: duplicate job name {job.name!r}")
             seen.add(job.name)
-            if job.migrate and self.placement != "node":
+            if job.migrate and self.placement == "pooled":
                 raise ValueError(
                     f"jobs[{i}].migrate: migration moves a job between nodes; it needs "
-                    "'placement: node'"
+                    "'placement: node' or 'placement: gpu'"
                 )
         if not any(n.gpu for n in self.cluster.nodes):
             raise ValueError("cluster.nodes: no node has GPUs")
@@ -476,7 +483,9 @@ class _Compiler:
         return {k: SHARE_UNITS for k in kinds if k.split(".")[0] in SHARED}
 
     def nodes(self) -> list[dict[str, Any]]:
-        """The problem's nodes (placed form): capacity per kind, the GPU type as the type."""
+        """The problem's nodes (placed form): capacity per kind, the GPU type as the type;
+        under ``placement: gpu`` one per GPU, its machine's capacities divided among them."""
+        per_gpu = self.inst.placement == "gpu"
         out = []
         for name, node in self.inst.cluster.node_names():
             caps = {
@@ -487,11 +496,21 @@ class _Compiler:
             entry: dict[str, Any] = {"name": name, "capacity": caps}
             if self.hetero:
                 entry["type"] = node.gpu_type
-            out.append(entry)
+            if not per_gpu:
+                out.append(entry)
+                continue
+            share = {k: v // node.gpu for k, v in caps.items()} if node.gpu else {}
+            out.extend(
+                {**entry, "name": f"{name}/gpu{i}", "capacity": share, "host": name}
+                for i in range(node.gpu)
+            )
         return out
 
     def gang(self, i: int, job: TrainingJob, gpus: int, gpu_type: str | None) -> int | None:
-        """Nodes a run on ``gpus`` GPUs of ``gpu_type`` takes (placed form); None if too few."""
+        """Nodes a run on ``gpus`` GPUs of ``gpu_type`` takes (placed form; under
+        ``placement: gpu`` its GPUs); None if too few."""
+        if self.inst.placement == "gpu":
+            return gpus if gpus <= self.gpus_of(gpu_type) else None
         sizes = [
             n.gpu
             for _, n in self.inst.cluster.node_names()
@@ -504,7 +523,7 @@ class _Compiler:
         return k if k <= len(sizes) else None
 
     def problem(self) -> Problem:
-        placed = self.inst.placement == "node"
+        placed = self.inst.placement != "pooled"
         resources = {} if placed else self.pooled()
         kinds = {k for n in self.nodes() for k in n["capacity"]} if placed else set(resources)
         power = self.power_resource()
@@ -628,7 +647,7 @@ class _Compiler:
         iters: int,
         kinds: set[str],
     ) -> list[dict[str, Any]]:
-        placed = self.inst.placement == "node"
+        placed = self.inst.placement != "pooled"
         chain: list[dict[str, Any]] = []
         base, extra = divmod(iters, job.blocks)
         modes_of: list[list[_BlockMode]] = []
@@ -664,7 +683,7 @@ class _Compiler:
                         )
                     )
             if not modes:
-                where = " on whole nodes" if placed else ""
+                where = " on whole nodes" if self.inst.placement == "node" else ""
                 raise InputError(
                     f"job {job.name!r} needs {job.gpus} GPUs{where}; the cluster has "
                     f"{self.gpus_of(None)} GPUs",

@@ -30,7 +30,7 @@ MURI_COLUMNS = (
 )
 """Columns a Muri trace must have (times in ms; ``submit_time`` and ``job_id`` are optional)."""
 
-PLACEMENTS = ("pooled", "node")
+PLACEMENTS = ("pooled", "node", "gpu")
 """Placements of the cluster form (:mod:`planner.dl.cluster`) the workloads can ask for."""
 
 GPU_MIX = {1: 134, 2: 22, 4: 34, 8: 691, 16: 3, 32: 108}
@@ -83,7 +83,7 @@ def import_muri(
     Every row becomes a training job with the trace's measured stage times and
     GPU count; ``submit_time`` (ms) becomes the release. One-minute ticks keep
     the horizon of a trace of months small; stage times round up to them.
-    ``placement`` (``"pooled"`` or ``"node"``) is the instance's placement;
+    ``placement`` (one of :data:`PLACEMENTS`) is the instance's placement;
     ``migrate`` lets every job's blocks change nodes (the restart cost of its
     model from the catalog).
 
@@ -293,7 +293,7 @@ def generate(
     cluster's GPUs), models are drawn uniformly from the catalog, durations
     from the trace's log-normal fit (10 s to 10^6 s). With ``arrival_rate``
     (jobs per hour) releases follow a Poisson process; otherwise all jobs are
-    released at 0 (an offline batch). ``placement`` (``"pooled"`` or ``"node"``)
+    released at 0 (an offline batch). ``placement`` (one of :data:`PLACEMENTS`)
     is the instance's placement.
 
     Raises

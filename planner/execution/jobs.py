@@ -27,6 +27,11 @@ Outage = tuple[int, float, float]
 """A node (index) down from a time to a time (seconds)."""
 
 
+Where = tuple[tuple[int, tuple[int, ...]], ...]
+"""A GPU set: per node (index), the indices of its GPUs there; empty where a policy
+counts GPUs without placing them (``tiresias``)."""
+
+
 @dataclass(frozen=True)
 class PeerJob:
     """A training job as a trace gives it (seconds)."""
@@ -47,6 +52,9 @@ class PeerJob:
     holds: tuple[tuple[float, float], ...] = ()
     """Where a plan pauses it (:func:`plan_of`): per block but the last, the iterations
     left when the block ends and the next block's planned start (s)."""
+    on: Where = ()
+    """The GPUs a plan on single GPUs puts it on (:func:`plan_of`); empty where the plan
+    names nodes only."""
 
 
 def read_trace(path: str | Path) -> list[PeerJob]:
@@ -251,13 +259,14 @@ def outages_of(failures: Sequence[Failure], names: Sequence[str], time_unit: str
 def plan_of(
     problem: Problem, schedule: Schedule, jobs: Sequence[PeerJob], work_conserving: bool = False
 ) -> tuple[list[PeerJob], dict[str, tuple[int, ...]]]:
-    """A placed plan of ``problem`` as a job-level dispatch: every job released at its
-    first task's planned start (seconds of the problem's ticks; ``work_conserving``: at
-    its own release, the plan giving the order), on that task's nodes (indices into
-    ``problem.nodes``), weighted by the plan's speed for it: its tasks' least durations
-    over their planned ones (a fluid block at speed 1/2 has weight 1/2), so that where it
-    shares GPUs under ``fluid`` the executor divides them as the plan does; unless
-    ``work_conserving``, with the pauses its plan leaves between its blocks (``holds``).
+    """A placed plan of ``problem`` as a job-level dispatch: every job released at its first
+    task's planned start (seconds of the problem's ticks; ``work_conserving``: at its own
+    release, the plan giving the order), on that task's nodes (indices into ``problem.nodes``;
+    where the nodes are single GPUs of machines, their ``host``, the machines' indices, and the
+    GPUs as the job's ``on``), weighted by the plan's speed for it: its tasks' least durations
+    over their planned ones (a fluid block at speed 1/2 has weight 1/2), so that where it shares
+    GPUs under ``fluid`` the executor divides them as the plan does; unless ``work_conserving``,
+    with the pauses its plan leaves between its blocks (``holds``).
 
     Raises
     ------
@@ -269,7 +278,7 @@ def plan_of(
     if not problem.nodes:
         raise InputError("a pooled plan names no nodes: execute a placed plan (--placement node)")
     tick = tick_seconds(problem.time_unit) if problem.time_unit != "1" else 1.0
-    index = {n.name: k for k, n in enumerate(problem.nodes)}
+    index, gpus = _machines(problem)
     first: dict[str, tuple[int, str]] = {}
     for t in problem.tasks:
         if t.job is not None and t.name in schedule.starts:
@@ -288,12 +297,35 @@ def plan_of(
         if j.name not in first:
             raise InputError(f"job {j.name!r} has no task in the plan")
         start, task = first[j.name]
-        nodes[j.name] = tuple(index[n] for n in schedule.nodes.get(task, ()))
+        on = schedule.nodes.get(task, ())
+        nodes[j.name] = tuple(dict.fromkeys(index[n] for n in on))
         release = j.release if work_conserving else max(j.release, start * tick)
         weight = fastest[j.name] / planned[j.name] if planned[j.name] else 1.0
         holds = () if work_conserving else _holds(blocks.get(j.name, []), j.iterations, tick)
-        out.append(replace(j, release=release, weight=weight, holds=holds))
+        where: Where = ()
+        if gpus:
+            by_node: dict[int, list[int]] = {}
+            for n in on:
+                by_node.setdefault(index[n], []).append(gpus[n])
+            where = tuple((k, tuple(sorted(ids))) for k, ids in by_node.items())
+        out.append(replace(j, release=release, weight=weight, holds=holds, on=where))
     return out, nodes
+
+
+def _machines(problem: Problem) -> tuple[dict[str, int], dict[str, int]]:
+    """The machine (index) of every node of ``problem``, and where its nodes are single
+    GPUs (they name their ``host``), the GPU's index on its machine; else no GPUs."""
+    if not any(n.host for n in problem.nodes):
+        return {n.name: k for k, n in enumerate(problem.nodes)}, {}
+    hosts: dict[str, int] = {}
+    count: dict[str, int] = {}
+    index, gpus = {}, {}
+    for n in problem.nodes:
+        host = n.host or n.name
+        index[n.name] = hosts.setdefault(host, len(hosts))
+        gpus[n.name] = count.get(host, 0)
+        count[host] = gpus[n.name] + 1
+    return index, gpus
 
 
 def _blocks(problem: Problem, schedule: Schedule) -> dict[str, list[tuple[int, int]]]:
@@ -361,16 +393,21 @@ def check_jobs(
             continue
         on = tuple(plan.get(j.name, ()))
         need = max(1, -(-j.gpus // gpus_per_node))
+        if j.on:
+            gpus = [(k, i) for k, ids in j.on for i in ids]
+            if len(set(gpus)) != j.gpus or any(
+                not (0 <= k < nodes and 0 <= i < gpus_per_node) for k, i in gpus
+            ):
+                raise InputError(
+                    f"job {j.name!r}: the plan puts it on GPUs {gpus}; it needs {j.gpus} of "
+                    f"the cluster's {nodes} x {gpus_per_node}"
+                )
+            continue
         if len(on) != need or any(not 0 <= k < nodes for k in on):
             raise InputError(
                 f"job {j.name!r}: the plan puts it on nodes {list(on)}; it needs {need} of "
                 f"the cluster's {nodes}"
             )
-
-
-Where = tuple[tuple[int, tuple[int, ...]], ...]
-"""A GPU set: per node (index), the indices of its GPUs there; empty where a policy
-counts GPUs without placing them (``tiresias``)."""
 
 
 def shared_periods(

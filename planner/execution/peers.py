@@ -49,7 +49,7 @@ import heapq
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import TYPE_CHECKING
 
@@ -392,6 +392,8 @@ def run_policy(
         raise InputError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
     model = interleave or Interleave("muri", factors=MURI_GROUP_FACTORS)
     total = nodes * gpus_per_node
+    if plan is not None and model.kind != "fluid":
+        jobs, plan = _machines_only(jobs, plan, gpus_per_node)
     check_jobs(jobs, nodes, gpus_per_node, plan)
     for node, down, back in outages:
         if not 0 <= node < nodes or not 0 <= down <= back < math.inf:
@@ -715,12 +717,29 @@ def _audit_shared(
     return wrong
 
 
+def _machines_only(
+    jobs: Sequence[PeerJob], plan: Mapping[str, Sequence[int]], gpus_per_node: int
+) -> tuple[list[PeerJob], dict[str, tuple[int, ...]]]:
+    """A plan on single GPUs as a plan on machines, for Muri's GPU sets: each job on the
+    machines that hold most of its planned GPUs, as many as it needs."""
+    out, machines = [], dict(plan)
+    for j in jobs:
+        if j.on:
+            need = max(1, -(-j.gpus // gpus_per_node))
+            most = sorted(j.on, key=lambda kv: (-len(kv[1]), kv[0]))[:need]
+            machines[j.name] = tuple(sorted(k for k, _ in most))
+            j = replace(j, on=())
+        out.append(j)
+    return out, machines
+
+
 class _SharedGpus:
-    """A plan's dispatch under ``fluid`` onto single GPUs (see :func:`run_policy`,
-    ``plan``): a job takes, on each of its planned nodes, the GPUs (all of them for a
-    gang) that its shares fit best beside their residents, fewer than ``max_colocated``
-    each; each GPU's residents share it by processor sharing weighted by the plan's
-    speeds (:func:`~planner.interleave.fluid_rates`), a job at its slowest GPU's rate."""
+    """A plan's dispatch under ``fluid`` onto single GPUs (see :func:`run_policy`, ``plan``): a
+    job takes, on each of its planned nodes, the GPUs (all of them for a gang) that its shares
+    fit best beside their residents, fewer than ``max_colocated`` each (a plan on single GPUs
+    names them: the job's ``on``); each GPU's residents share it by processor sharing weighted
+    by the plan's speeds (:func:`~planner.interleave.fluid_rates`), a job at its slowest GPU's
+    rate."""
 
     def __init__(
         self,
@@ -777,6 +796,18 @@ class _SharedGpus:
         return fluid_stretch([r.job.stages for r in residents], self.model.data_slots)
 
     def _admit(self, s: _Job) -> Where | None:
+        if s.job.on:
+            full = any(
+                len(self.residents[k][i]) >= self.model.max_colocated
+                for k, ids in s.job.on
+                for i in ids
+            )
+            if full:
+                return None
+            for k, ids in s.job.on:
+                for i in ids:
+                    self.residents[k][i].append(s)
+            return s.job.on
         on, g = self.where[s.idx], s.job.gpus
         need = self.per_node if len(on) > 1 else g
         where = []

@@ -1,0 +1,137 @@
+"""``placement: gpu``: every GPU a node of the problem, so that a plan's shares fit on
+each GPU, as a co-locating runtime runs them, and its plans run as planned."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from planner import solve
+from planner.errors import InputError
+from planner.execution.jobs import jobs_from_instance, plan_of
+from planner.execution.peers import audit, run_policy
+from planner.interleave import Interleave
+from planner.io.instance import problem_from_data
+from planner.schedule import Schedule
+from planner.validate import validate
+
+X = {"data": 0.4, "gpu": 0.6, "sync": 0.0}
+Y = {"data": 0.8, "gpu": 0.2, "sync": 0.0}
+
+
+def quartet(placement: str) -> dict[str, Any]:
+    """One machine of two GPUs; three jobs of 0.6 GPU and 0.4 data slot, one of 0.2 GPU
+    and 0.8 data slot, 100 s alone each.
+
+    Summed over the machine the four fit at full speed (2.0 of each), but no two of them
+    fit on one GPU at full speed, and each GPU must hold two: on single GPUs the best
+    plan runs two after two, 200 s.
+    """
+    jobs = [
+        {"name": name, "gpus": 1, "iterations": 100, "stages": stages}
+        for name, stages in (("x1", X), ("x2", X), ("x3", X), ("y", Y))
+    ]
+    return {
+        "time_unit": "1s",
+        "placement": placement,
+        "cluster": {"nodes": [{"name": "n", "gpu": 2, "io": 2, "net": 2}]},
+        "jobs": jobs,
+    }
+
+
+def executed(data: dict[str, Any], schedule: Schedule, tmp_path: Path) -> dict[str, float]:
+    """The finish of every job when the plan runs job by job under ``fluid``."""
+    path = tmp_path / "instance.json"
+    path.write_text(json.dumps(data))
+    workload = jobs_from_instance(path)
+    jobs, placed = plan_of(problem_from_data(data), schedule, workload.jobs)
+    run = run_policy(jobs, "plan", 1, 2, Interleave("fluid"), restart=False, plan=placed)
+    assert audit(run, jobs, 2) == []
+    return run.finish
+
+
+def test_every_gpu_is_a_node_with_its_share_of_the_machine() -> None:
+    data = quartet("gpu")
+    data["cluster"]["nodes"] = [
+        {"name": "n", "count": 2, "gpu": 2, "cpu": 9, "mem": 64, "io": 2, "net": 2}
+    ]
+    data["jobs"].append({"name": "wide", "gpus": 3, "iterations": 10, "stages": X})
+    p = problem_from_data(data)
+    assert [(n.name, n.host) for n in p.nodes] == [
+        ("n1/gpu0", "n1"),
+        ("n1/gpu1", "n1"),
+        ("n2/gpu0", "n2"),
+        ("n2/gpu1", "n2"),
+    ]
+    # shares in thousandths; 9 cores over 2 GPUs rounded down; memory halved
+    assert p.nodes[0].capacity == {
+        "gpu": 1000,
+        "cpu": 4500,
+        "mem": 32,
+        "io": 1000,
+        "net": 1000,
+        "resident": 4,
+    }
+    # a job of 3 GPUs runs on 3 of them, each asking for one GPU's share
+    mode = p.task("wide/block1").modes[0]
+    assert mode.nodes == 3
+    assert mode.segments[0].demand == {"gpu": 600, "io": 400, "resident": 1}
+
+
+def test_a_job_larger_than_the_cluster_is_refused() -> None:
+    data = quartet("gpu")
+    data["jobs"][0]["gpus"] = 3
+    with pytest.raises(InputError, match=r"^jobs\[0\].gpus: job 'x1' needs 3 GPUs; the cluster"):
+        problem_from_data(data)
+
+
+def test_a_plan_on_machines_promises_what_no_gpu_keeps(tmp_path: Path) -> None:
+    data = quartet("node")
+    plan = solve(problem_from_data(data), "cpsat", time_limit=20)
+    assert plan.status == "optimal"
+    assert plan.schedule.makespan(problem_from_data(data)) == 100
+    finish = executed(data, plan.schedule, tmp_path)
+    assert max(finish.values()) > 110
+
+
+def test_a_plan_on_single_gpus_runs_as_planned(tmp_path: Path) -> None:
+    data = quartet("gpu")
+    p = problem_from_data(data)
+    plan = solve(p, "cpsat", time_limit=20)
+    assert plan.status == "optimal"
+    assert plan.schedule.makespan(p) == 200
+    assert validate(p, plan.schedule).ok
+    finish = executed(data, plan.schedule, tmp_path)
+    # no job ends later than planned (one that shares a GPU with a slower job may end
+    # sooner: it takes what the other leaves), and the run ends when the plan does
+    planned = {t.job: plan.schedule.finish(p, t.name) for t in p.tasks}
+    assert all(finish[j] <= end + 1e-9 for j, end in planned.items())
+    assert max(finish.values()) == pytest.approx(200.0)
+
+
+def test_the_plan_names_the_gpus_the_executor_takes(tmp_path: Path) -> None:
+    data = quartet("gpu")
+    data["cluster"]["nodes"] = [{"name": "n", "count": 2, "gpu": 2, "io": 2, "net": 2}]
+    data["jobs"] = [{"name": "pair", "gpus": 2, "iterations": 100, "stages": X}]
+    p = problem_from_data(data)
+    plan = Schedule(
+        modes={"pair/block1": "base"},
+        starts={"pair/block1": 0},
+        nodes={"pair/block1": ("n1/gpu1", "n2/gpu0")},
+    )
+    assert validate(p, plan).ok
+    path = tmp_path / "instance.json"
+    path.write_text(json.dumps(data))
+    workload = jobs_from_instance(path)
+    jobs, placed = plan_of(p, plan, workload.jobs)
+    assert placed == {"pair": (0, 1)}
+    assert jobs[0].on == ((0, (1,)), (1, (0,)))
+    run = run_policy(jobs, "plan", 2, 2, Interleave("fluid"), restart=False, plan=placed)
+    assert [r["gpus"] for r in run.residences(["n1", "n2"])] == ["n1:1+n2:0"]
+    assert run.finish == {"pair": pytest.approx(100.0)}
+    # under Muri's model a job gets GPU sets of machines: those holding most of its GPUs
+    run = run_policy(jobs, "plan", 2, 2, Interleave("muri"), restart=False, plan=placed)
+    assert run.finish == {"pair": pytest.approx(100.0)}
