@@ -211,3 +211,42 @@ def test_a_job_pauses_where_its_plan_leaves_a_gap(tmp_path: Path) -> None:
     # work-conserving: no pauses, the plan gives the order only
     jobs, placed = plan_of(p, plan, workload.jobs, work_conserving=True)
     assert jobs[0].holds == ()
+
+
+def test_a_job_takes_the_speed_of_each_block_of_its_plan(tmp_path: Path) -> None:
+    # one GPU: a's first block at half speed beside b at half speed (0 to 100 s), then
+    # a's second block at full speed alone (100 to 150 s). Weighted by its mean speed
+    # (2/3) a would take more of the GPU than planned and b would end late; weighted by
+    # each block's speed both end their half-speed blocks at 100 s, as planned.
+    gpu_only = {"data": 0.0, "gpu": 1.0, "sync": 0.0}
+    data = {
+        "time_unit": "1s",
+        "placement": "node",
+        "cluster": {"nodes": [{"name": "n", "gpu": 1}]},
+        "jobs": [
+            {"name": "a", "gpus": 1, "iterations": 100, "blocks": 2, "stages": gpu_only},
+            {"name": "b", "gpus": 1, "iterations": 50, "stages": gpu_only},
+        ],
+    }
+    p = problem_from_data(data)
+    plan = Schedule(
+        modes={"a/block1": "base@1/2", "b/block1": "base@1/2", "a/block2": "base"},
+        starts={"a/block1": 0, "b/block1": 0, "a/block2": 100},
+        nodes={"a/block1": ("n",), "b/block1": ("n",), "a/block2": ("n",)},
+    )
+    assert validate(p, plan).ok
+    path = tmp_path / "speeds.json"
+    path.write_text(json.dumps(data))
+    jobs, placed = plan_of(p, plan, jobs_from_instance(path).jobs)
+    assert (jobs[0].weight, jobs[0].reweights) == (0.5, ((50.0, 1.0),))
+    assert (jobs[0].weight_at(100.0), jobs[0].weight_at(50.0), jobs[0].weight_at(10.0)) == (
+        0.5,
+        1.0,
+        1.0,
+    )
+    for work_conserving in (False, True):
+        # work-conserving, a would not pause at 87.5 s but go on beside b at 2/3
+        jobs, placed = plan_of(p, plan, jobs_from_instance(path).jobs, work_conserving)
+        run = run_policy(jobs, "plan", 1, 1, Interleave("fluid"), restart=False, plan=placed)
+        assert run.finish == {"a": pytest.approx(150.0), "b": pytest.approx(100.0)}
+        assert audit(run, jobs, 1) == []

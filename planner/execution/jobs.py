@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -55,6 +54,18 @@ class PeerJob:
     on: Where = ()
     """The GPUs a plan on single GPUs puts it on (:func:`plan_of`); empty where the plan
     names nodes only."""
+    reweights: tuple[tuple[float, float], ...] = ()
+    """Where a plan changes its speed (:func:`plan_of`): per later block of another speed,
+    the iterations left when the block starts and its weight (``weight`` before)."""
+
+    def weight_at(self, left: float) -> float:
+        """Its weight with ``left`` iterations left: the weight of the block it is in."""
+        weight = self.weight
+        for start, w in self.reweights:
+            if left > start + 1e-6:
+                break
+            weight = w
+        return weight
 
 
 def read_trace(path: str | Path) -> list[PeerJob]:
@@ -301,14 +312,20 @@ def plan_of(
         nodes[j.name] = tuple(dict.fromkeys(index[n] for n in on))
         release = j.release if work_conserving else max(j.release, start * tick)
         weight = fastest[j.name] / planned[j.name] if planned[j.name] else 1.0
-        holds = () if work_conserving else _holds(blocks.get(j.name, []), j.iterations, tick)
+        chain = blocks.get(j.name, [])
+        holds = () if work_conserving else _holds(chain, j.iterations, tick)
+        reweights = _reweights(chain, j.iterations)
+        if chain:
+            weight = chain[0][2]
         where: Where = ()
         if gpus:
             by_node: dict[int, list[int]] = {}
             for n in on:
                 by_node.setdefault(index[n], []).append(gpus[n])
             where = tuple((k, tuple(sorted(ids))) for k, ids in by_node.items())
-        out.append(replace(j, release=release, weight=weight, holds=holds, on=where))
+        out.append(
+            replace(j, release=release, weight=weight, holds=holds, on=where, reweights=reweights)
+        )
     return out, nodes
 
 
@@ -328,34 +345,55 @@ def _machines(problem: Problem) -> tuple[dict[str, int], dict[str, int]]:
     return index, gpus
 
 
-def _blocks(problem: Problem, schedule: Schedule) -> dict[str, list[tuple[int, int]]]:
-    """Per job, its training blocks (its tasks on GPUs) in planned order: (planned start,
-    least duration: its share of the job's iterations)."""
-    out: dict[str, list[tuple[int, int]]] = {}
+_Block = tuple[int, int, float]
+"""A training block of a plan: its planned start, its least duration (its share of the
+job's iterations), its speed (the least duration over the planned one, restart left out)."""
+
+
+def _blocks(problem: Problem, schedule: Schedule) -> dict[str, list[_Block]]:
+    """Per job, its training blocks (its tasks on GPUs) in planned order."""
+    out: dict[str, list[_Block]] = {}
     for t in problem.tasks:
         if t.job is not None and t.name in schedule.starts:
             mode = t.mode(schedule.modes[t.name])
             if problem.gpus(mode):
-                out.setdefault(t.job, []).append((schedule.starts[t.name], t.min_duration))
+                runs = sum(s.duration for s in mode.segments if s.name != "restart")
+                speed = t.min_duration / runs if runs else 1.0
+                out.setdefault(t.job, []).append((schedule.starts[t.name], t.min_duration, speed))
     for chain in out.values():
         chain.sort()
     return out
 
 
-def _holds(
-    blocks: Sequence[tuple[int, int]], iterations: int, tick: float
-) -> tuple[tuple[float, float], ...]:
-    """A job's pauses between its ``blocks`` (planned start, least duration): the
-    iterations left at each block's end (the blocks' shares of ``iterations`` by their
-    least durations) and the next block's planned start in seconds."""
-    work = sum(d for _, d in blocks)
+def _lefts(blocks: Sequence[_Block], iterations: int) -> list[float]:
+    """The iterations left at the end of each block but the last (the blocks' shares of
+    ``iterations`` by their least durations)."""
+    work = sum(b[1] for b in blocks)
     if not work:
-        return ()
-    holds, done = [], 0
-    for (_, d), (after, _) in pairwise(blocks):
-        done += d
-        holds.append((iterations * (1 - done / work), after * tick))
-    return tuple(holds)
+        return []
+    out, done = [], 0
+    for b in blocks[:-1]:
+        done += b[1]
+        out.append(iterations * (1 - done / work))
+    return out
+
+
+def _holds(
+    blocks: Sequence[_Block], iterations: int, tick: float
+) -> tuple[tuple[float, float], ...]:
+    """A job's pauses between its ``blocks``: the iterations left at each block's end and
+    the next block's planned start in seconds."""
+    lefts = _lefts(blocks, iterations)
+    return tuple((left, b[0] * tick) for left, b in zip(lefts, blocks[1:], strict=False))
+
+
+def _reweights(blocks: Sequence[_Block], iterations: int) -> tuple[tuple[float, float], ...]:
+    """Where a job's plan changes its speed: per block of another speed than the one
+    before, the iterations left when it starts and its speed."""
+    lefts = _lefts(blocks, iterations)
+    return tuple(
+        (left, b[2]) for left, a, b in zip(lefts, blocks, blocks[1:], strict=False) if b[2] != a[2]
+    )
 
 
 def with_noise(jobs: Sequence[PeerJob], noise: Noise, seed: int) -> list[PeerJob]:
@@ -414,12 +452,13 @@ def shared_periods(
     groups: Sequence[tuple[tuple[str, ...], float, Where]],
     by_name: Mapping[str, PeerJob],
     model: Interleave,
+    left: Mapping[str, float],
 ) -> tuple[dict[str, float], dict[tuple[int, int], list[str]]]:
     """Every job's period where jobs share single GPUs (a plan under ``fluid``), from the
     GPUs of the trace's entries alone: its stage sum over its speed on the slowest of its
     GPUs (:func:`~planner.interleave.fluid_rates` of that GPU's residents, by their
-    weights), slowed by ``s(k)``, ``k`` the most residents on one of its GPUs; and the
-    residents per GPU."""
+    weights with the iterations ``left`` to each), slowed by ``s(k)``, ``k`` the most
+    residents on one of its GPUs; and the residents per GPU."""
     residents: dict[tuple[int, int], list[str]] = {}
     for names, _, where in groups:
         for node, ids in where:
@@ -429,7 +468,9 @@ def shared_periods(
     for gpu, names in residents.items():
         members = [by_name[n] for n in names]
         speeds = fluid_rates(
-            [m.stages for m in members], [m.weight for m in members], model.data_slots
+            [m.stages for m in members],
+            [m.weight_at(left[m.name]) for m in members],
+            model.data_slots,
         )
         rates[gpu] = dict(zip(names, speeds, strict=True))
     out = {}

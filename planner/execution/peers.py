@@ -233,8 +233,11 @@ class _Job:
         "period",
         "remaining",
         "remaining_time",
+        "reweighing",
+        "reweights",
         "running",
         "sort_val",
+        "weight",
     )  # fmt: skip
 
     def __init__(self, job: PeerJob, idx: int, model: Interleave, restart: bool) -> None:
@@ -253,21 +256,36 @@ class _Job:
         self.cost = (known if known is not None else DEFAULT_OVERHEAD) if restart else 0.0
         self.holds = list(job.holds)
         self.pausing = False
+        self.reweights = list(job.reweights)
+        self.reweighing = False
+        self.weight = job.weight
+
+    def settle(self) -> None:
+        """Take the weight of the block of its plan it is in."""
+        while self.reweights and self.reweights[0][0] >= self.remaining - 1e-6:
+            self.weight = self.reweights.pop(0)[1]
 
     def next_event(self, t: float) -> float:
-        """When the running job next ends (from ``t``, at its period): its end, or the end
+        """When the running job next ends (from ``t``, at its period): its end, the end
         of a block of its plan whose next block the plan starts later (it pauses there:
-        ``pausing``)."""
+        ``pausing``), or the start of a block of its plan at another speed (its weight
+        changes there: ``reweighing``)."""
         while self.holds and self.holds[0][0] >= self.remaining - 1e-9:
             self.holds.pop(0)  # a block end already passed
-        self.pausing = False
+        self.pausing = self.reweighing = False
+        at = t + self.remaining * self.period
         if self.holds:
             left, resume = self.holds[0]
-            at = t + (self.remaining - left) * self.period
-            if resume > at + 1e-6:
+            end = t + (self.remaining - left) * self.period
+            if resume > end + 1e-6:
                 self.pausing = True
-                return at
-        return t + self.remaining * self.period
+                at = end
+        if self.reweights:
+            change = t + (self.remaining - self.reweights[0][0]) * self.period
+            if change < at - 1e-9:
+                self.pausing, self.reweighing = False, True
+                at = change
+        return at
 
 
 def where_label(where: Where, names: Sequence[str] = ()) -> str:
@@ -456,6 +474,8 @@ def run_policy(
         cluster.down = frozenset(k for k, down, back in outages if down <= t < back)
         events += 1
         for s in ending:
+            if s.reweighing:  # a block of another speed starts: its weight, below
+                continue
             s.executed += t - s.last
             if s.pausing:  # a block of a plan done: wait for the next one's planned start
                 s.remaining, resume = s.holds.pop(0)
@@ -487,6 +507,7 @@ def run_policy(
                 s.executed += t - s.last
                 s.remaining_time = s.remaining * s.alone
             s.last = t
+            s.settle()
         if policy == "srtf":
             runnable.sort(key=lambda s: s.remaining_time)
         elif policy == "srsf":
@@ -625,7 +646,11 @@ def audit(run: PeerRun, jobs: Sequence[PeerJob], gpus: int) -> list[str]:
     for k, (t, groups) in enumerate(run.trace):
         end = run.trace[k + 1][0] if k + 1 < len(run.trace) else t
         down = {n for n, a, b in run.outages if a <= t < b}
-        shared = shared_periods(groups, by_name, model) if run.shared else None
+        if run.shared:
+            left = {n: by_name[n].iterations - d for n, d in done.items()}
+            shared = shared_periods(groups, by_name, model, left)
+        else:
+            shared = None
         speed = _audit_speed(
             groups,
             by_name,
@@ -779,7 +804,7 @@ class _SharedGpus:
                         r = self.residents[k][i]
                         speeds = fluid_rates(
                             [x.job.stages for x in r],
-                            [x.job.weight for x in r],
+                            [x.weight for x in r],
                             self.model.data_slots,
                         )
                         rates[k, i] = {x.idx: v for x, v in zip(r, speeds, strict=True)}
