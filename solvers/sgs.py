@@ -25,6 +25,7 @@ from planner.model import Problem
 from planner.result import Progress, Result, Status
 from planner.schedule import Schedule
 from planner.solvers import sgs_numba as k
+from planner.solvers.coarse import coarsen, refine
 from planner.solvers.encoding import Data, compile_problem, failure_reason, to_schedule
 
 Rule = Literal["lft", "lst", "mts", "spt", "lpt", "est", "grpw", "mslk", "grw"]
@@ -175,6 +176,7 @@ def solve_sgs(
     rule: Rule = "lft",
     scheme: Literal["serial", "parallel"] = "serial",
     justify: bool = False,
+    chains: bool = False,
     progress: Callable[[Progress], None] | None = None,
 ) -> Result:
     """Solve with one SGS pass under priority ``rule``.
@@ -189,15 +191,25 @@ def solve_sgs(
         ``"serial"`` or ``"parallel"``.
     justify
         Also run forward-backward improvement (two more passes).
+    chains
+        Decode the problem with each job's chain of blocks merged into one task
+        (:mod:`solvers.coarse`): a job's blocks back to back in one mode on one node set,
+        placed at once.
     progress
         Called once with the schedule's objective.
     """
     if scheme not in ("serial", "parallel"):
         raise InputError(f"unknown scheme {scheme!r}; choose serial or parallel")
     t0 = time.perf_counter()
+    fine = problem
+    coarse = coarsen(problem) if chains else None
+    if coarse is not None:
+        problem = coarse.problem
     dec = Decoder(problem)
     status, task = dec.run(dec.order(priorities(problem, rule)), parallel=scheme == "parallel")
     stats: dict[str, object] = {"rule": rule, "scheme": scheme, "schedules": 1}
+    if chains:
+        stats["merged"] = 0 if coarse is None else len(fine.tasks) - len(problem.tasks)
     if status != OK:
         reason = failure_reason(problem, status, task)
         return Result(
@@ -208,10 +220,13 @@ def solve_sgs(
     value = dec.objective()
     if progress is not None:
         progress(Progress(time.perf_counter() - t0, objective=value, message=f"rule {rule}"))
+    schedule = dec.schedule()
+    if coarse is not None:
+        schedule = refine(coarse, fine, schedule)
     return Result(
         "sgs",
         Status.FEASIBLE,
-        dec.schedule(),
+        schedule,
         objective=value,
         runtime=time.perf_counter() - t0,
         stats=stats,

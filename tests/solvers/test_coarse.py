@@ -1,0 +1,116 @@
+"""A job's chain of blocks merged into one task (``solvers.coarse``), placed at once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from planner import solve
+from planner.io.instance import problem_from_data
+from planner.model import Problem
+from planner.solvers.coarse import coarsen, refine
+from planner.solvers.sgs import priorities, serial_sgs
+from planner.validate import validate
+
+GPU_ONLY = {"data": 0.0, "gpu": 1.0, "sync": 0.0}
+
+
+def waiting(**extra: Any) -> Problem:
+    """Two GPUs of one machine: c (100 s) from 60 s, and a in two blocks of 50 s.
+
+    The longest first, c takes GPU 0 from 60 s; a's first block fits there before it
+    (both GPUs are free at 0 s, the lower one wins the tie), and a's second block, kept
+    on a's GPU, waits for c: 210 s. Placed as one, a's blocks go to GPU 1: 160 s.
+    """
+    return problem_from_data(
+        {
+            "time_unit": "1s",
+            "placement": "gpu",
+            "cluster": {"nodes": [{"name": "n", "gpu": 2}]},
+            "jobs": [
+                {"name": "c", "gpus": 1, "iterations": 100, "release": 60, "stages": GPU_ONLY},
+                {"name": "a", "gpus": 1, "iterations": 100, "blocks": 2, "stages": GPU_ONLY},
+            ],
+            **extra,
+        }
+    )
+
+
+def test_a_job_placed_block_by_block_waits_for_its_gpu() -> None:
+    p = waiting()
+    fine, _ = serial_sgs(p, priorities(p, "lpt"))
+    assert fine is not None
+    assert fine.makespan(p) == 210
+    assert fine.nodes["a/block2"] == ("n/gpu0",)
+    merged = solve(p, "sgs", rule="lpt", chains=True)
+    assert merged.schedule.makespan(p) == 160
+    assert merged.stats["merged"] == 1
+    assert merged.schedule.nodes["a/block1"] == merged.schedule.nodes["a/block2"] == ("n/gpu1",)
+    assert validate(p, merged.schedule).ok
+
+
+def test_chains_merge_with_their_modes_back_to_back() -> None:
+    p = waiting()
+    coarse = coarsen(p)
+    assert coarse is not None
+    assert coarse.chains == {"a/block1": ["a/block1", "a/block2"]}
+    assert [t.name for t in coarse.problem.tasks] == ["c/block1", "a/block1"]
+    merged = coarse.problem.task("a/block1")
+    for mode in merged.modes:
+        parts = [p.task(f"a/block{b}").mode(mode.name) for b in (1, 2)]
+        assert mode.segments == [*parts[0].segments, *parts[1].segments]
+        assert mode.nodes == 1
+    schedule, _ = serial_sgs(coarse.problem, priorities(coarse.problem, "lpt"))
+    assert schedule is not None
+    fine = refine(coarse, p, schedule)
+    assert fine.starts["a/block2"] == fine.finish(p, "a/block1")
+    assert fine.modes["a/block1"] == fine.modes["a/block2"]
+
+
+def test_a_stage_in_and_a_checkpoint_keep_their_places() -> None:
+    p = problem_from_data(
+        {
+            "time_unit": "1s",
+            "placement": "node",
+            "cluster": {"nodes": [{"name": "n", "gpu": 1, "io": 1}]},
+            "jobs": [
+                {
+                    "name": "a",
+                    "gpus": 1,
+                    "iterations": 90,
+                    "blocks": 3,
+                    "stage_in": 5,
+                    "checkpoint": 7,
+                    "stages": GPU_ONLY,
+                }
+            ],
+        }
+    )
+    coarse = coarsen(p)
+    assert coarse is not None
+    # the stage-in and the checkpoint have other modes: only the blocks merge
+    assert coarse.chains == {"a/block1": ["a/block1", "a/block2", "a/block3"]}
+    pairs = [(q.before, q.after) for q in coarse.problem.precedences]
+    assert pairs == [("a/stage-in", "a/block1"), ("a/block1", "a/checkpoint")]
+    result = solve(p, "sgs", rule="lpt", chains=True)
+    assert result.schedule.makespan(p) == 5 + 90 + 7
+    assert validate(p, result.schedule).ok
+
+
+def test_nothing_merges_without_chains() -> None:
+    p = waiting()
+    one = problem_from_data(
+        {
+            "time_unit": "1s",
+            "placement": "gpu",
+            "cluster": {"nodes": [{"name": "n", "gpu": 2}]},
+            "jobs": [{"name": "c", "gpus": 1, "iterations": 100, "stages": GPU_ONLY}],
+        }
+    )
+    assert coarsen(one) is None
+    assert solve(one, "sgs", chains=True).stats["merged"] == 0
+    # a release on a later block would be lost in a merged task: it does not merge
+    data = p.model_dump()
+    for task in data["tasks"]:
+        if task["name"] == "a/block2":
+            task["release"] = 70
+    assert coarsen(Problem.model_validate(data)) is None
