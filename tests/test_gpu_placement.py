@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from planner import solve
+from planner.dl.workloads import import_muri
 from planner.errors import InputError
 from planner.execution.jobs import jobs_from_instance, plan_of
 from planner.execution.peers import audit, run_policy
@@ -18,6 +19,7 @@ from planner.io.instance import problem_from_data
 from planner.schedule import Schedule
 from planner.validate import validate
 
+TRACE = Path(__file__).parent.parent / "instances" / "muri_trace3_40.csv"
 X = {"data": 0.4, "gpu": 0.6, "sync": 0.0}
 Y = {"data": 0.8, "gpu": 0.2, "sync": 0.0}
 
@@ -46,10 +48,11 @@ def executed(data: dict[str, Any], schedule: Schedule, tmp_path: Path) -> dict[s
     """The finish of every job when the plan runs job by job under ``fluid``."""
     path = tmp_path / "instance.json"
     path.write_text(json.dumps(data))
-    workload = jobs_from_instance(path)
-    jobs, placed = plan_of(problem_from_data(data), schedule, workload.jobs)
-    run = run_policy(jobs, "plan", 1, 2, Interleave("fluid"), restart=False, plan=placed)
-    assert audit(run, jobs, 2) == []
+    w = jobs_from_instance(path)
+    jobs, placed = plan_of(problem_from_data(data), schedule, w.jobs)
+    nodes, per_node = w.nodes or 1, w.gpus_per_node or 1
+    run = run_policy(jobs, "plan", nodes, per_node, Interleave("fluid"), restart=False, plan=placed)
+    assert audit(run, jobs, nodes * per_node) == []
     return run.finish
 
 
@@ -135,3 +138,20 @@ def test_the_plan_names_the_gpus_the_executor_takes(tmp_path: Path) -> None:
     # under Muri's model a job gets GPU sets of machines: those holding most of its GPUs
     run = run_policy(jobs, "plan", 2, 2, Interleave("muri"), restart=False, plan=placed)
     assert run.finish == {"pair": pytest.approx(100.0)}
+
+
+@pytest.mark.parametrize("blocks", [1, 4])
+def test_plans_of_a_trace_on_single_gpus_run_as_planned(blocks: int, tmp_path: Path) -> None:
+    # 40 jobs of Muri's trace3' on 8 x 8 GPUs, in minutes: every job of the plan ends by
+    # its planned end (up to the rounding of its shares to thousandths), and the run
+    # ends when the plan does
+    data = import_muri(TRACE, blocks=blocks, placement="gpu")
+    p = problem_from_data(data)
+    plan = solve(p, "sgs", rule="lpt", chains=True).schedule
+    finish = executed(data, plan, tmp_path)
+    planned: dict[str, float] = {}
+    for t in p.tasks:
+        planned[t.job] = max(planned.get(t.job, 0.0), 60.0 * plan.finish(p, t.name))
+    late = {j: finish[j] - end for j, end in planned.items() if finish[j] > end * 1.001}
+    assert late == {}
+    assert max(finish.values()) == pytest.approx(60.0 * plan.makespan(p), rel=1e-3)
