@@ -274,7 +274,7 @@ from planner.dl.workloads import generate
 from planner.solvers import solve
 from planner.solvers.kernels import load_kernels
 load_kernels()
-problem = problem_from_data(generate({jobs}, seed={seed}, placement="node"))
+problem = problem_from_data(generate({jobs}, seed={seed}, placement={placement!r}))
 t1 = time.perf_counter()
 first = []
 def progress(p):
@@ -290,10 +290,12 @@ print(json.dumps({{"tasks": len(problem.tasks), "build (s)": round(t1 - t0, 1),
 """
 
 
-def scale_run(jobs: int, seed: int, spec: str) -> dict[str, Any]:
+def scale_run(jobs: int, seed: int, spec: str, placement: str = "node") -> dict[str, Any]:
     """Generate a placed trace and plan it with ``spec`` in a fresh process."""
     name, options = parse_spec(spec)
-    code = SCALE.format(jobs=jobs, seed=seed, name=name, options=json.dumps(options))
+    code = SCALE.format(
+        jobs=jobs, seed=seed, name=name, options=json.dumps(options), placement=placement
+    )
     root = Path(__file__).resolve().parent.parent
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=root, check=True
@@ -303,13 +305,16 @@ def scale_run(jobs: int, seed: int, spec: str) -> dict[str, Any]:
     return {"seed": seed, "solver": spec, **row}
 
 
-def scale_rows(jobs: int, seeds: list[int], spec: str) -> list[dict[str, Any]]:
-    """One pass per seed; ``spec`` at 60 s and 120 s on the slowest seed."""
+def scale_rows(
+    jobs: int, seeds: list[int], spec: str, placement: str = "node"
+) -> list[dict[str, Any]]:
+    """One pass per seed; ``spec`` at 60 s and 120 s on the slowest seed; jobs placed on
+    machines (``node``) or single GPUs (``gpu``)."""
     from planner.dl.workloads import generate
 
     passes = []
     for seed in seeds:
-        problem = problem_from_data(generate(jobs, seed=seed, placement="node"))
+        problem = problem_from_data(generate(jobs, seed=seed, placement=placement))
         took, ms, ok = one_pass(problem, True)
         passes.append(
             {
@@ -325,7 +330,7 @@ def scale_rows(jobs: int, seeds: list[int], spec: str) -> list[dict[str, Any]]:
         print(passes[-1], file=sys.stderr, flush=True)
     slowest = max(passes, key=lambda r: r["parallel grw pass (s)"])["seed"]
     sep = "," if ":" in spec else ":"
-    runs = [scale_run(jobs, slowest, f"{spec}{sep}time_limit={t}") for t in (60, 120)]
+    runs = [scale_run(jobs, slowest, f"{spec}{sep}time_limit={t}", placement) for t in (60, 120)]
     return passes + runs
 
 
@@ -371,6 +376,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale-jobs", type=int, default=5755)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--scale-solver", default="portfolio")
+    parser.add_argument("--scale-placement", choices=["node", "gpu"], default="node")
     args = parser.parse_args(argv)
     trace = args.benchmarks / "dl" / "muri_trace3_offline.csv"
     parts = args.part or ["trace", "overhead", "scale", "energy", "tariff"]
@@ -392,8 +398,9 @@ def main(argv: list[str] | None = None) -> int:
         print("## one grw pass, 4 blocks: placed against pooled, 1 s against 1 min\n")
         print(table(overhead_rows(trace)) + "\n", flush=True)
     if "scale" in parts:
-        print(f"## {args.scale_jobs} generated jobs, placed\n")
-        print(table(scale_rows(args.scale_jobs, args.seeds, args.scale_solver)), flush=True)
+        print(f"## {args.scale_jobs} generated jobs, placed on {args.scale_placement}s\n")
+        rows = scale_rows(args.scale_jobs, args.seeds, args.scale_solver, args.scale_placement)
+        print(table(rows), flush=True)
     return 0
 
 

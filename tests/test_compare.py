@@ -28,6 +28,7 @@ from planner.errors import InputError
 from planner.execution.disturbances import parse_simulation
 from planner.execution.simulate import rank_by_realized
 from planner.io.instance import load_instance
+from planner.metrics import schedule_metrics
 from planner.model import Problem
 from planner.result import Result, Status
 from planner.schedule import Schedule
@@ -656,3 +657,39 @@ def test_a_peer_policy_without_a_model_is_refused(tmp_path: Path, placed_batch: 
         "'muri-s' is a peer policy: it runs job by job under an interleaving model; "
         "add --simulate interleave=fluid or interleave=muri"
     )
+
+
+def test_a_study_of_training_jobs_reports_the_energy_of_every_plan(tmp_path: Path) -> None:
+    example = INSTANCES / "example.yaml"
+    out = tmp_path / "energy.csv"
+    table = run_study([example], ["sgs", "exclusive-fifo"], out, progress=False)
+    problem = load_instance(example)
+    for solver in ("sgs", "exclusive-fifo"):
+        plan = solve(problem, solver).schedule
+        expected = schedule_metrics(problem, plan).energy_kwh
+        assert expected is not None
+        got = table.loc[table["solver"] == solver, "energy_kwh"].item()
+        assert got == pytest.approx(expected)
+    summary = summarize(table).set_index("solver")
+    assert summary.loc["sgs", "mean_energy_kwh"] == pytest.approx(
+        table.loc[table["solver"] == "sgs", "energy_kwh"].item()
+    )
+    # PSPLIB has no power figures: no energy, and no energy column in the summary
+    psplib = run_study([J301], ["sgs"], tmp_path / "j30.csv", progress=False)
+    assert psplib["energy_kwh"].isna().all()
+    assert "mean_energy_kwh" not in summarize(psplib)
+
+
+def test_a_results_file_without_the_energy_column_is_resumed(tmp_path: Path) -> None:
+    out = tmp_path / "old.csv"
+    run_study([J301], ["sgs"], out, progress=False)
+    rows = list(csv.DictReader(out.open()))
+    with out.open("w", newline="") as f:  # as written before the energy column
+        writer = csv.DictWriter(f, fieldnames=COLUMNS[:-1], extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+    assert load_table(out)["energy_kwh"].isna().all()
+    table = run_study([J301, J3013], ["sgs"], out, resume=True, progress=False)
+    assert list(table["instance"]) == ["j301_1", "j3013_1"]
+    with out.open() as f:
+        assert next(csv.reader(f)) == COLUMNS

@@ -10,9 +10,11 @@ this process, in local worker processes, or on a Dask distributed cluster (an
 existing scheduler or a local cluster started for the study).
 
 Columns of the table (:data:`COLUMNS`): ``gap_bound`` is
-``(objective - lower_bound) / objective`` (as ``planner solve`` prints it) and
+``(objective - lower_bound) / objective`` (as ``planner solve`` prints it),
 ``gap_reference`` is ``(objective - reference) / reference``, the relative
-deviation from the best known value used in the PSPLIB literature.
+deviation from the best known value used in the PSPLIB literature, and
+``energy_kwh`` the plan's estimated energy (:func:`planner.metrics.schedule_metrics`;
+empty for a problem without power figures, or ticks without a length).
 
 A study may also judge every plan by what it delivers: with a simulation spec
 (:func:`planner.execution.disturbances.parse_simulation`, e.g.
@@ -62,8 +64,12 @@ COLUMNS = [
     "runtime",
     "valid",
     "error",
+    "energy_kwh",
 ]
 """Columns of the results table, in file order."""
+LEGACY = COLUMNS[:-1]
+"""The columns of results files written before ``energy_kwh``: such files are read, and
+resumed with the column added (empty for their rows)."""
 REALIZED = ["simulation", "realized_makespan_mean", "realized_makespan_p95", "realized_jct_mean"]
 """Columns a study with a simulation adds after :data:`COLUMNS`."""
 FAILED = ("invalid", "error")
@@ -110,6 +116,7 @@ def run_one(
         those of a cut-short run, not a result of the study.
     """
     from planner.execution.peers import POLICIES
+    from planner.metrics import schedule_metrics
     from planner.solvers import SolverError, solve
     from planner.solvers.registry import applicable
     from planner.validate import validate
@@ -148,7 +155,9 @@ def run_one(
         row["valid"] = validate(problem, result.schedule).ok
         if not row["valid"]:
             row["status"] = "invalid"
-        elif simulation is not None:
+            return row
+        row["energy_kwh"] = schedule_metrics(problem, result.schedule).energy_kwh
+        if simulation is not None:
             sim = parse_simulation(simulation, problem.time_unit)
             _realize(row, run.path, (problem, result.schedule), sim)
     return row
@@ -283,7 +292,8 @@ def _read(path: Path) -> tuple[list[str], list[dict[str, str]]]:
     header = next(reader, None)
     if header is None:
         return [], []
-    if header not in (columns(False), columns(True)):
+    legacy = (LEGACY, LEGACY + REALIZED)
+    if header not in (columns(False), columns(True), *legacy):
         raise InputError(
             f"not a results table of a comparison (columns {', '.join(COLUMNS)})", str(path)
         )
@@ -315,7 +325,8 @@ def _check_resumed(
     """Refuse to resume a study with another simulation than the one its rows were run with."""
     if not rows:
         return
-    if sim is None and header != COLUMNS:
+    simulated = "simulation" in header
+    if sim is None and simulated:
         raise InputError(
             f"holds runs simulated with {rows[0]['simulation']!r}; resume with --simulate "
             f"{rows[0]['simulation']!r}, or pass --force to start afresh",
@@ -323,7 +334,7 @@ def _check_resumed(
         )
     if sim is None:
         return
-    if header == COLUMNS:
+    if not simulated:
         raise InputError(
             "holds runs of a study without --simulate; resume it without --simulate, "
             "or pass --force to start afresh",
@@ -582,8 +593,18 @@ def load_table(path: Path) -> pd.DataFrame:
     """The results file as a typed table (numbers as floats, ``valid`` as booleans or NA)."""
     header, rows = _read(path)
     table = pd.DataFrame(rows, columns=header or COLUMNS)
+    if "energy_kwh" not in table:
+        table.insert(COLUMNS.index("energy_kwh"), "energy_kwh", "")
     table["seed"] = table["seed"].astype(int)
-    numbers = ["objective", "lower_bound", "gap_bound", "reference", "gap_reference", "runtime"]
+    numbers = [
+        "objective",
+        "lower_bound",
+        "gap_bound",
+        "reference",
+        "gap_reference",
+        "runtime",
+        "energy_kwh",
+    ]
     for c in numbers + [c for c in REALIZED[1:] if c in table]:
         table[c] = pd.to_numeric(table[c], errors="coerce")
     table["valid"] = table["valid"].map({"True": True, "False": False}).astype("boolean")
@@ -599,11 +620,12 @@ def best_objectives(table: pd.DataFrame) -> pd.Series:
 
 
 def summarize(table: pd.DataFrame) -> pd.DataFrame:
-    """One row per solver: runs, solved, optimal, best, invalid, errors, mean gaps, mean runtime.
+    """One row per solver: runs, solved, optimal, best, invalid, errors, mean gaps, mean runtime,
+    and where some plan has an energy figure, the mean energy.
 
     ``best`` counts runs that reach the best objective any run of the table
     found on their instance; ``optimal`` counts runs whose status is optimal;
-    gaps are means over the runs that have them.
+    gaps and the energy are means over the runs that have them.
     """
     best = best_objectives(table)
     out = []
@@ -626,6 +648,8 @@ def summarize(table: pd.DataFrame) -> pd.DataFrame:
                 "mean_runtime_s": float(group["runtime"].mean(skipna=True)),
             }
         )
+        if "energy_kwh" in table and table["energy_kwh"].notna().any():
+            out[-1]["mean_energy_kwh"] = float(ok["energy_kwh"].mean(skipna=True))
     return pd.DataFrame(out)
 
 
