@@ -101,10 +101,15 @@ def gap_pct(value: float | None, best: int | None) -> float | None:
     return 100.0 * (value - best) / best
 
 
+VARIANTS: dict[str, tuple[str, dict]] = {"portfolio-single": ("portfolio", {"split": False})}
+"""Benchmark names of solvers with options: (solver, options)."""
+
+
 def run_ours(path: Path, args: argparse.Namespace, solver: str) -> dict:
     """Solve with our ``solver`` (validated by the registry)."""
     problem = load_instance(path)
-    result = solve(problem, solver, time_limit=args.time_limit, workers=args.workers)
+    name, options = VARIANTS.get(solver, (solver, {}))
+    result = solve(problem, name, time_limit=args.time_limit, workers=args.workers, **options)
     assert result.schedule is None or validate(problem, result.schedule).ok
     return {
         "solver": solver,
@@ -334,9 +339,10 @@ def main() -> None:
     parser.add_argument(
         "--solver",
         nargs="+",
-        choices=["portfolio", "cpsat"],
+        choices=["portfolio", "portfolio-single", "cpsat"],
         default=["portfolio"],
-        help="Our solvers to run (the cluster set runs the first).",
+        help="Our solvers to run (the cluster set runs the first); portfolio-single: the "
+        "portfolio with one search (split=False).",
     )
     parser.add_argument("--jobs", type=int, default=250, help="Cluster set: jobs.")
     parser.add_argument("--blocks", type=int, default=8, help="Cluster set: blocks per job.")

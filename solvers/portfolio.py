@@ -175,6 +175,7 @@ def solve_portfolio(
     makespan_interval: bool = False,
     parameters: dict[str, Any] | None = None,
     initial_solution: Schedule | None = None,
+    split: bool = True,
 ) -> Result:
     """Solve ``problem`` with SGS and GA hints around one or two CP-SAT searches.
 
@@ -208,6 +209,9 @@ def solve_portfolio(
     initial_solution
         A warm start (e.g. the old plan when re-planning), valid for ``problem``: it
         replaces the SGS passes' schedule when its objective is lower (ties: kept).
+    split
+        Split the search in two around a GA run (``False``: one search, as on problems
+        above :data:`STAGED_TASKS` tasks).
 
     Returns
     -------
@@ -268,7 +272,7 @@ def solve_portfolio(
 
     left = remaining()
     quick = QUICK_SECONDS if left is None else min(QUICK_SECONDS, left / 2)
-    staged = quick >= MIN_QUICK_SECONDS and len(problem.tasks) <= STAGED_TASKS
+    staged = split and quick >= MIN_QUICK_SECONDS and len(problem.tasks) <= STAGED_TASKS
     first = search(warm, lower, quick if staged else left)
     done = first.status in (Status.OPTIMAL, Status.INFEASIBLE) or first.interrupted
     if not staged or done:

@@ -70,6 +70,24 @@ def test_a_first_search_without_proof_leads_to_a_ga_stage_and_a_second_search(
     assert result.valid and result.objective >= 67 and not result.interrupted
 
 
+def test_split_false_searches_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # as above, the first search is reported unproven; without the split there is no
+    # second: one search takes the whole time left
+    real = portfolio.solve_cpsat
+    calls: list[dict[str, Any]] = []
+
+    def unproven(problem: Any, **options: Any) -> Result:
+        calls.append(options)
+        return replace(real(problem, **options), status=Status.FEASIBLE)
+
+    monkeypatch.setattr(portfolio, "solve_cpsat", unproven)
+    problem = load_instance(INSTANCES / "psplib/j3013_5.sm")
+    result = solve(problem, "portfolio", time_limit=8, split=False)
+    assert len(calls) == 1 and result.stages == 1
+    assert calls[0]["time_limit"] > portfolio.QUICK_SECONDS
+    assert result.valid and result.objective >= 67
+
+
 def test_short_limit_searches_once() -> None:
     problem = load_instance(INSTANCES / "psplib/j3013_5.sm")
     result = solve(problem, "portfolio", time_limit=0.9)
