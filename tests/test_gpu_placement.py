@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from planner import solve
+from planner.app.gantt import chart_layout, save_gantt
 from planner.dl.workloads import import_muri
 from planner.errors import InputError
 from planner.execution.jobs import jobs_from_instance, plan_of
@@ -155,3 +156,15 @@ def test_plans_of_a_trace_on_single_gpus_run_as_planned(blocks: int, tmp_path: P
     late = {j: finish[j] - end for j, end in planned.items() if finish[j] > end * 1.001}
     assert late == {}
     assert max(finish.values()) == pytest.approx(60.0 * plan.makespan(p), rel=1e-3)
+
+
+def test_a_chart_by_node_has_a_row_per_gpu_idle_ones_too(tmp_path: Path) -> None:
+    data = quartet("gpu")
+    data["jobs"] = data["jobs"][:1]
+    p = problem_from_data(data)
+    plan = solve(p, "sgs").schedule
+    layout = chart_layout(p, plan, "node")
+    assert layout.rows == ["n/gpu0", "n/gpu1"]
+    assert {b.row for b in layout.bars} == {0}
+    save_gantt(p, plan, tmp_path / "gpus.png", by="node")
+    assert (tmp_path / "gpus.png").read_bytes().startswith(b"\x89PNG")

@@ -242,7 +242,8 @@ def node_layout(problem: Problem, schedule: Schedule) -> GanttLayout:
     for row, node in enumerate(nodes):
         spans = placed[node]
         bases = _stack([(s, f, h) for s, f, h, _ in spans])
-        scale = 1 / max(1.0, *(b + h for b, (_, _, h, _) in zip(bases, spans, strict=True)))
+        top = (b + h for b, (_, _, h, _) in zip(bases, spans, strict=True))
+        scale = 1 / max(1.0, max(top, default=0.0))  # a node without tasks: an empty row
         for base, (_, _, share, segments) in zip(bases, spans, strict=True):
             for start, finish, key, task, job, mode_name, seg in segments:
                 keys.setdefault(key)
