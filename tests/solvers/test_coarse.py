@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from planner import solve
 from planner.io.instance import problem_from_data
 from planner.model import Problem
+from planner.solvers import portfolio
 from planner.solvers.coarse import coarsen, refine
 from planner.solvers.sgs import priorities, serial_sgs
 from planner.validate import validate
@@ -114,3 +117,29 @@ def test_nothing_merges_without_chains() -> None:
         if task["name"] == "a/block2":
             task["release"] = 70
     assert coarsen(Problem.model_validate(data)) is None
+
+
+def test_the_portfolio_places_chains_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    # on a placed problem the serial passes on merged chains run first: a parallel pass on
+    # many nodes can take minutes, and a pass already started is not cut short
+    calls: list[tuple[str, int]] = []
+
+    def recorded(kind: str, real: Any) -> Any:
+        def run(problem: Problem, priority: Any) -> Any:
+            calls.append((kind, len(problem.tasks)))
+            return real(problem, priority)
+
+        return run
+
+    monkeypatch.setattr(portfolio, "serial_sgs", recorded("serial", portfolio.serial_sgs))
+    monkeypatch.setattr(portfolio, "parallel_sgs", recorded("parallel", portfolio.parallel_sgs))
+    p = waiting()
+    best = portfolio.heuristic_schedule(p)
+    assert calls[:2] == [("serial", 2), ("serial", 2)]  # lpt and grw on the merged chains
+    assert calls[2:4] == [("serial", 3), ("serial", 3)]
+    assert ("parallel", 3) in calls[4:]
+    assert best is not None and best.makespan(p) == 160
+    # once the passes' deadline has passed, only the first runs
+    calls.clear()
+    portfolio.heuristic_schedule(p, deadline=0.0)
+    assert calls == [("serial", 2)]
