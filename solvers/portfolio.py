@@ -48,6 +48,11 @@ MIN_QUICK_SECONDS = 0.5
 """Below this first search, there is one search only."""
 SMALL_GA_SCHEDULES = 20_000
 """Schedule budget of the GA run between the two searches of a small problem (J30: 0.1 s)."""
+MAX_NODE_CHOICES = 400_000
+"""Above this many choices of a node for a mode of a task (the CP-SAT model's node Booleans),
+neither the GA nor a search runs, and the SGS passes' schedule is returned: 5,755 jobs on 64
+single GPUs ask 1.5 million, and a solve of 60 s took 189 s and 5.7 GB (one pass of theirs
+takes 18-25 s)."""
 STAGED_TASKS = 500
 """Above this many tasks, one search: on a 2,000-task batch the GA run between two searches
 ended no better than the first one, and the second search had half the time."""
@@ -161,6 +166,12 @@ def _ga_hint(
     return warm
 
 
+def node_choices(problem: Problem) -> int:
+    """The choices of a node for a mode of a task: per mode on nodes, the nodes that can
+    hold it."""
+    return sum(len(problem.holding_nodes(m)) for t in problem.tasks for m in t.modes if m.nodes)
+
+
 class _Stopped(Exception):
     """Ctrl-C during a heuristic stage, with the best schedule so far."""
 
@@ -266,7 +277,9 @@ def solve_portfolio(
         ):
             warm = initial_solution
             keep(warm, "initial solution")
-        if not small:
+        choices = node_choices(problem)
+        too_large = choices > MAX_NODE_CHOICES and warm is not None
+        if not small and not too_large:
             cap = ga_seconds(GA_HINT_SHARE, time_limit)
             # One run: the budget is small, and halved between two runs it gave worse hints
             # (MMLIB50 J5083_1: 50 against a proven 49).
@@ -274,6 +287,18 @@ def solve_portfolio(
     except (KeyboardInterrupt, _Stopped) as exc:
         warm = exc.schedule if isinstance(exc, _Stopped) else (found[-1] if found else None)
         return _interrupted(problem, warm, lower)
+    if too_large:
+        return Result(
+            "portfolio",
+            Status.FEASIBLE,
+            warm,
+            warm.objective(problem),
+            lower if problem.objective == "makespan" else None,
+            runtime=time.perf_counter() - t0,
+            reason=f"{choices:,} choices of a node: above {MAX_NODE_CHOICES:,}, no search "
+            "runs; the SGS passes' schedule is returned",
+            stages=0,
+        )
 
     left = remaining()
     quick = QUICK_SECONDS if left is None else min(QUICK_SECONDS, left / 2)

@@ -143,3 +143,19 @@ def test_the_portfolio_places_chains_first(monkeypatch: pytest.MonkeyPatch) -> N
     calls.clear()
     portfolio.heuristic_schedule(p, deadline=0.0)
     assert calls == [("serial", 2)]
+
+
+def test_a_portfolio_too_large_to_search_returns_its_passes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    p = waiting()
+    # c and a's two blocks, four speeds each, on either GPU
+    assert portfolio.node_choices(p) == 3 * 4 * 2
+    monkeypatch.setattr(portfolio, "MAX_NODE_CHOICES", 23)
+    result = solve(p, "portfolio", time_limit=10)
+    # the core bound (c released at 60 s, 100 s long) proves the passes' plan optimal
+    assert (result.stages, result.objective, result.status.value) == (0, 160, "optimal")
+    assert result.reason == (
+        "24 choices of a node: above 23, no search runs; the SGS passes' schedule is returned"
+    )
+    assert validate(p, result.schedule).ok
