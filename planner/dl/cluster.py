@@ -15,11 +15,11 @@ demands split evenly over them (rounded up). With ``placement: gpu`` every GPU i
 node of the problem (``name/gpuK``, numbered from 0 as CUDA numbers them, its
 machine as the node's ``host``) with its machine's capacities divided evenly among
 its GPUs (rounded down; machines without GPUs are left out), and a job of ``g`` GPUs
-runs on ``g`` of them: the plan names
-the GPUs every job shares, and holds the shares on each GPU within what the GPU
-offers, as a co-locating runtime must (``node`` sums them over a machine). Its GPUs
-may lie on several machines; neither model charges for that. Each job is colocated:
-all its tasks run on the same nodes. Kinds no node declares are not modelled.
+runs on ``g`` of them: the plan names the GPUs every job shares, and holds the
+shares on each GPU within what the GPU offers, as a co-locating runtime must
+(``node`` sums them over a machine). Its GPUs may lie on several machines; neither
+model charges for that. Each job is colocated: all its tasks run on the same nodes.
+Kinds no node declares are not modelled.
 
 Jobs. A training job is ``iterations`` repetitions (or ``duration`` seconds) of
 a per-iteration stage profile: data loading (storage I/O and CPU), GPU

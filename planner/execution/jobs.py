@@ -274,10 +274,12 @@ def plan_of(
     task's planned start (seconds of the problem's ticks; ``work_conserving``: at its own
     release, the plan giving the order), on that task's nodes (indices into ``problem.nodes``;
     where the nodes are single GPUs of machines, their ``host``, the machines' indices, and the
-    GPUs as the job's ``on``), weighted by the plan's speed for it: its tasks' least durations
-    over their planned ones (a fluid block at speed 1/2 has weight 1/2), so that where it shares
-    GPUs under ``fluid`` the executor divides them as the plan does; unless ``work_conserving``,
-    with the pauses its plan leaves between its blocks (``holds``).
+    GPUs as the job's ``on``), weighted by the plan's speed for it in each of its blocks: the
+    block's least duration over its planned one (a fluid block at speed 1/2 has weight 1/2;
+    ``weight`` the first block's, ``reweights`` where a later block's differs; a job without
+    blocks on GPUs, its tasks' least durations over their planned ones), so that where it
+    shares GPUs under ``fluid`` the executor divides them as the plan does; unless
+    ``work_conserving``, with the pauses its plan leaves between its blocks (``holds``).
 
     Raises
     ------
@@ -287,7 +289,9 @@ def plan_of(
     from planner.times import tick_seconds
 
     if not problem.nodes:
-        raise InputError("a pooled plan names no nodes: execute a placed plan (--placement node)")
+        raise InputError(
+            "a pooled plan names no nodes: execute a placed plan (--placement node or gpu)"
+        )
     tick = tick_seconds(problem.time_unit) if problem.time_unit != "1" else 1.0
     index, gpus = _machines(problem)
     first: dict[str, tuple[int, str]] = {}
