@@ -176,12 +176,10 @@ def test_the_executor_divides_a_gpu_as_the_plan_does(tmp_path: Path) -> None:
     assert audit(run, jobs, 1) == []
 
 
-def test_a_job_pauses_where_its_plan_leaves_a_gap(tmp_path: Path) -> None:
-    # one GPU: a's first block (50 s), then b (50 s), then a's second block: executed as
-    # written, a pauses at 50 s and resumes at 100 s; run back to back it would share
-    # the GPU with b from 50 s and both would slow
+def two_on_one_gpu() -> dict[str, Any]:
+    """One GPU; a, 100 s of GPU work alone in two blocks, and b, 50 s in one."""
     gpu_only = {"data": 0.0, "gpu": 1.0, "sync": 0.0}
-    data = {
+    return {
         "time_unit": "1s",
         "placement": "node",
         "cluster": {"nodes": [{"name": "n", "gpu": 1}]},
@@ -190,6 +188,13 @@ def test_a_job_pauses_where_its_plan_leaves_a_gap(tmp_path: Path) -> None:
             {"name": "b", "gpus": 1, "iterations": 50, "stages": gpu_only},
         ],
     }
+
+
+def test_a_job_pauses_where_its_plan_leaves_a_gap(tmp_path: Path) -> None:
+    # one GPU: a's first block (50 s), then b (50 s), then a's second block: executed as
+    # written, a pauses at 50 s and resumes at 100 s; run back to back it would share
+    # the GPU with b from 50 s and both would slow
+    data = two_on_one_gpu()
     p = problem_from_data(data)
     tasks = {"a/block1": 0, "b/block1": 50, "a/block2": 100}
     plan = Schedule(
@@ -218,16 +223,7 @@ def test_a_job_takes_the_speed_of_each_block_of_its_plan(tmp_path: Path) -> None
     # a's second block at full speed alone (100 to 150 s). Weighted by its mean speed
     # (2/3) a would take more of the GPU than planned and b would end late; weighted by
     # each block's speed both end their half-speed blocks at 100 s, as planned.
-    gpu_only = {"data": 0.0, "gpu": 1.0, "sync": 0.0}
-    data = {
-        "time_unit": "1s",
-        "placement": "node",
-        "cluster": {"nodes": [{"name": "n", "gpu": 1}]},
-        "jobs": [
-            {"name": "a", "gpus": 1, "iterations": 100, "blocks": 2, "stages": gpu_only},
-            {"name": "b", "gpus": 1, "iterations": 50, "stages": gpu_only},
-        ],
-    }
+    data = two_on_one_gpu()
     p = problem_from_data(data)
     plan = Schedule(
         modes={"a/block1": "base@1/2", "b/block1": "base@1/2", "a/block2": "base"},

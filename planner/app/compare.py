@@ -596,15 +596,8 @@ def load_table(path: Path) -> pd.DataFrame:
     if "energy_kwh" not in table:
         table.insert(COLUMNS.index("energy_kwh"), "energy_kwh", "")
     table["seed"] = table["seed"].astype(int)
-    numbers = [
-        "objective",
-        "lower_bound",
-        "gap_bound",
-        "reference",
-        "gap_reference",
-        "runtime",
-        "energy_kwh",
-    ]
+    text = ("instance", "solver", "seed", "status", "valid", "error")
+    numbers = [c for c in COLUMNS if c not in text]
     for c in numbers + [c for c in REALIZED[1:] if c in table]:
         table[c] = pd.to_numeric(table[c], errors="coerce")
     table["valid"] = table["valid"].map({"True": True, "False": False}).astype("boolean")
