@@ -4,12 +4,15 @@ each GPU, as a co-locating runtime runs them, and its plans run as planned."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 from planner import solve
+from planner.app.cli import app
 from planner.app.gantt import chart_layout, save_gantt
 from planner.dl.workloads import import_muri
 from planner.errors import InputError
@@ -168,3 +171,16 @@ def test_a_chart_by_node_has_a_row_per_gpu_idle_ones_too(tmp_path: Path) -> None
     assert {b.row for b in layout.bars} == {0}
     save_gantt(p, plan, tmp_path / "gpus.png", by="node")
     assert (tmp_path / "gpus.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_solve_prints_the_plan_on_single_gpus_executed_as_planned(tmp_path: Path) -> None:
+    out = tmp_path / "gpus.json"
+    runner = CliRunner()
+    args = ["import", "muri", str(TRACE), "--placement", "gpu", "-o", str(out)]
+    assert runner.invoke(app, args).exit_code == 0
+    result = runner.invoke(app, ["solve", str(out), "-s", "sgs", "--rule", "lpt"])
+    assert result.exit_code == 0, result.output
+    line = next(x for x in result.stdout.splitlines() if x.startswith("executed"))
+    executed, planned = (float(v.replace(",", "")) for v in re.findall(r"([\d,]+) s", line))
+    assert planned - 60 <= executed <= planned
+    assert json.loads(out.read_text())["placement"] == "gpu"
