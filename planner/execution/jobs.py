@@ -456,13 +456,13 @@ def shared_periods(
     groups: Sequence[tuple[tuple[str, ...], float, Where]],
     by_name: Mapping[str, PeerJob],
     model: Interleave,
-    left: Mapping[str, float],
+    done: Mapping[str, float],
 ) -> tuple[dict[str, float], dict[tuple[int, int], list[str]]]:
     """Every job's period where jobs share single GPUs (a plan under ``fluid``), from the
     GPUs of the trace's entries alone: its stage sum over its speed on the slowest of its
     GPUs (:func:`~planner.interleave.fluid_rates` of that GPU's residents, by their
-    weights with the iterations ``left`` to each), slowed by ``s(k)``, ``k`` the most
-    residents on one of its GPUs; and the residents per GPU."""
+    weights in the blocks the iterations ``done`` so far put them in), slowed by ``s(k)``,
+    ``k`` the most residents on one of its GPUs; and the residents per GPU."""
     residents: dict[tuple[int, int], list[str]] = {}
     for names, _, where in groups:
         for node, ids in where:
@@ -473,7 +473,7 @@ def shared_periods(
         members = [by_name[n] for n in names]
         speeds = fluid_rates(
             [m.stages for m in members],
-            [m.weight_at(left[m.name]) for m in members],
+            [m.weight_at(m.iterations - done[m.name]) for m in members],
             model.data_slots,
         )
         rates[gpu] = dict(zip(names, speeds, strict=True))

@@ -646,11 +646,7 @@ def audit(run: PeerRun, jobs: Sequence[PeerJob], gpus: int) -> list[str]:
     for k, (t, groups) in enumerate(run.trace):
         end = run.trace[k + 1][0] if k + 1 < len(run.trace) else t
         down = {n for n, a, b in run.outages if a <= t < b}
-        if run.shared:
-            left = {n: by_name[n].iterations - d for n, d in done.items()}
-            shared = shared_periods(groups, by_name, model, left)
-        else:
-            shared = None
+        shared = shared_periods(groups, by_name, model, done) if run.shared else None
         speed = _audit_speed(
             groups,
             by_name,

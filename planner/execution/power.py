@@ -70,14 +70,14 @@ def run_energy(
     by_name = {j.name: j for j in jobs}
     model = run.interleave
     joules = peak = cost = 0.0
-    left = {j.name: float(j.iterations) for j in jobs}
+    done = dict.fromkeys(by_name, 0.0)
     for k, (t, groups) in enumerate(run.trace):
         end = run.trace[k + 1][0] if k + 1 < len(run.trace) else t
         span = end - t
         before = joules
         joules += gpus * idle * span
         draw = gpus * idle
-        shared = shared_periods(groups, by_name, model, left)[0] if run.shared else None
+        shared = shared_periods(groups, by_name, model, done)[0] if run.shared else None
         for names, overhead, _ in groups:
             members = [by_name[n] for n in names]
             if shared is not None:  # a job on GPUs it shares: its own compute
@@ -95,8 +95,8 @@ def run_energy(
             last = any(abs(run.finish.get(n, -1.0) - end) < 1e-4 for n in names)
             working = span if last else max(span - overhead, 0.0)
             joules += extra * working
-            if shared is not None:  # its progress: the weight of its plan's next block
-                left[names[0]] -= working * speed / shared[names[0]]
+            if shared is not None:  # its progress: the block of its plan it is in
+                done[names[0]] += working * speed / shared[names[0]]
         peak = max(peak, draw)
         if tariff is not None and span > 0:  # the interval's energy at its mean price
             cost += (joules - before) / 3.6e6 * tariff.paid(t, end) / span
