@@ -71,6 +71,7 @@ class _Progress(cp_model.CpSolverSolutionCallback):
             None
             if built.shift_weight
             else scaled_bound(self.best_objective_bound, built.objective_scale)
+            - built.objective_slack
         )
         self.progress(
             Progress(
@@ -206,7 +207,7 @@ def solve_cpsat(
             if status is Status.OPTIMAL:
                 reason = f"optimal for the objective plus {stability:g} x the total shift"
         else:
-            bound = scaled_bound(solver.best_objective_bound, scale)
+            bound = scaled_bound(solver.best_objective_bound, scale) - built.objective_slack
             if makespan:
                 bound = max(bound, lower)
     elif status is Status.UNKNOWN:

@@ -49,6 +49,7 @@ from ortools.sat.python import cp_model
 
 from planner.arrays import FS
 from planner.bounds import earliest_starts, latest_starts
+from planner.errors import InputError
 from planner.model import Mode, Problem
 from planner.models.placement import (
     canonical_nodes,
@@ -74,8 +75,11 @@ class CpsatModel:
     start: list[cp_model.IntVar]
     mode_lits: list[list[cp_model.IntVar]]
     """Per task, one literal per mode (empty for a single-mode task)."""
-    objective_scale: int = 1
+    objective_scale: float = 1
     """The CP-SAT objective is the problem's objective times this factor."""
+    objective_slack: float = 0.0
+    """How far the problem's objective may lie below the CP-SAT objective over the scale
+    (energy coefficients rounded to whole units)."""
     makespan: cp_model.IntVar | None = None
     completion: dict[int, cp_model.IntVar] = field(default_factory=dict)
     """Per job number, its completion time (weighted-completion objective)."""
@@ -112,6 +116,18 @@ class CpsatModel:
                 on = self.node_lits[i, k]
                 nodes[task.name] = tuple(problem.nodes[n].name for n in on if value(on[n]))
         return Schedule(modes=modes, starts=starts, nodes=nodes)
+
+
+def energy_units(problem: Problem, horizon: int) -> tuple[list[list[int]], int, float]:
+    """The energy objective (:func:`planner.metrics.energy_terms`) in whole units: per task,
+    per mode, its draw; per tick of makespan, the draw over it; the unit in kWh, a power of
+    ten that keeps the largest objective within 10**9 units."""
+    from planner.metrics import energy_terms
+
+    per, over = energy_terms(problem)
+    top = sum(max(row) for row in per) + over * horizon
+    unit = 10.0 ** (math.ceil(math.log10(top)) - 9) if top > 0 else 1.0
+    return [[round(e / unit) for e in row] for row in per], round(over / unit), unit
 
 
 def weight_scale(weights: list[float]) -> int:
@@ -447,6 +463,9 @@ class _Builder:
                     self.m.add(later <= cp_model.LinearExpr.sum(used.get(a, [])))
 
     def _objective(self) -> None:
+        if self.p.objective == "energy":
+            self._energy()
+            return
         a = self.a
         weighted = self.p.objective == "weighted_completion"
         weights = [float(w) for w in a.job_weight] if weighted else []
@@ -478,6 +497,28 @@ class _Builder:
         if stable:
             self._shifts(round(self.stability * scale))
             terms.extend(self.out.shift_weight * d for d in self.out.shifts)
+        self.m.minimize(sum(terms))
+
+    def _energy(self) -> None:
+        """Minimise the energy: every mode's draw above idle, and the idle draw (with the
+        problem's ``makespan_watts``) over the makespan, in whole units (:func:`energy_units`)."""
+        if self.stability > 0 and self.reference:
+            raise InputError("stability applies to the makespan and weighted completion objectives")
+        per, over, unit = energy_units(self.p, self.h)
+        mk = self.m.new_int_var(self.lower, self.h, "makespan")
+        for i in range(self.a.n_tasks):
+            self.m.add(mk >= self.end[i])
+        self.out.makespan = mk
+        self.out.hinted.append((mk, ("makespan",)))
+        terms: list[object] = [over * mk]
+        for i, coeffs in enumerate(per):
+            lits = self.out.mode_lits[i]
+            if lits:
+                terms.extend(c * lit for c, lit in zip(coeffs, lits, strict=True) if c)
+            else:
+                terms.append(coeffs[0])
+        self.out.objective_scale = 1 / unit
+        self.out.objective_slack = 0.5 * (len(per) + self.h) / self.out.objective_scale
         self.m.minimize(sum(terms))
 
     def _shifts(self, weight: int) -> None:
@@ -664,6 +705,6 @@ def _hint_value(what: tuple, problem: Problem, schedule: Schedule, chosen: list,
     return int(a.seg_demand[seg, what[3]]) if a.seg_duration[seg] else 0
 
 
-def scaled_bound(value: float, scale: int) -> float:
+def scaled_bound(value: float, scale: float) -> float:
     """A CP-SAT objective bound back in the problem's units (rounded up for integers)."""
     return float(math.ceil(value - 1e-9)) if scale == 1 else value / scale

@@ -182,12 +182,29 @@ def milp_windows(problem: Problem, schedule: Schedule | None) -> Windows:
         return start_windows(problem, bounds.horizon(problem))
     if problem.objective == "makespan":
         return start_windows(problem, schedule.makespan(problem))
+    if problem.objective == "energy":
+        return start_windows(problem, energy_horizon(problem, schedule))
     horizon = max(bounds.horizon(problem), schedule.makespan(problem))
     caps = job_completion_caps(problem, schedule.objective(problem))
     return start_windows(problem, horizon, caps)
 
 
+def energy_horizon(problem: Problem, schedule: Schedule) -> int:
+    """The latest makespan a plan can have and use no more energy than ``schedule``: its
+    energy less the least the modes draw, over the draw per tick of makespan (the
+    schedule's makespan where nothing is drawn per tick)."""
+    from planner.metrics import energy_terms
+
+    per, over = energy_terms(problem)
+    if over <= 0:
+        return max(bounds.horizon(problem), schedule.makespan(problem))
+    room = (schedule.objective(problem) - sum(min(row) for row in per)) / over
+    return max(schedule.makespan(problem), math.floor(room + 1e-9))
+
+
 def _integral_objective(problem: Problem) -> bool:
+    if problem.objective == "energy":
+        return False
     if problem.objective == "makespan":
         return True
     return all(float(j.weight).is_integer() for j in problem.jobs)

@@ -594,20 +594,21 @@ def _finish(problem: Problem, model: MilpModel, task: int) -> dict[pulp.LpVariab
 
 
 def _objective(problem: Problem, windows: Windows, model: MilpModel) -> None:
-    """A makespan variable, or a completion variable per job, above each end task's finish."""
+    """A makespan variable (objectives makespan and energy, the latter with every mode's
+    draw), or a completion variable per job, above each end task's finish."""
     a = problem.arrays
     has_fs_succ: dict[int, set[int | None]] = defaultdict(set)
     for b, f, kind in zip(a.prec_before, a.prec_after, a.prec_kind, strict=True):
         if kind == FS:
             has_fs_succ[int(b)].add(int(a.task_job[f]))
     groups: dict[str | None, list[int]] = defaultdict(list)
-    if problem.objective == "makespan":
+    if problem.objective in ("makespan", "energy"):
         groups[None] = [i for i in range(a.n_tasks) if not has_fs_succ[i]]
     else:
         for i, t in enumerate(problem.tasks):
             if t.job is not None and int(a.task_job[i]) not in has_fs_succ[i]:
                 groups[t.job].append(i)
-    least = lower_bound(problem) if problem.objective == "makespan" else 0
+    least = lower_bound(problem) if problem.objective in ("makespan", "energy") else 0
     for key, members in groups.items():
         name = "makespan" if key is None else f"completion_{len(model.objective_vars)}"
         var = model.lp.add_variable(name, lowBound=least, upBound=windows.horizon)
@@ -618,6 +619,13 @@ def _objective(problem: Problem, windows: Windows, model: MilpModel) -> None:
             _add(model, terms, pulp.LpConstraintLE, f"{name}_{i}", 0)
     if problem.objective == "makespan":
         model.lp += model.objective_vars[None]
+    elif problem.objective == "energy":
+        from planner.metrics import energy_terms
+
+        per, over = energy_terms(problem)
+        energy = [e for row in per for e in row]
+        chosen = [e * model.steps[m][-1] for m, e in enumerate(energy) if e and model.steps.get(m)]
+        model.lp += over * model.objective_vars[None] + pulp.lpSum(chosen)
     else:
         weight = {j.name: j.weight for j in problem.jobs}
         model.lp += pulp.lpSum(weight[j] * v for j, v in model.objective_vars.items())

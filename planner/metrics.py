@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Mapping, Sequence
 
-    from planner.model import Problem, Resource
+    from planner.model import Mode, Problem, Resource, Segment
     from planner.schedule import Schedule
 
 DEFAULT_POWER: dict[str, tuple[float, float]] = {
@@ -98,17 +98,21 @@ def schedule_metrics(
             if c and makespan
         }
     tick = _tick_seconds(problem.time_unit)
-    joules = 0.0
-    known = False
-    for name in [r.name for r in problem.renewables] + problem.node_kinds:
-        figure = power_figure(power, name)
-        if figure is None or tick is None:
-            continue
-        known = True
-        busy, idle = figure
-        units = problem.unit(name)
-        joules += (busy * work[name] + idle * (offered[name] - work[name])) * tick / units
-    if known:
+    if tick is not None and _has_figures(problem, power):
+        idle = 0.0
+        if not problem.idle_off:
+            for r in problem.renewables:
+                f = power_figure(power, r.name)
+                idle += f[1] * offered_capacity(r, makespan) / problem.unit(r.name) if f else 0.0
+            idle += _node_idle(problem, power) * makespan
+        types = {n.name: n.type for n in problem.nodes}
+        busy = sum(
+            segment_draw(problem, seg, [types[n] for n in schedule.nodes.get(t.name, ())], power)
+            * seg.duration
+            for t in problem.tasks
+            for seg in t.mode(schedule.modes[t.name]).segments
+        )
+        joules = (idle + busy) * tick
         metrics.energy_kwh = joules / 3.6e6
         edges, watts = power_profile(problem, schedule, power)
         metrics.peak_kw = max(watts, default=0.0) / 1000
@@ -118,13 +122,13 @@ def schedule_metrics(
                 w * tick / 3.6e6 * problem.tariff.paid(a, b)
                 for a, b, w in zip(edges, ends, watts, strict=True)
             )
-        metrics.mean_kw = joules / (makespan * tick) / 1000 if makespan and tick else 0.0
+        metrics.mean_kw = joules / (makespan * tick) / 1000 if makespan else 0.0
         jobs = {t.job for t in problem.tasks if t.job is not None}
         if jobs:
             metrics.kwh_per_job = metrics.energy_kwh / len(jobs)
     cap = next((r for r in problem.renewables if r.name == "power"), None)
     if cap is not None:
-        _, used = _profile(problem, schedule, lambda r, q: q if r == "power" else 0.0)
+        _, used = _profile(problem, schedule, lambda seg, _: seg.demand.get("power", 0))
         metrics.cap_kw = (max(used, default=0.0) / 1000, cap.capacity / 1000)
     return metrics
 
@@ -135,28 +139,13 @@ def power_profile(
     power: Mapping[str, tuple[float, float]] | None = None,
 ) -> tuple[list[int], list[float]]:
     """The watts the resources draw over time: every resource (and node kind, over all
-    nodes) with a power figure draws its idle watts per unit of capacity, and its busy
-    watts instead for the units in use (the problem's ``units`` of it). ``edges[k]`` is
-    the tick from which ``watts[k]`` holds, to the next edge (the last: the makespan)."""
+    nodes) with a power figure draws its idle watts per unit of capacity (none with the
+    problem's ``idle_off``), and its busy watts instead for the units in use (the problem's
+    ``units`` of it; a segment's ``watts`` for its GPUs). ``edges[k]`` is the tick from
+    which ``watts[k]`` holds, to the next edge (the last: the makespan)."""
     power = power_figures(problem, power)
-
-    def figure(name: str) -> tuple[float, float] | None:
-        return power_figure(power, name)
-
-    base = 0.0
-    for r in problem.renewables:
-        f = figure(r.name)
-        base += f[1] * r.capacity / problem.unit(r.name) if f else 0.0
-    for kind in problem.node_kinds:
-        f = figure(kind)
-        cap = sum(n.capacity.get(kind, 0) for n in problem.nodes)
-        base += f[1] * cap / problem.unit(kind) if f else 0.0
-
-    def extra(name: str, q: int) -> float:
-        f = figure(name)
-        return (f[0] - f[1]) * q / problem.unit(name) if f else 0.0
-
-    edges, watts = _profile(problem, schedule, extra)
+    base = idle_watts(problem, power)
+    edges, watts = _profile(problem, schedule, lambda s, on: segment_draw(problem, s, on, power))
     return edges, [base + w for w in watts]
 
 
@@ -169,25 +158,128 @@ def power_figures(
 
 
 def power_figure(power: Mapping[str, tuple[float, float]], name: str) -> tuple[float, float] | None:
-    """The (busy, idle) watts of resource ``name``: its kind's, the part after the last dot
-    (``node3.gpu``) or before the first (``gpu.v100``); ``None`` without one."""
-    return power.get(name.rsplit(".", 1)[-1]) or power.get(name.split(".")[0])
+    """The (busy, idle) watts of resource ``name``: its own (``gpu.v100``), else its
+    kind's: the part after the last dot (``node3.gpu``) or before the first (``gpu.v100``);
+    ``None`` without one."""
+    return power.get(name) or power.get(name.rsplit(".", 1)[-1]) or power.get(name.split(".")[0])
+
+
+def _is_gpu(name: str) -> bool:
+    return name.split(".")[0] == "gpu" or name.rsplit(".", 1)[-1] == "gpu"
+
+
+def segment_draw(
+    problem: Problem,
+    seg: Segment,
+    types: Sequence[str | None],
+    power: Mapping[str, tuple[float, float]],
+) -> float:
+    """Watts ``seg`` draws above idle while it runs (all it draws, with the problem's
+    ``idle_off``) on nodes of ``types`` (one per node of its set; none off nodes): per unit
+    of every demand with a power figure, its busy watts less its idle ones, the GPUs'
+    busy part the segment's ``watts`` where it has them. A node kind's figure is the one
+    of its nodes' type where the problem has one (``gpu.v100``)."""
+    local = set(problem.node_kinds)
+    total = 0.0
+    for r, q in seg.demand.items():
+        names = [f"{r}.{t}" if t else r for t in types] if r in local else [r]
+        for name in names:
+            f = power_figure(power, name)
+            if f is None:
+                continue
+            busy, idle = f
+            if seg.watts is not None and _is_gpu(r):
+                busy = idle  # the segment's watts stand for its GPUs' draw above idle
+            total += (busy if problem.idle_off else busy - idle) * q / problem.unit(r)
+    if seg.watts is not None:
+        total += seg.watts
+    return total
+
+
+def mode_energy(
+    problem: Problem, mode: Mode, power: Mapping[str, tuple[float, float]] | None = None
+) -> float:
+    """Watt-ticks ``mode`` draws above idle (all it draws, with ``idle_off``): its
+    segments' :func:`segment_draw` times their durations, its nodes of its ``node_type``."""
+    power = power_figures(problem, power)
+    types = [mode.node_type] * mode.nodes
+    return sum(segment_draw(problem, seg, types, power) * seg.duration for seg in mode.segments)
+
+
+def idle_watts(problem: Problem, power: Mapping[str, tuple[float, float]] | None = None) -> float:
+    """Watts the resources and nodes draw at rest, every unit of capacity idle (0 with
+    ``idle_off``); capacity windows aside."""
+    if problem.idle_off:
+        return 0.0
+    power = power_figures(problem, power)
+    total = _node_idle(problem, power)
+    for r in problem.renewables:
+        f = power_figure(power, r.name)
+        total += f[1] * r.capacity / problem.unit(r.name) if f else 0.0
+    return total
+
+
+def energy_terms(problem: Problem) -> tuple[list[list[float]], float]:
+    """The ``energy`` objective's terms in kWh: per task, per mode, its draw above idle
+    (:func:`mode_energy`); per tick of makespan, the idle draw and ``makespan_watts``
+    (capacity windows aside). A plan's objective is the sum of its modes' terms and the
+    second term times its makespan."""
+    from planner.times import tick_seconds
+
+    kwh = tick_seconds(problem.time_unit) / 3.6e6
+    figures = power_figures(problem)
+    per = [[mode_energy(problem, m, figures) * kwh for m in t.modes] for t in problem.tasks]
+    return per, (idle_watts(problem, figures) + problem.makespan_watts) * kwh
+
+
+def energy_objective(problem: Problem, schedule: Schedule) -> float:
+    """The ``energy`` objective of ``schedule`` in kWh: the estimated energy of
+    :func:`schedule_metrics` and ``makespan_watts`` over the makespan.
+
+    Raises
+    ------
+    InputError
+        If a tick of the problem has no length or no resource has a power figure.
+    """
+    from planner.errors import InputError
+
+    tick = _tick_seconds(problem.time_unit)
+    if tick is None or not _has_figures(problem, power_figures(problem)):
+        raise InputError("objective energy needs a time_unit and a resource with power figures")
+    m = schedule_metrics(problem, schedule)
+    return (m.energy_kwh or 0.0) + problem.makespan_watts * m.makespan * tick / 3.6e6
+
+
+def _has_figures(problem: Problem, power: Mapping[str, tuple[float, float]]) -> bool:
+    names = [r.name for r in problem.renewables] + [
+        f"{k}.{n.type}" if n.type else k for n in problem.nodes for k in n.capacity
+    ]
+    return any(power_figure(power, n) for n in names)
+
+
+def _node_idle(problem: Problem, power: Mapping[str, tuple[float, float]]) -> float:
+    """Watts every node draws at rest (a kind's figure of the node's type where it has one)."""
+    total = 0.0
+    for n in problem.nodes:
+        for k, c in n.capacity.items():
+            f = power_figure(power, f"{k}.{n.type}" if n.type else k)
+            total += f[1] * c / problem.unit(k) if f else 0.0
+    return total
 
 
 def _profile(
-    problem: Problem, schedule: Schedule, value: Callable[[str, int], float]
+    problem: Problem, schedule: Schedule, value: Callable[[Segment, list[str | None]], float]
 ) -> tuple[list[int], list[float]]:
-    """The sum over running segments of ``value(resource, demand)`` (on a node kind, once
-    per node the task runs on), as a step function: edges and values (see
-    :func:`power_profile`)."""
-    local = set(problem.node_kinds)
+    """The sum over running segments of ``value(segment, its nodes' types)`` as a step
+    function: edges and values (see :func:`power_profile`)."""
+    types = {n.name: n.type for n in problem.nodes}
     delta: dict[int, float] = {}
     for t in problem.tasks:
         mode = t.mode(schedule.modes[t.name])
-        copies = max(1, len(schedule.nodes.get(t.name, ())))
+        on = [types[n] for n in schedule.nodes.get(t.name, ())]
         at = schedule.starts[t.name]
         for seg in mode.segments:
-            w = sum(value(r, q) * (copies if r in local else 1) for r, q in seg.demand.items())
+            w = value(seg, on)
             if w and seg.duration:
                 delta[at] = delta.get(at, 0.0) + w
                 delta[at + seg.duration] = delta.get(at + seg.duration, 0.0) - w

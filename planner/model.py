@@ -162,6 +162,11 @@ class Segment(_Entity):
     name: str | None = None
     duration: NonNegInt
     demand: dict[str, NonNegInt] = Field(default_factory=dict)
+    watts: NonNegFloat | None = Field(
+        default=None,
+        description="Watts above idle the segment's GPUs draw while it runs, in place of "
+        "the busy figure of its demands of kind gpu (a block under a GPU power limit).",
+    )
 
 
 class Mode(_Entity):
@@ -294,7 +299,22 @@ class Problem(_Entity):
 
     name: str = "problem"
     time_unit: str = Field(default="1", description="What one tick is, e.g. '1s' or '1min'.")
-    objective: Literal["makespan", "weighted_completion"] = "makespan"
+    objective: Literal["makespan", "weighted_completion", "energy"] = Field(
+        default="makespan",
+        description="makespan, weighted_completion (weighted job completion times), or "
+        "energy (kWh: the tasks' busy draw over their modes, and the idle draw of every "
+        "resource and node over the makespan, plus makespan_watts over it).",
+    )
+    makespan_watts: NonNegFloat = Field(
+        default=0.0,
+        description="objective energy: watts charged over the makespan on top of the idle "
+        "draw, a price on time; raising it from 0 traces the makespan-energy front.",
+    )
+    idle_off: bool = Field(
+        default=False,
+        description="Resources draw nothing while idle (switched off, at the grain of a "
+        "unit): energy is the busy draw alone.",
+    )
     resources: list[Resource] = Field(default_factory=list)
     nodes: list[Node] = Field(
         default_factory=list,
@@ -329,6 +349,8 @@ class Problem(_Entity):
                 tick_seconds(self.time_unit)
             except ValueError as exc:
                 raise ValueError(f"{exc}, or '1' (a tick of no stated length)") from None
+        elif self.objective == "energy":
+            raise ValueError("objective energy: give a time_unit (the length of a tick)")
         return self
 
     @model_validator(mode="after")

@@ -47,6 +47,10 @@ class Schedule:
         """Value of the problem's objective."""
         if problem.objective == "weighted_completion":
             return self.weighted_completion(problem)
+        if problem.objective == "energy":
+            from planner.metrics import energy_objective
+
+            return energy_objective(problem, self)
         return self.makespan(problem)
 
     def rows(self, problem: Problem) -> list[dict[str, Any]]:

@@ -10,7 +10,7 @@ their start and mode arrays back into a :class:`~planner.schedule.Schedule`.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -20,7 +20,7 @@ from planner.errors import InputError, PlannerError
 from planner.model import Problem
 from planner.schedule import Schedule
 
-MAKESPAN, WEIGHTED = 0, 1
+MAKESPAN, WEIGHTED, ENERGY = 0, 1, 2
 """Objective codes."""
 
 EDGE_TASK, EDGE_KIND, EDGE_LAG = 0, 1, 2
@@ -91,6 +91,11 @@ class Data(NamedTuple):
     job_colocate: np.ndarray
     job_weight: np.ndarray
     """float64."""
+    mode_energy: np.ndarray
+    """float64, per mode: its draw above idle in kWh (objective ``energy``; else zeros)."""
+    over: float
+    """kWh per tick of makespan: the idle draw and ``makespan_watts`` (objective
+    ``energy``; else 0)."""
 
     @property
     def mode_duration(self) -> np.ndarray:
@@ -181,7 +186,7 @@ def compile_problem(problem: Problem) -> Data:
         gang_max=gang_max,
         pin=pin,
         node_type=a.node_type.astype(i64),
-        objective=WEIGHTED if problem.objective == "weighted_completion" else MAKESPAN,
+        objective=OBJECTIVES[problem.objective],
         horizon=horizon(problem),
         pred_ptr=pred_ptr,
         pred=pred,
@@ -199,7 +204,23 @@ def compile_problem(problem: Problem) -> Data:
         slack=(a.budget - least.sum(axis=0)).astype(i64),
         job_colocate=a.job_colocate.astype(i64),
         job_weight=a.job_weight.astype(np.float64),
+        **_energy(problem),
     )
+
+
+OBJECTIVES = {"makespan": MAKESPAN, "weighted_completion": WEIGHTED, "energy": ENERGY}
+
+
+def _energy(problem: Problem) -> dict[str, Any]:
+    """The kernels' energy figures: per mode its draw above idle, per tick of makespan the
+    idle draw and ``makespan_watts``, in kWh (zeros unless the objective is energy)."""
+    if problem.objective != "energy":
+        n_modes = sum(len(t.modes) for t in problem.tasks)
+        return {"mode_energy": np.zeros(n_modes), "over": 0.0}
+    from planner.metrics import energy_terms
+
+    per, over = energy_terms(problem)
+    return {"mode_energy": np.array([e for row in per for e in row]), "over": over}
 
 
 def _enough_nodes(a: ProblemArrays, seg_mode: np.ndarray) -> np.ndarray:

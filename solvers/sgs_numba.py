@@ -29,6 +29,7 @@ from planner.solvers.encoding import (
     EDGE_KIND,
     EDGE_LAG,
     EDGE_TASK,
+    ENERGY,
     MODE_DURATION,
     MODE_EXTRA,
     MODE_FITS,
@@ -977,7 +978,7 @@ def _sift_down(heap, size, c, first, second) -> None:
 
 @njit(cache=True)
 def objective(d: Data, start: np.ndarray, chosen: np.ndarray) -> float:
-    """Makespan, or the weighted sum of job completion times."""
+    """Makespan, the weighted sum of job completion times, or the energy (kWh)."""
     mode, task = d.mode, d.task
     if d.objective == WEIGHTED:
         done = np.zeros(d.job_weight.shape[0], dtype=np.int64)
@@ -992,6 +993,11 @@ def objective(d: Data, start: np.ndarray, chosen: np.ndarray) -> float:
     best = 0
     for i in range(d.n):
         best = max(best, start[i] + mode[chosen[i], MODE_DURATION])
+    if d.objective == ENERGY:
+        total = d.over * best
+        for i in range(d.n):
+            total += d.mode_energy[chosen[i]]
+        return total
     return float(best)
 
 

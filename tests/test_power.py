@@ -72,7 +72,19 @@ def test_a_window_of_a_lower_cap_delays_one_job_through_it() -> None:
             {"windows": [{"start": 0, "end": 5, "cap": 500}]},
             "power.windows: a window changes the cap; give 'cap'",
         ),
-        ({"gpu_busy": 50, "cap": 500}, "power.gpu_busy: 50 W is below gpu_idle, 60 W"),
+        (
+            {"gpu_busy": 50, "gpu_idle": 60, "cap": 500},
+            "power.gpu_busy: 50 W is below gpu_idle, 60 W",
+        ),
+        ({"gpu_busy": 50, "cap": 500}, "power: GPU type 'v100': 50 W busy is below 60 W idle"),
+        (
+            {"gpus": {"v100": {"busy": 50, "idle": 60}}},
+            "power.gpus.v100.busy: 50 W is below idle, 60 W",
+        ),
+        (
+            {"switch_off": True, "cap": 500},
+            "power.switch_off: a cap counts every GPU's idle draw; drop one of them",
+        ),
         (
             {"cap": 500, "windows": [{"start": 9, "end": 5, "cap": 500}]},
             "power.windows[0].end: 5 s is not after the start, 9 s",

@@ -3,9 +3,9 @@ speed factors.
 
 Stage times and restart costs come from the Muri artifact
 (``catalog/muri_model_stage_profiles.csv``, ``catalog/muri_restart_overhead.csv``), speed
-factors from Gavel's measured throughputs (``catalog/gavel_throughputs.csv``);
-``catalog/README.md`` gives their provenance. Instance files may add profiles of
-their own.
+factors from Gavel's measured throughputs (``catalog/gavel_throughputs.csv``), GPU
+power per type (``catalog/gpu_power.csv``); ``catalog/README.md`` gives their
+provenance. Instance files may add profiles of their own.
 """
 
 from __future__ import annotations
@@ -111,6 +111,30 @@ def speed_factor(gpu_type: str, family: str | None) -> float:
         raise ValueError(f"unknown Gavel job type {family!r}")
     rows = [table[family]] if family is not None else list(table.values())
     return sum(r[REFERENCE_GPU] / r[gpu_type] for r in rows) / len(rows)
+
+
+@dataclass(frozen=True)
+class GpuPower:
+    """The watts one GPU draws while it computes and at rest, and where each figure is from."""
+
+    busy: float
+    idle: float
+    busy_source: str
+    idle_source: str
+
+
+@cache
+def gpu_power() -> dict[str, GpuPower]:
+    """The catalog's power figures per GPU type (``catalog/gpu_power.csv``)."""
+    return {
+        row["gpu_type"]: GpuPower(
+            float(row["busy_watts"]),
+            float(row["idle_watts"]),
+            row["busy_source"],
+            row["idle_source"],
+        )
+        for row in _read("gpu_power.csv")
+    }
 
 
 def models() -> list[str]:

@@ -72,7 +72,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from planner.bounds import horizon_error
 from planner.dl.catalog import (
     GAVEL_FAMILY,
+    REFERENCE_GPU,
     StageTimes,
+    gpu_power,
     restart_seconds,
     speed_factor,
     stage_profiles,
@@ -196,30 +198,110 @@ class Tariff(_Spec):
     period: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
 
 
-class Power(_Spec):
-    """The cluster's GPU power and its cap (watts). A GPU draws ``gpu_idle`` all the
-    time and ``gpu_busy`` while it computes; with a ``cap`` the plan keeps the cluster's
-    draw under it: the GPU stage of every block asks for its GPUs' ``gpu_busy -
-    gpu_idle`` of a cluster-wide ``power`` resource of ``cap`` less every GPU's idle
-    draw."""
+class GpuWatts(_Spec):
+    """One GPU type's draw (watts): while it computes and at rest."""
 
-    gpu_busy: Seconds = Field(default=300.0, description="Watts per GPU while it computes.")
-    gpu_idle: Seconds = Field(default=60.0, description="Watts per GPU at rest.")
+    busy: Seconds
+    idle: Seconds
+
+    @model_validator(mode="after")
+    def _check(self) -> GpuWatts:
+        if self.busy < self.idle:
+            raise ValueError(f"busy: {self.busy:g} W is below idle, {self.idle:g} W")
+        return self
+
+
+class PowerLimit(_Spec):
+    """A GPU power limit a job may run under (a point of a throughput-against-power-limit
+    curve such as Zeus measures): its GPUs draw at most ``share`` of their busy watts and
+    compute at ``speed`` times their unlimited speed."""
+
+    share: Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)] = Field(
+        description="The limit, a share of a GPU's busy watts (0.75: 225 W of 300 W)."
+    )
+    speed: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = Field(
+        description="The GPU stage's speed under the limit, a share of its unlimited one."
+    )
+
+
+class Power(_Spec):
+    """The cluster's power and its cap (watts). A GPU draws its idle watts all the time
+    and its busy watts while it computes: per GPU type, the catalog's figures
+    (``catalog/gpu_power.csv``), ``gpu_busy`` and ``gpu_idle`` for every type, ``gpus``
+    per type. A machine also draws ``node_base`` (its CPUs, memory, fans), which the
+    compiler spreads over its GPUs. With a ``cap`` the plan keeps the cluster's draw under
+    it: the GPU stage of every block asks for its GPUs' busy less idle watts of a
+    cluster-wide ``power`` resource of ``cap`` less the idle draw of every machine."""
+
+    gpu_busy: Seconds | None = Field(
+        default=None, description="Watts per GPU while it computes (default: the catalog's)."
+    )
+    gpu_idle: Seconds | None = Field(
+        default=None, description="Watts per GPU at rest (default: the catalog's)."
+    )
+    gpus: dict[str, GpuWatts] = Field(
+        default_factory=dict, description="Watts per GPU type, over gpu_busy and gpu_idle."
+    )
+    node_base: Seconds = Field(
+        default=0.0, description="Watts per machine besides its GPUs (CPUs, memory, fans)."
+    )
+    switch_off: bool = Field(
+        default=False,
+        description="Idle GPUs (and their share of a machine's base) draw nothing: switched "
+        "off, an idealisation at the grain of one GPU.",
+    )
     cap: Seconds | None = Field(default=None, description="Watts the cluster may draw.")
     windows: list[PowerWindow] = Field(
         default_factory=list, description="Windows of another cap (a tariff, a night)."
     )
     tariff: Tariff | None = Field(default=None, description="Prices of energy, for its cost.")
+    limits: list[PowerLimit] = Field(
+        default_factory=list,
+        description="GPU power limits every training block may also run under, each a "
+        "mode of it: the user's measured curve (the catalog publishes none).",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> Power:
-        if self.gpu_busy < self.gpu_idle:
+        shares = [limit.share for limit in self.limits]
+        if len(set(shares)) < len(shares):
+            raise ValueError("limits: two limits have the same share")
+        busy = self.gpu_busy if self.gpu_busy is not None else math.inf
+        if self.gpu_idle is not None and busy < self.gpu_idle:
             raise ValueError(
                 f"gpu_busy: {self.gpu_busy:g} W is below gpu_idle, {self.gpu_idle:g} W"
             )
         if self.windows and self.cap is None:
             raise ValueError("windows: a window changes the cap; give 'cap'")
+        if self.switch_off and self.cap is not None:
+            raise ValueError("switch_off: a cap counts every GPU's idle draw; drop one of them")
         return self
+
+    def gpu_watts(self, gpu_type: str | None) -> tuple[float, float]:
+        """(busy, idle) watts of one GPU of ``gpu_type`` (``None``: the reference type):
+        ``gpus``, else ``gpu_busy``/``gpu_idle``, else the catalog's.
+
+        Raises
+        ------
+        InputError
+            For a type the catalog has no figures of and the instance gives none.
+        """
+        key = (gpu_type or REFERENCE_GPU).lower()
+        if key in self.gpus:
+            return self.gpus[key].busy, self.gpus[key].idle
+        known = gpu_power().get(key)
+        busy = self.gpu_busy if self.gpu_busy is not None else known and known.busy
+        idle = self.gpu_idle if self.gpu_idle is not None else known and known.idle
+        if busy is None or idle is None:
+            raise InputError(
+                f"no power figures for GPU type {key!r}: give power.gpus.{key} (busy, idle)",
+                place="power",
+            )
+        if busy < idle:
+            raise InputError(
+                f"GPU type {key!r}: {busy:g} W busy is below {idle:g} W idle", place="power"
+            )
+        return busy, idle
 
 
 class Alternative(_Spec):
@@ -285,7 +367,15 @@ class ClusterInstance(_Spec):
 
     name: str = "cluster"
     time_unit: str = "1s"
-    objective: Literal["makespan", "weighted_completion"] = "makespan"
+    objective: Literal["makespan", "weighted_completion", "energy"] = Field(
+        default="makespan",
+        description="makespan, weighted_completion, or energy (kWh over the plan: the GPUs' "
+        "busy draw over their modes, the idle draw over the makespan, and makespan_watts).",
+    )
+    makespan_watts: Seconds = Field(
+        default=0.0,
+        description="objective energy: watts charged over the makespan, a price on time.",
+    )
     placement: Literal["pooled", "node", "gpu"] = "pooled"
     interleave: Literal["fluid", "muri", "phases"] = Field(
         default="fluid",
@@ -325,6 +415,19 @@ class ClusterInstance(_Spec):
     def compile(self) -> Problem:
         """Compile into the problem form."""
         return _Compiler(self).problem()
+
+
+def gpu_watts(inst: ClusterInstance, gpu_type: str | None) -> tuple[float, float]:
+    """(busy, idle) watts of one GPU of ``gpu_type`` in ``inst``: its power's figures
+    (:meth:`Power.gpu_watts`) and the base draw of the machines with such GPUs spread over
+    their GPUs; zeros without a power."""
+    power = inst.power
+    if power is None:
+        return 0.0, 0.0
+    busy, idle = power.gpu_watts(gpu_type)
+    nodes = [n for n in inst.cluster.nodes if n.gpu and n.gpu_type == gpu_type]
+    base = power.node_base * sum(n.count for n in nodes) / sum(n.gpu * n.count for n in nodes)
+    return busy + base, idle + base
 
 
 class JobProfiles:
@@ -437,11 +540,15 @@ class _Compiler:
         self.types = inst.cluster.gpu_types()
         self.hetero = len(self.types) > 1
         self.profiles = JobProfiles(inst)
-        power = inst.power
-        self.busy_watts = power.gpu_busy - power.gpu_idle if power is not None else 0.0
-        """Watts a GPU draws above idle while it computes."""
+        self.watts = {t: gpu_watts(inst, t) for t in self.types}
+        """(busy, idle) watts of one GPU per GPU type, its share of its machine's base in."""
         self.fluid = inst.interleave != "phases"
         """Training blocks as one segment of per-GPU shares (else their phases)."""
+
+    def above_idle(self, gpu_type: str | None) -> float:
+        """Watts one GPU of ``gpu_type`` draws above idle while it computes."""
+        busy, idle = self.watts[gpu_type]
+        return busy - idle
 
     def scaled(self, kind: str, value: int) -> int:
         """A capacity of ``value`` of ``kind`` in demand units: shares for a fluid block
@@ -547,17 +654,15 @@ class _Compiler:
             "name": self.inst.name,
             "time_unit": self.inst.time_unit,
             "objective": self.inst.objective,
+            "makespan_watts": self.inst.makespan_watts,
             "resources": [
                 *({"name": k, "capacity": v} for k, v in resources.items()),
                 *([power] if power is not None else []),
             ],
             **({"nodes": self.nodes()} if placed else {}),
             "units": self.units(kinds),
-            **(
-                {"watts": {"gpu": (self.inst.power.gpu_busy, self.inst.power.gpu_idle)}}
-                if self.inst.power is not None
-                else {}
-            ),
+            **({"watts": self.problem_watts(placed)} if self.inst.power is not None else {}),
+            **({"idle_off": True} if self.inst.power and self.inst.power.switch_off else {}),
             **({"tariff": self.tariff()} if self.inst.power and self.inst.power.tariff else {}),
             "tasks": tasks,
             "precedences": precs,
@@ -593,7 +698,7 @@ class _Compiler:
         power = self.inst.power
         if power is None or power.cap is None:
             return None
-        idle = power.gpu_idle * self.gpus_of(None)
+        idle = sum(self.watts[t][1] * self.gpus_of(t) for t in self.types)
 
         def above(cap: float, where: str) -> int:
             if cap < idle:
@@ -612,6 +717,14 @@ class _Compiler:
             for k, w in enumerate(power.windows)
         ]
         return {"name": "power", "capacity": above(power.cap, "power.cap"), "windows": windows}
+
+    def problem_watts(self, placed: bool) -> dict[str, tuple[float, float]]:
+        """The problem's (busy, idle) watts: of kind ``gpu``, and per type where the cluster
+        has several (``gpu.v100``: a pooled resource, or kind ``gpu`` on nodes of that
+        type)."""
+        if not self.hetero:
+            return {"gpu": self.watts[self.types[0]]}
+        return {f"gpu.{t}": self.watts[t] for t in self.types}
 
     def tariff(self) -> dict[str, Any]:
         """The power's tariff in ticks (a window's bounds rounded down, its end at least a
@@ -658,14 +771,19 @@ class _Compiler:
                 k = self.gang(i, job, g, gpu_type) if placed else 0
                 if k is None or (not placed and g > self.gpus_of(gpu_type)):
                     continue
-                run = _Run(g, -(-g // k) if k else g, times.data, times.gpu * factor, times.sync)
                 build = self.fluid_modes if self.fluid else self.phase_modes
-                for name, segments, hold in build(job, run, n, label):
+                built = [
+                    item
+                    for run, suffix in self.runs(g, k, gpu_type, times.on(factor))
+                    for item in build(job, run, n, label + suffix)
+                ]
+                for name, segments, hold in built:
                     named = [
                         {
                             "name": seg,
                             "duration": ticks,
                             "demand": self.named(demand, placed, gpu_type, kinds),
+                            **({"watts": demand["watts"]} if "watts" in demand else {}),
                         }
                         for seg, ticks, demand in segments
                     ]
@@ -674,7 +792,8 @@ class _Compiler:
                         mode["nodes"] = k
                         if self.hetero:
                             mode["node_type"] = gpu_type
-                    io = {"io": run.share * (SHARE_UNITS if self.fluid else 1)}
+                    share = -(-g // k) if k else g
+                    io = {"io": share * (SHARE_UNITS if self.fluid else 1)}
                     modes.append(
                         _BlockMode(
                             mode,
@@ -711,6 +830,35 @@ class _Compiler:
             chain.append(task)
         return chain
 
+    def runs(
+        self, gpus: int, k: int, gpu_type: str | None, times: StageTimes
+    ) -> list[tuple[_Run, str]]:
+        """The ways to run on ``gpus`` GPUs of ``gpu_type`` over ``k`` nodes (0: pooled) at
+        ``times``: unlimited, then under every power limit (its mode names' suffix ``@75%``),
+        the GPU stage slower, the GPUs drawing the limit.
+
+        Raises
+        ------
+        InputError
+            If a limit is below a GPU's idle draw.
+        """
+        share = -(-gpus // k) if k else gpus
+        run = _Run(gpus, share, times.data, times.gpu, times.sync, self.above_idle(gpu_type))
+        out = [(run, "")]
+        power = self.inst.power
+        for j, limit in enumerate(power.limits if power is not None else []):
+            busy, idle = power.gpu_watts(gpu_type)  # type: ignore[union-attr]
+            if limit.share * busy < idle:
+                raise InputError(
+                    f"{limit.share * busy:g} W is below a GPU's idle draw, {idle:g} W",
+                    place=f"power.limits[{j}].share",
+                )
+            slower = times.gpu / limit.speed
+            watts = limit.share * busy - idle
+            limited = _Run(gpus, share, times.data, slower, times.sync, watts, limited=True)
+            out.append((limited, f"@{limit.share * 100:g}%"))
+        return out
+
     def named(
         self, demand: dict[str, float], placed: bool, gpu_type: str | None, kinds: set[str]
     ) -> dict[str, int]:
@@ -718,6 +866,7 @@ class _Compiler:
         named = {
             (k if k == "power" else self.resource(k, placed, gpu_type)): q
             for k, q in demand.items()
+            if k != "watts"
         }
         return {r: q for r, q in named.items() if r in kinds and q}
 
@@ -725,7 +874,9 @@ class _Compiler:
         """A block of ``n`` iterations as its stages back to back: one mode, its segments
         and what it holds while it restarts (its GPU stage's demand)."""
         held = run.share * job.gpu_mem_per_gpu
-        gpu = {"gpu": run.share, "gpu_mem": held, "power": math.ceil(run.gpus * self.busy_watts)}
+        gpu = {"gpu": run.share, "gpu_mem": held, "power": math.ceil(run.gpus * run.watts)}
+        if run.limited:
+            gpu["watts"] = run.gpus * run.watts
         segments = [
             (
                 "data",
@@ -735,7 +886,7 @@ class _Compiler:
             ("gpu", self.ticks(n * run.gpu), gpu),
             ("sync", self.ticks(n * run.sync), {"net": run.share, "gpu_mem": held}),
         ]
-        return [(label, segments, {k: q for k, q in gpu.items() if k != "power"})]
+        return [(label, segments, {k: q for k, q in gpu.items() if k not in ("power", "watts")})]
 
     def fluid_modes(self, job: TrainingJob, run: _Run, n: int, label: str) -> list[_Built]:
         """A block of ``n`` iterations as one segment of per-GPU shares, at speeds 1, 1/2,
@@ -755,8 +906,10 @@ class _Compiler:
                 "net": _whole(gpus * run.sync),
                 "gpu_mem": held,
                 "resident": run.share,
-                "power": _whole(run.gpus * self.busy_watts * run.gpu * per_second),
+                "power": _whole(run.gpus * run.watts * run.gpu * per_second),
             }
+            if run.limited:
+                demand["watts"] = run.gpus * run.watts * run.gpu * per_second
             name = label if k == 1 else f"{label}@1/{k}"
             out.append((name, [("train", self.ticks(n * period * k), demand)], hold))
         return out
@@ -838,6 +991,10 @@ class _Run:
     data: float
     gpu: float
     sync: float
+    watts: float
+    """Watts one of its GPUs draws above idle while it computes."""
+    limited: bool = False
+    """Under a GPU power limit: its segments carry their GPUs' draw (``watts``)."""
 
 
 @dataclass(frozen=True)

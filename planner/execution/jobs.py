@@ -116,7 +116,8 @@ class Workload:
     power_cap: float | None = None
     """The file's power cap (watts; ``power.cap``), if it has one."""
     watts: tuple[float, float] = (300.0, 60.0)
-    """A GPU's (busy, idle) watts (``power.gpu_busy``, ``power.gpu_idle``)."""
+    """A GPU's (busy, idle) watts (the file's ``power``, its machine's base spread over
+    its GPUs)."""
     tariff: Tariff | None = None
     """The file's prices of energy (``power.tariff``) in whole seconds, if it has them."""
 
@@ -139,7 +140,7 @@ def jobs_from_instance(path: str | Path) -> Workload:
     InputError
         For another kind of file, a problem-form instance, or nodes of several sizes.
     """
-    from planner.dl.cluster import ClusterInstance, JobProfiles
+    from planner.dl.cluster import ClusterInstance, JobProfiles, gpu_watts
     from planner.io.instance import parse_native_text, read_text
     from planner.model import validated
 
@@ -195,7 +196,23 @@ def jobs_from_instance(path: str | Path) -> Workload:
             "power.windows",
         )
     cap = power.cap if power is not None else None
-    watts = (power.gpu_busy, power.gpu_idle) if power is not None else (300.0, 60.0)
+    watts = (300.0, 60.0)
+    if power is not None:
+        if power.switch_off:
+            raise InputError(
+                "job-level runs count every GPU's idle draw: switch_off applies to plans",
+                str(path),
+                "power.switch_off",
+            )
+        figures = {gpu_watts(inst, t) for t in inst.cluster.gpu_types()}
+        if len(figures) > 1:
+            raise InputError(
+                "job-level runs take one power figure for every GPU: give the GPU types the "
+                "same watts (power.gpu_busy, power.gpu_idle), or plan",
+                str(path),
+                "power",
+            )
+        watts = figures.pop()
     return Workload(
         jobs,
         nodes=len(names),
@@ -284,13 +301,28 @@ def plan_of(
     Raises
     ------
     InputError
-        If a job has no task in the schedule, or the plan names no nodes (pooled).
+        If a job has no task in the schedule, the plan names no nodes (pooled), or it
+        runs a task under a GPU power limit.
     """
     from planner.times import tick_seconds
 
     if not problem.nodes:
         raise InputError(
             "a pooled plan names no nodes: execute a placed plan (--placement node or gpu)"
+        )
+    limited = next(
+        (
+            f"{t.name} in mode {name!r}"
+            for t in problem.tasks
+            if (name := schedule.modes.get(t.name)) is not None
+            and any(seg.watts is not None for seg in t.mode(name).segments)
+        ),
+        None,
+    )
+    if limited is not None:
+        raise InputError(
+            f"the executor runs GPUs without power limits; the plan runs {limited}: plan "
+            "without power.limits to execute it"
         )
     tick = tick_seconds(problem.time_unit) if problem.time_unit != "1" else 1.0
     index, gpus = _machines(problem)

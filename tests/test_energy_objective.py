@@ -1,0 +1,121 @@
+"""GPU power per type, power limits as modes, and the energy objective (issue 32)."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.dl.catalog import gpu_power
+from planner.dl.cluster import ClusterInstance
+from planner.errors import InputError
+from planner.execution.jobs import PeerJob, plan_of
+from planner.interleave import Stages
+from planner.metrics import schedule_metrics
+from planner.model import Problem, validated
+from planner.schedule import Schedule
+from planner.solvers import solve
+
+
+def _one_job(power: dict[str, object], objective: str = "makespan", **extra: object) -> Problem:
+    """One job of one hour on one V100 of a one-GPU node, in one-minute ticks."""
+    data = {
+        "time_unit": "1min",
+        "objective": objective,
+        "cluster": {"nodes": [{"name": "n", "gpu": 1, "gpu_type": "v100"}]},
+        "power": power,
+        "jobs": [{"name": "a", "gpus": 1, "stages": {"data": 0, "gpu": 1}, "duration": 3600}],
+        **extra,
+    }
+    return validated(ClusterInstance, data).compile()
+
+
+LIMIT = {"limits": [{"share": 0.75, "speed": 0.9}]}
+"""225 W of a V100's 300 W at 90% of its speed."""
+
+
+def test_the_catalog_gives_every_gpu_type_its_power_and_its_sources() -> None:
+    table = gpu_power()
+    assert sorted(table) == ["k80", "p100", "v100"]
+    assert (table["v100"].busy, table["v100"].idle) == (300.0, 60.0)
+    assert (table["k80"].busy, table["k80"].idle) == (150.0, 30.0)
+    assert all(p.busy_source.startswith("NVIDIA") for p in table.values())
+    assert all(p.idle_source.startswith("estimate") for p in table.values())
+
+
+def test_a_mixed_cluster_draws_each_types_power_and_its_machines_base() -> None:
+    data = {
+        "cluster": {
+            "nodes": [
+                {"name": "old", "gpu": 4, "gpu_type": "k80"},
+                {"name": "new", "gpu": 2, "gpu_type": "v100", "count": 2},
+            ]
+        },
+        "power": {"node_base": 200, "gpus": {"v100": {"busy": 250, "idle": 50}}},
+        "jobs": [{"name": "a", "gpus": 1, "stages": {"data": 0, "gpu": 1}, "iterations": 10}],
+    }
+    problem = validated(ClusterInstance, data).compile()
+    # a K80 machine's 200 W over its 4 GPUs; a V100 machine's over its 2
+    assert problem.watts == {"gpu.k80": (200.0, 80.0), "gpu.v100": (350.0, 150.0)}
+
+
+def test_a_power_limit_is_a_mode_that_draws_the_limit_for_longer() -> None:
+    problem = _one_job(LIMIT)
+    modes = {m.name: m for m in problem.tasks[0].modes}
+    assert modes["base"].segments[0].duration == 60
+    assert modes["base"].segments[0].watts is None
+    limited = modes["base@75%"].segments[0]
+    assert (limited.duration, limited.watts) == (67, 165.0)  # 60 / 0.9 ticks; 225 - 60 W
+    assert modes["base@75%@1/2"].segments[0].watts == 82.5
+
+
+@pytest.mark.parametrize("solver", ["cpsat", "milp", "ga", "portfolio"])
+def test_energy_picks_the_limit_and_a_price_on_time_picks_full_power(solver: str) -> None:
+    options = {"time_limit": 20} if solver != "ga" else {"schedules": 500}
+    # at full power: 240 W above idle for 60 min and 60 W idle: 0.3 kWh; under the limit
+    # 165 W for 67 min and 60 W idle: 0.25125 kWh
+    result = solve(_one_job(LIMIT, "energy"), solver, **options)
+    assert result.schedule.modes["a/block1"] == "base@75%"
+    assert result.objective == pytest.approx(0.25125)
+    # 1 kW more per minute of makespan: 1.3 kWh against 1.36792 kWh
+    priced = _one_job(LIMIT, "energy", makespan_watts=1000)
+    result = solve(priced, solver, **options)
+    assert result.schedule.modes["a/block1"] == "base"
+    assert result.objective == pytest.approx(1.3)
+
+
+def test_with_idle_off_only_the_busy_draw_counts() -> None:
+    problem = _one_job({"switch_off": True, **LIMIT})
+    schedule = Schedule(modes={"a/block1": "base@75%"}, starts={"a/block1": 5})
+    # 225 W for 67 minutes; the idle minutes before the start draw nothing
+    assert schedule_metrics(problem, schedule).energy_kwh == pytest.approx(225 * 67 / 60 / 1000)
+
+
+def test_the_energy_objective_needs_the_length_of_a_tick() -> None:
+    with pytest.raises(InputError) as caught:
+        validated(
+            Problem,
+            {
+                "objective": "energy",
+                "tasks": [{"name": "t", "modes": [{"segments": [{"duration": 1}]}]}],
+            },
+        )
+    assert str(caught.value) == "objective energy: give a time_unit (the length of a tick)"
+
+
+def test_a_power_limit_below_idle_is_one_clear_error() -> None:
+    with pytest.raises(InputError) as caught:
+        _one_job({"limits": [{"share": 0.1, "speed": 0.5}]})
+    assert str(caught.value) == "power.limits[0].share: 30 W is below a GPU's idle draw, 60 W"
+
+
+def test_the_executor_refuses_a_plan_under_a_power_limit() -> None:
+    problem = _one_job(LIMIT, placement="node")
+    schedule = Schedule(
+        modes={"a/block1": "base@75%"}, starts={"a/block1": 0}, nodes={"a/block1": ("n",)}
+    )
+    job = PeerJob("a", 1, 3600, Stages(0, 1, 0), 1.0, 3600.0)
+    with pytest.raises(InputError) as caught:
+        plan_of(problem, schedule, [job])
+    assert str(caught.value) == (
+        "the executor runs GPUs without power limits; the plan runs a/block1 in mode "
+        "'base@75%': plan without power.limits to execute it"
+    )
