@@ -36,6 +36,7 @@ from typing import Any
 
 from bench_dl import parse_spec
 
+from planner.app.compare import pareto_watts
 from planner.bounds import energy_bound
 from planner.dl.workloads import import_muri
 from planner.execution.disturbances import Disturbances, Simulation
@@ -242,6 +243,56 @@ def tariff_rows(trace: Path, spec: str, day_caps: list[float]) -> list[dict[str,
     return rows
 
 
+LIMITS = [
+    {"share": 0.8, "speed": 0.95},
+    {"share": 0.65, "speed": 0.85},
+    {"share": 0.5, "speed": 0.7},
+]
+"""An assumed throughput-against-power-limit curve (no published one is in the catalog):
+at 80% of a GPU's busy watts 95% of its speed, at 65% 85%, at 50% 70%."""
+
+
+def pareto_rows(
+    trace: Path, specs: list[str], points: int, cap_share: float
+) -> list[dict[str, Any]]:
+    """Trace 3 pooled at one block under ``fluid`` (one-minute ticks), GPUs at 300 / 60 W
+    that may run under the :data:`LIMITS`, the cluster capped at ``cap_share`` of its
+    peak GPU draw: per solver spec, the plan for the makespan without the limits and with
+    them, then for the energy at ``points`` makespan_watts
+    (:func:`planner.app.compare.pareto_watts`)."""
+    data = trace_data(trace, 1, "pooled", "1min", "fluid")
+    power = {"gpu_busy": 300, "gpu_idle": 60, "cap": cap_share * 64 * 300}
+    full = problem_from_data({**data, "power": power})
+    base = problem_from_data({**data, "power": {**power, "limits": LIMITS}})
+    rows = []
+    for watts in ["no limits", None, *pareto_watts(base, points)]:
+        problem = full if watts == "no limits" else base
+        if isinstance(watts, float):
+            problem = base.model_copy(update={"objective": "energy", "makespan_watts": watts})
+        for spec in specs:
+            name, options = parse_spec(spec)
+            r = solve(problem, name, **options)
+            m = schedule_metrics(problem, r.schedule)
+            limited = sum("%" in mode for mode in r.schedule.modes.values())
+            rows.append(
+                {
+                    "objective": (
+                        f"energy, {watts:g} W"
+                        if isinstance(watts, float)
+                        else f"makespan{', no limits' if watts else ''}"
+                    ),
+                    "solver": spec,
+                    "makespan (s)": m.makespan * 60,
+                    "energy (kWh)": round(m.energy_kwh or 0.0),
+                    "blocks limited": f"{limited}/{len(problem.tasks)}",
+                    "peak kW": round(m.peak_kw or 0.0, 1),
+                    "valid": bool(r.valid),
+                }
+            )
+            print(rows[-1], file=sys.stderr, flush=True)
+    return rows
+
+
 def overhead_rows(trace: Path) -> list[dict[str, Any]]:
     """One grw pass placed and pooled (4 blocks, minute ticks), and at one-second ticks."""
     rows = []
@@ -267,6 +318,7 @@ def overhead_rows(trace: Path) -> list[dict[str, Any]]:
 SCALE = """
 import json, resource, sys, time
 t0 = time.perf_counter()
+from planner.app.compare import pareto_watts
 from planner.bounds import energy_bound
 from planner.io.instance import problem_from_data
 from planner.metrics import schedule_metrics
@@ -371,9 +423,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--part",
         action="append",
-        choices=["trace", "overhead", "scale", "energy", "tariff"],
+        choices=["trace", "overhead", "scale", "energy", "tariff", "pareto"],
         default=[],
     )
+    parser.add_argument("--pareto-points", type=int, default=4)
     parser.add_argument("--scale-jobs", type=int, default=5755)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--scale-solver", default="portfolio")
@@ -395,6 +448,10 @@ def main(argv: list[str] | None = None) -> int:
         spec = (args.solver or ["sgs:rule=lpt,scheme=serial"])[0]
         print("## trace 3 under a day-night tariff, GPUs capped by day\n")
         print(table(tariff_rows(trace, spec, [0.8, 0.6, 0.4])) + "\n", flush=True)
+    if "pareto" in parts:
+        specs = args.solver or ["ga:schedules=2000", "portfolio:time_limit=60"]
+        print("## trace 3 pooled, 1 block, fluid, cap 60%: makespan against energy\n")
+        print(table(pareto_rows(trace, specs, args.pareto_points, 0.6)) + "\n", flush=True)
     if "overhead" in parts:
         print("## one grw pass, 4 blocks: placed against pooled, 1 s against 1 min\n")
         print(table(overhead_rows(trace)) + "\n", flush=True)

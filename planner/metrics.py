@@ -219,6 +219,20 @@ def idle_watts(problem: Problem, power: Mapping[str, tuple[float, float]] | None
     return total
 
 
+def full_watts(problem: Problem, power: Mapping[str, tuple[float, float]] | None = None) -> float:
+    """Watts the resources and nodes with a power figure draw with every unit busy."""
+    power = power_figures(problem, power)
+    total = 0.0
+    for r in problem.renewables:
+        f = power_figure(power, r.name)
+        total += f[0] * r.capacity / problem.unit(r.name) if f else 0.0
+    for n in problem.nodes:
+        for k, c in n.capacity.items():
+            f = power_figure(power, f"{k}.{n.type}" if n.type else k)
+            total += f[0] * c / problem.unit(k) if f else 0.0
+    return total
+
+
 def energy_terms(problem: Problem) -> tuple[list[list[float]], float]:
     """The ``energy`` objective's terms in kWh: per task, per mode, its draw above idle
     (:func:`mode_energy`); per tick of makespan, the idle draw and ``makespan_watts``

@@ -16,6 +16,7 @@ from planner.app.compare import (
     REALIZED,
     load_table,
     markdown,
+    pareto_front,
     plan_runs,
     read_results,
     run_study,
@@ -680,12 +681,13 @@ def test_a_study_of_training_jobs_reports_the_energy_of_every_plan(tmp_path: Pat
     assert "mean_energy_kwh" not in summarize(psplib)
 
 
-def test_a_results_file_without_the_energy_column_is_resumed(tmp_path: Path) -> None:
+@pytest.mark.parametrize("written", [COLUMNS[:-2], COLUMNS[:-1]], ids=["no-energy", "no-makespan"])
+def test_a_results_file_of_older_columns_is_resumed(tmp_path: Path, written: list[str]) -> None:
     out = tmp_path / "old.csv"
     run_study([J301], ["sgs"], out, progress=False)
     rows = list(csv.DictReader(out.open()))
-    with out.open("w", newline="") as f:  # as written before the energy column
-        writer = csv.DictWriter(f, fieldnames=COLUMNS[:-1], extrasaction="ignore")
+    with out.open("w", newline="") as f:  # as written before the energy or makespan column
+        writer = csv.DictWriter(f, fieldnames=written, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
     assert load_table(out)["energy_kwh"].isna().all()
@@ -693,3 +695,31 @@ def test_a_results_file_without_the_energy_column_is_resumed(tmp_path: Path) -> 
     assert list(table["instance"]) == ["j301_1", "j3013_1"]
     with out.open() as f:
         assert next(csv.reader(f)) == COLUMNS
+
+
+def test_a_pareto_study_traces_the_makespan_energy_front(tmp_path: Path) -> None:
+    out = tmp_path / "front.csv"
+    args = [str(INSTANCES / "power_limits.yaml"), "-s", "cpsat", "-t", "20", "--pareto", "3"]
+    result = CliRunner().invoke(app, ["compare", *args, "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    table = load_table(out)
+    # 0 W, then an eighth and eight times the full draw of two V100s (600 W)
+    assert list(table["instance"]) == ["power_limits@0W", "power_limits@75W", "power_limits@4800W"]
+    front = pareto_front(table)
+    assert front["on_front"].all()
+    least, shortest = table.iloc[0], table.iloc[-1]
+    # the least energy: every block under a limit; a high price on time: a shorter plan
+    assert least["energy_kwh"] < shortest["energy_kwh"]
+    assert shortest["makespan"] < least["makespan"]
+    assert (tmp_path / "front_pareto.png").stat().st_size > 0
+    assert "makespan against energy" in (tmp_path / "front.md").read_text()
+
+
+def test_a_pareto_study_needs_the_length_of_a_tick(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        app, ["compare", str(J301), "--pareto", "3", "-o", str(tmp_path / "r.csv")]
+    )
+    assert result.exit_code == 2
+    assert result.output.strip().endswith(
+        "--pareto: the instance needs a time_unit (the length of a tick)"
+    )

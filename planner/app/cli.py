@@ -565,6 +565,16 @@ def compare(
             "may be given as solvers."
         ),
     ] = None,
+    pareto: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            max=12,
+            help="Trace a makespan-energy front: run every instance under objective energy at "
+            "this many makespan_watts (0, then an eighth to eight times its full draw); the "
+            "summary gets the front and OUTPUT_pareto.png draws it.",
+        ),
+    ] = 0,
 ) -> None:
     """Run solvers on instances; write the results table, a summary (.md) and a performance profile.
 
@@ -578,7 +588,9 @@ def compare(
     from planner.app.compare import (
         FAILED,
         markdown,
+        pareto_front,
         run_study,
+        save_pareto,
         save_profile,
         summarize,
         summarize_realized,
@@ -592,6 +604,9 @@ def compare(
         check_output(output, inputs=inputs, suffixes=(".csv",), what="the results file")
         check_output(summary_path, inputs=inputs)
         check_output(profile_path, inputs=inputs)
+        pareto_path = output.with_name(f"{output.stem}_pareto.png")
+        if pareto:
+            check_output(pareto_path, inputs=inputs)
         refs = load_reference(reference) if reference is not None else None
         try:
             table = run_study(
@@ -607,6 +622,7 @@ def compare(
                 jobs=jobs,
                 dask=dask,
                 simulation=simulate,
+                pareto=pareto,
             )
         except KeyboardInterrupt:
             typer.echo(
@@ -619,10 +635,18 @@ def compare(
         if simulate is not None:
             text += f"\nsolvers by realized makespan ({simulate}):\n\n"
             text += markdown(summarize_realized(table))
+        if pareto:
+            front = pareto_front(table)
+            text += "\nmakespan against energy (objective energy at each makespan_watts):\n\n"
+            text += markdown(front)
+            save_pareto(front, pareto_path)
         summary_path.write_text(text)
         save_profile(table, profile_path)
         typer.echo(text, nl=False)
-        typer.echo(f"results in {output}, summary in {summary_path}, profile in {profile_path}")
+        drawn = f", front in {pareto_path}" if pareto else ""
+        typer.echo(
+            f"results in {output}, summary in {summary_path}, profile in {profile_path}{drawn}"
+        )
         if table["status"].isin(FAILED).any():
             raise typer.Exit(1)
 

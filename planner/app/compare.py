@@ -65,11 +65,12 @@ COLUMNS = [
     "valid",
     "error",
     "energy_kwh",
+    "makespan",
 ]
 """Columns of the results table, in file order."""
-LEGACY = COLUMNS[:-1]
-"""The columns of results files written before ``energy_kwh``: such files are read, and
-resumed with the column added (empty for their rows)."""
+LEGACY = (COLUMNS[:-2], COLUMNS[:-1])
+"""The columns of results files written before ``energy_kwh`` and before ``makespan``: such
+files are read, and resumed with the columns added (empty for their rows)."""
 REALIZED = ["simulation", "realized_makespan_mean", "realized_makespan_p95", "realized_jct_mean"]
 """Columns a study with a simulation adds after :data:`COLUMNS`."""
 FAILED = ("invalid", "error")
@@ -78,12 +79,15 @@ FAILED = ("invalid", "error")
 
 @dataclass(frozen=True)
 class Run:
-    """One run of a study: a solver on an instance file with a seed."""
+    """One run of a study: a solver on an instance file with a seed (with ``watts``: the
+    instance under ``objective: energy`` with those ``makespan_watts``, a point of a
+    makespan-energy front)."""
 
     instance: str
     path: str
     solver: str
     seed: int
+    watts: float | None = None
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -134,6 +138,10 @@ def run_one(
         options["workers"] = workers
     try:
         problem = load_instance(run.path)
+        if run.watts is not None:
+            problem = problem.model_copy(
+                update={"objective": "energy", "makespan_watts": run.watts}
+            )
         result = solve(problem, run.solver, **applicable(run.solver, options))
     except SolverError as exc:
         row.update(status="invalid", valid=False, error=str(exc))
@@ -157,6 +165,7 @@ def run_one(
             row["status"] = "invalid"
             return row
         row["energy_kwh"] = schedule_metrics(problem, result.schedule).energy_kwh
+        row["makespan"] = result.schedule.makespan(problem)
         if simulation is not None:
             sim = parse_simulation(simulation, problem.time_unit)
             _realize(row, run.path, (problem, result.schedule), sim)
@@ -201,11 +210,14 @@ def plan_runs(
     solvers: list[str],
     seeds: int,
     simulation: str | None = None,
+    pareto: int = 0,
 ) -> list[Run]:
     """Every (instance, solver, seed) run, instance by instance.
 
     Instances are named by file stem; each file is loaded once here so that bad
-    input stops the study before it starts.
+    input stops the study before it starts. With ``pareto`` points, every instance
+    is run at that many ``makespan_watts`` under ``objective: energy``
+    (:func:`pareto_watts`), named ``STEM@WATTSW``.
 
     Raises
     ------
@@ -231,20 +243,48 @@ def plan_runs(
             )
     if seeds < 1:
         raise InputError(f"seeds must be at least 1, got {seeds}")
+    if pareto and simulation is not None:
+        raise InputError("--pareto plans for energy; run it without --simulate")
     names: dict[str, Path] = {}
+    sweeps: dict[str, list[float | None]] = {}
     for path in instances:
         problem = load_instance(path)
+        sweeps[path.stem] = pareto_watts(problem, pareto, str(path)) if pareto else [None]
         if simulation is not None:
             _check_failures(problem, parse_simulation(simulation, problem.time_unit), str(path))
         if path.stem in names:
             raise InputError(f"two instance files named {path.stem!r}", str(path))
         names[path.stem] = path
     return [
-        Run(name, str(path), solver, seed)
+        Run(name if w is None else f"{name}@{w:g}W", str(path), solver, seed, w)
         for name, path in names.items()
+        for w in sweeps[name]
         for solver in dict.fromkeys(solvers)
         for seed in range(seeds)
     ]
+
+
+def pareto_watts(problem: Problem, points: int, where: str = "") -> list[float]:
+    """The ``makespan_watts`` of ``points`` points of a makespan-energy front: 0 (the least
+    energy), then from an eighth of the problem's full draw (every unit of every resource
+    with a power figure busy) to eight times it, evenly on a log scale, to 3 digits.
+
+    Raises
+    ------
+    InputError
+        If a tick of the problem has no length or no resource has a power figure.
+    """
+    from planner.metrics import full_watts
+
+    if problem.time_unit == "1":
+        raise InputError("--pareto: the instance needs a time_unit (the length of a tick)", where)
+    full = full_watts(problem)
+    if full <= 0:
+        raise InputError("--pareto: no resource of the instance has a power figure", where)
+    steps = points - 1
+    if steps == 1:
+        return [0.0, float(f"{full:.3g}")]
+    return [0.0] + [float(f"{full * 64 ** (k / (steps - 1)) / 8:.3g}") for k in range(steps)]
 
 
 def _check_failures(problem: Problem, simulation: Simulation, name: str) -> None:
@@ -292,7 +332,7 @@ def _read(path: Path) -> tuple[list[str], list[dict[str, str]]]:
     header = next(reader, None)
     if header is None:
         return [], []
-    legacy = (LEGACY, LEGACY + REALIZED)
+    legacy = [c for old in LEGACY for c in (old, old + REALIZED)]
     if header not in (columns(False), columns(True), *legacy):
         raise InputError(
             f"not a results table of a comparison (columns {', '.join(COLUMNS)})", str(path)
@@ -495,6 +535,7 @@ def run_study(
     jobs: int = 1,
     dask: str | None = None,
     simulation: str | None = None,
+    pareto: int = 0,
     progress: bool = True,
     on_row: Callable[[dict[str, Any]], None] | None = None,
 ) -> pd.DataFrame:
@@ -525,6 +566,8 @@ def run_study(
         A simulation spec (:func:`planner.execution.disturbances.parse_simulation`): every
         valid schedule is replayed and its realized figures fill the
         :data:`REALIZED` columns. A resumed study must use the spec of its rows.
+    pareto
+        Points of a makespan-energy front per instance (:func:`plan_runs`); 0: none.
     progress
         Show a progress bar with the time left on stderr.
     on_row
@@ -554,7 +597,7 @@ def run_study(
         )
     if not (resume or force) and output.is_file() and output.stat().st_size > 0:
         _refuse_to_replace(output)
-    runs = plan_runs(instances, solvers, seeds, simulation)
+    runs = plan_runs(instances, solvers, seeds, simulation, pareto)
     if dask is not None:
         parse_dask(dask)
     reference = reference or {}
@@ -593,8 +636,9 @@ def load_table(path: Path) -> pd.DataFrame:
     """The results file as a typed table (numbers as floats, ``valid`` as booleans or NA)."""
     header, rows = _read(path)
     table = pd.DataFrame(rows, columns=header or COLUMNS)
-    if "energy_kwh" not in table:
-        table.insert(COLUMNS.index("energy_kwh"), "energy_kwh", "")
+    for c in ("energy_kwh", "makespan"):
+        if c not in table:
+            table.insert(COLUMNS.index(c), c, "")
     table["seed"] = table["seed"].astype(int)
     text = ("instance", "solver", "seed", "status", "valid", "error")
     numbers = [c for c in COLUMNS if c not in text]
@@ -752,5 +796,48 @@ def save_profile(table: pd.DataFrame, path: str | Path) -> None:
 
     fig = Figure(figsize=(7, 4.5), dpi=100)
     plot_profile(table, fig.add_subplot())
+    fig.tight_layout()
+    fig.savefig(path)
+
+
+def pareto_front(table: pd.DataFrame) -> pd.DataFrame:
+    """The runs of a ``--pareto`` study as a front: per instance file (the stem before
+    ``@``) and solver, its valid runs by makespan, with ``on_front`` where no other run of
+    the instance file is as short and uses less energy, or is shorter and uses no more."""
+    ok = table[table["makespan"].notna() & table["energy_kwh"].notna()]
+    ok = ok[~ok["status"].isin(FAILED)].copy()
+    ok["file"] = ok["instance"].str.rsplit("@", n=1).str[0]
+    ok["makespan_watts"] = ok["instance"].str.rsplit("@", n=1).str[1].str.rstrip("W")
+    front = []
+    for row in ok.itertuples(index=False):
+        rivals = ok[ok["file"] == row.file]
+        dominated = (
+            (rivals["makespan"] <= row.makespan) & (rivals["energy_kwh"] < row.energy_kwh)
+        ) | ((rivals["makespan"] < row.makespan) & (rivals["energy_kwh"] <= row.energy_kwh))
+        front.append(not dominated.any())
+    ok["on_front"] = front
+    columns = ["file", "solver", "seed", "makespan_watts", "makespan", "energy_kwh", "on_front"]
+    return ok[columns].sort_values(["file", "solver", "makespan"]).reset_index(drop=True)
+
+
+def save_pareto(front: pd.DataFrame, path: str | Path) -> None:
+    """Draw the makespan-energy front of a ``--pareto`` study (:func:`pareto_front`), one
+    panel per instance file: every solver's runs, and the front as a step line."""
+    from matplotlib.figure import Figure
+
+    files = list(dict.fromkeys(front["file"]))
+    fig = Figure(figsize=(7, 4.5 * max(1, len(files))), dpi=100)
+    for k, name in enumerate(files):
+        ax = fig.add_subplot(len(files), 1, k + 1)
+        rows = front[front["file"] == name]
+        for solver, runs in rows.groupby("solver", sort=False):
+            ax.scatter(runs["makespan"], runs["energy_kwh"], label=str(solver), s=18)
+        best = rows[rows["on_front"]].sort_values("makespan")
+        ax.step(best["makespan"], best["energy_kwh"], where="post", color="black", lw=0.8)
+        ax.set_xlabel("makespan (ticks)")
+        ax.set_ylabel("energy (kWh)")
+        ax.set_title(f"{name}: makespan against energy")
+        ax.grid(linewidth=0.3, alpha=0.6)
+        ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path)
