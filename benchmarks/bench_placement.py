@@ -34,17 +34,18 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 from bench_dl import parse_spec
 
-from planner.app.compare import pareto_watts
-from planner.bounds import energy_bound
+from planner.app.compare import pareto_front, pareto_watts, save_pareto
+from planner.bounds import energy_bound, lower_bound
 from planner.dl.workloads import import_muri
 from planner.execution.disturbances import Disturbances, Simulation
 from planner.execution.jobs import Workload, jobs_from_instance, model_of, plan_of
 from planner.execution.peers import judge, run_policy
 from planner.execution.power import run_energy
 from planner.io.instance import problem_from_data
-from planner.metrics import schedule_metrics
+from planner.metrics import energy_terms, schedule_metrics
 from planner.model import Problem
 from planner.schedule import Schedule
 from planner.solvers import solve
@@ -264,6 +265,7 @@ def pareto_rows(
     power = {"gpu_busy": 300, "gpu_idle": 60, "cap": cap_share * 64 * 300}
     full = problem_from_data({**data, "power": power})
     base = problem_from_data({**data, "power": {**power, "limits": LIMITS}})
+    bounds = {id(p): least_energy(p) for p in (full, base)}
     rows = []
     for watts in ["no limits", None, *pareto_watts(base, points)]:
         problem = full if watts == "no limits" else base
@@ -274,6 +276,7 @@ def pareto_rows(
             r = solve(problem, name, **options)
             m = schedule_metrics(problem, r.schedule)
             limited = sum("%" in mode for mode in r.schedule.modes.values())
+            least = bounds[id(full if watts == "no limits" else base)]
             rows.append(
                 {
                     "objective": (
@@ -285,12 +288,85 @@ def pareto_rows(
                     "makespan (s)": m.makespan * 60,
                     "energy (kWh)": round(m.energy_kwh or 0.0),
                     "blocks limited": f"{limited}/{len(problem.tasks)}",
+                    "makespan bound (s)": least[0] * 60,
+                    "energy bound (kWh)": round(least[1]),
                     "peak kW": round(m.peak_kw or 0.0, 1),
                     "valid": bool(r.valid),
                 }
             )
             print(rows[-1], file=sys.stderr, flush=True)
     return rows
+
+
+SAMPLE = Path(__file__).resolve().parents[1] / "instances" / "muri_trace3_40.csv"
+"""The first 40 jobs of trace 3, shipped with the toolkit."""
+
+
+def cost_rows(spec: str) -> list[dict[str, Any]]:
+    """The 40-job sample of trace 3 pooled at one block under ``fluid``, in ticks of 10
+    minutes, GPUs at 300 / 60 W, under the day-night tariff of :func:`tariff_rows`: the
+    plan of ``spec`` for the makespan, then for the cost, with every GPU's idle draw and
+    with idle GPUs off (``switch_off``): makespan, energy and cost, and the cost saved
+    against the plan for the makespan."""
+    data = trace_data(SAMPLE, 1, "pooled", "10min", "fluid")
+    tariff = {
+        "price": 0.30,
+        "period": DAY,
+        "windows": [{"start": a, "end": b, "price": p} for a, b, p in NIGHT],
+    }
+    rows = []
+    for off in (False, True):
+        power = {"gpu_busy": 300, "gpu_idle": 60, "tariff": tariff, "switch_off": off}
+        base = problem_from_data({**data, "power": power})
+        for objective in ("makespan", "cost"):
+            problem = base.model_copy(update={"objective": objective})
+            name, options = parse_spec(spec)
+            r = solve(problem, name, **options)
+            m = schedule_metrics(problem, r.schedule)
+            rows.append(
+                {
+                    "idle GPUs": "off" if off else "on",
+                    "objective": objective,
+                    "solver": spec,
+                    "status": r.status.value,
+                    "makespan (s)": m.makespan * 600,
+                    "energy (kWh)": round(m.energy_kwh or 0.0, 1),
+                    "cost": round(m.cost or 0.0, 2),
+                    "valid": bool(r.valid),
+                }
+            )
+            print(rows[-1], file=sys.stderr, flush=True)
+        made = rows[-2]["cost"]
+        rows[-1]["cost saved"] = f"{100 * (1 - rows[-1]['cost'] / made):.1f}%"
+        rows[-2]["cost saved"] = "0.0%"
+    return rows
+
+
+def least_energy(problem: Problem) -> tuple[int, float]:
+    """A lower bound on the makespan (ticks) and one on the energy (kWh) of any plan of
+    ``problem``: every task in its mode of least draw, the idle draw over the least
+    makespan."""
+    per, over = energy_terms(problem.model_copy(update={"objective": "energy"}))
+    makespan = lower_bound(problem)
+    return makespan, sum(min(row) for row in per) + over * makespan
+
+
+def draw_front(rows: list[dict[str, Any]], path: Path) -> None:
+    """Draw the rows of :func:`pareto_rows` with power limits as a makespan-energy front
+    (:func:`planner.app.compare.save_pareto`; makespans in minutes)."""
+    runs = pd.DataFrame(
+        {
+            "instance": f"trace3'@{row['objective']}",
+            "solver": row["solver"],
+            "seed": 0,
+            "status": "feasible",
+            "makespan": row["makespan (s)"] / 60,
+            "energy_kwh": row["energy (kWh)"],
+        }
+        for row in rows
+        if "no limits" not in row["objective"]
+    )
+    save_pareto(pareto_front(runs), path)
 
 
 def overhead_rows(trace: Path) -> list[dict[str, Any]]:
@@ -318,10 +394,12 @@ def overhead_rows(trace: Path) -> list[dict[str, Any]]:
 SCALE = """
 import json, resource, sys, time
 t0 = time.perf_counter()
-from planner.app.compare import pareto_watts
-from planner.bounds import energy_bound
+import pandas as pd
+
+from planner.app.compare import pareto_front, pareto_watts, save_pareto
+from planner.bounds import energy_bound, lower_bound
 from planner.io.instance import problem_from_data
-from planner.metrics import schedule_metrics
+from planner.metrics import energy_terms, schedule_metrics
 from planner.dl.workloads import generate
 from planner.solvers import solve
 from planner.solvers.kernels import load_kernels
@@ -423,10 +501,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--part",
         action="append",
-        choices=["trace", "overhead", "scale", "energy", "tariff", "pareto"],
+        choices=["trace", "overhead", "scale", "energy", "tariff", "pareto", "cost"],
         default=[],
     )
     parser.add_argument("--pareto-points", type=int, default=4)
+    parser.add_argument("--figure", type=Path, help="pareto: draw the front into this image")
     parser.add_argument("--scale-jobs", type=int, default=5755)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--scale-solver", default="portfolio")
@@ -451,7 +530,14 @@ def main(argv: list[str] | None = None) -> int:
     if "pareto" in parts:
         specs = args.solver or ["ga:schedules=2000", "portfolio:time_limit=60"]
         print("## trace 3 pooled, 1 block, fluid, cap 60%: makespan against energy\n")
-        print(table(pareto_rows(trace, specs, args.pareto_points, 0.6)) + "\n", flush=True)
+        rows = pareto_rows(trace, specs, args.pareto_points, 0.6)
+        print(table(rows) + "\n", flush=True)
+        if args.figure is not None:
+            draw_front(rows, args.figure)
+    if "cost" in parts:
+        spec = (args.solver or ["portfolio:time_limit=120"])[0]
+        print("## 40 jobs of trace 3 under a day-night tariff: the plan for the cost\n")
+        print(table(cost_rows(spec)) + "\n", flush=True)
     if "overhead" in parts:
         print("## one grw pass, 4 blocks: placed against pooled, 1 s against 1 min\n")
         print(table(overhead_rows(trace)) + "\n", flush=True)

@@ -50,7 +50,7 @@ from ortools.sat.python import cp_model
 from planner.arrays import FS
 from planner.bounds import earliest_starts, latest_starts
 from planner.errors import InputError
-from planner.model import Mode, Problem
+from planner.model import Mode, Problem, Tariff
 from planner.models.placement import (
     canonical_nodes,
     colocated_placements,
@@ -60,6 +60,7 @@ from planner.models.placement import (
     symmetry_task,
 )
 from planner.schedule import Schedule
+from planner.times import tick_seconds
 
 Encoding = Literal["shared", "optional"]
 """Ways to encode the modes of a task with several modes."""
@@ -118,6 +119,17 @@ class CpsatModel:
         return Schedule(modes=modes, starts=starts, nodes=nodes)
 
 
+def _price_edges(tariff: Tariff, lo: int, hi: int) -> list[int]:
+    """The ticks in ``(lo, hi]`` where the tariff's price changes."""
+    edges = {e for w in tariff.windows for e in (w.start, w.end)}
+    if tariff.period is None:
+        return [e for e in edges if lo < e <= hi]
+    out = []
+    for first in range(lo - lo % tariff.period, hi + 1, tariff.period):
+        out.extend(first + e for e in edges if lo < first + e <= hi)
+    return out
+
+
 def energy_units(problem: Problem, horizon: int) -> tuple[list[list[int]], int, float]:
     """The energy objective (:func:`planner.metrics.energy_terms`) in whole units: per task,
     per mode, its draw; per tick of makespan, the draw over it; the unit in kWh, a power of
@@ -168,7 +180,11 @@ class _Builder:
             [] for _ in range(self.a.n_resources)
         ]
         self.end: list[object] = []
-        # Per (node index, node resource kind): (interval, demand) pairs of its cumulative.
+        # Per task: the least and the most its start may be.
+        self.window: list[tuple[int, int]] = []
+        # The tariff's price summed from tick 0 (objective cost), memoised.
+        self.paid: dict[int, int] = {}
+        # Per node index, node resource kind): (interval, demand) pairs of its cumulative.
         self.node_uses: dict[tuple[int, str], list[tuple[cp_model.IntervalVar, int]]] = {}
         # Per node resource kind: (interval, demand over all nodes) of the pooled cumulative.
         self.pooled: dict[str, list[tuple[cp_model.IntervalVar, int]]] = {}
@@ -200,6 +216,7 @@ class _Builder:
             lo, hi = es[task.name], ls[task.name]
             hi = self.h if hi is None else hi
             start = self.m.new_int_var(lo, max(lo, hi), f"s{i}")
+            self.window.append((lo, max(lo, hi)))
             self.out.start.append(start)
             modes = range(int(a.mode_start[i]), int(a.mode_start[i + 1]))
             if len(modes) == 1:
@@ -466,6 +483,9 @@ class _Builder:
         if self.p.objective == "energy":
             self._energy()
             return
+        if self.p.objective == "cost":
+            self._cost()
+            return
         a = self.a
         weighted = self.p.objective == "weighted_completion"
         weights = [float(w) for w in a.job_weight] if weighted else []
@@ -520,6 +540,88 @@ class _Builder:
         self.out.objective_scale = 1 / unit
         self.out.objective_slack = 0.5 * (len(per) + self.h) / self.out.objective_scale
         self.m.minimize(sum(terms))
+
+    def _cost(self) -> None:
+        """Minimise the cost: every segment's draw times the tariff's price over its ticks,
+        and the draw over the makespan (idle and ``makespan_watts``) times the price over
+        ``[0, makespan)``. The price summed from tick 0 is piecewise linear in time; where a
+        time may fall in several of its pieces, one Boolean per piece says which (prices in
+        whole units of the smallest power of ten that makes them whole, watts whole)."""
+        from planner.metrics import cost_terms
+
+        if self.stability > 0 and self.reference:
+            raise InputError("stability applies to the makespan and weighted completion objectives")
+        tariff = self.p.tariff
+        assert tariff is not None  # the problem's validator asks for one
+        prices = weight_scale([tariff.price, *(w.price for w in tariff.windows)])
+        self.price_scale = prices
+        per, over = cost_terms(self.p)
+        mk = self.m.new_int_var(self.lower, self.h, "makespan")
+        for i in range(self.a.n_tasks):
+            self.m.add(mk >= self.end[i])
+        self.out.makespan = mk
+        self.out.hinted.append((mk, ("makespan",)))
+        terms: list[object] = []
+        if round(over):
+            terms.append(round(over) * self._paid(mk, self.lower, self.h, "mk"))
+        for i, modes in enumerate(per):
+            start, (lo, hi) = self.out.start[i], self.window[i]
+            lits = self.out.mode_lits[i]
+            for k, segs in enumerate(modes):
+                parts = []
+                for offset, duration, watts in segs:
+                    a, b = offset, offset + duration
+                    begin = self._paid(start + a, lo + a, hi + a, f"p{i}_{a}")
+                    end = self._paid(start + b, lo + b, hi + b, f"p{i}_{b}")
+                    parts.append(round(watts) * (end - begin))
+                parts = [p for p in parts if not isinstance(p, int) or p]
+                if not parts:
+                    continue
+                if not lits:
+                    terms.extend(parts)
+                    continue
+                paid = sum(parts)
+                top = sum(round(w) * self._upto(hi + a + d) for a, d, w in segs)
+                c = self.m.new_int_var(0, top, f"cost{i}_{k}")
+                self.m.add(c == paid).only_enforce_if(lits[k])
+                self.m.add(c == 0).only_enforce_if(~lits[k])
+                terms.append(c)
+        self.out.objective_scale = prices * 3.6e6 / tick_seconds(self.p.time_unit)
+        # watts rounded to whole watts: half a watt at the dearest price over every segment
+        rate = max([tariff.price, *(w.price for w in tariff.windows)]) * prices
+        ticks = sum(max(sum(d for _, d, _ in segs) for segs in modes) for modes in per)
+        slack = 0.5 * rate * (ticks + self.h)
+        self.out.objective_slack = slack / self.out.objective_scale
+        self.m.minimize(sum(terms))
+
+    def _upto(self, t: int) -> int:
+        """The tariff's price summed over ``[0, t)`` in whole price units."""
+        if t not in self.paid:
+            self.paid[t] = round(self.p.tariff.upto(t) * self.price_scale)  # type: ignore[union-attr]
+        return self.paid[t]
+
+    def _paid(self, at: object, lo: int, hi: int, name: str) -> object:
+        """The tariff's price summed over ``[0, at)`` for a time ``at`` in ``[lo, hi]``: a
+        linear expression where the price is one over ``[lo, hi]``, else a variable that
+        one Boolean per piece of constant price ties to ``at``."""
+        tariff = self.p.tariff
+        assert tariff is not None
+        edges = sorted({lo, hi + 1, *_price_edges(tariff, lo, hi)})
+        pieces = list(pairwise(edges))
+        if len(pieces) == 1:
+            rate = self._upto(lo + 1) - self._upto(lo)
+            return self._upto(lo) + rate * (at - lo)
+        var = self.m.new_int_var(self._upto(lo), self._upto(hi), name)
+        picks = []
+        for a, b in pieces:
+            z = self.m.new_bool_var(f"{name}_{a}")
+            rate = self._upto(a + 1) - self._upto(a)
+            self.m.add(at >= a).only_enforce_if(z)
+            self.m.add(at <= b - 1).only_enforce_if(z)
+            self.m.add(var == self._upto(a) + rate * (at - a)).only_enforce_if(z)
+            picks.append(z)
+        self.m.add_exactly_one(picks)
+        return var
 
     def _shifts(self, weight: int) -> None:
         """One shift variable ``|start - reference|`` per task with a reference start."""

@@ -184,6 +184,8 @@ def milp_windows(problem: Problem, schedule: Schedule | None) -> Windows:
         return start_windows(problem, schedule.makespan(problem))
     if problem.objective == "energy":
         return start_windows(problem, energy_horizon(problem, schedule))
+    if problem.objective == "cost":  # a cheaper plan may end later than any known one
+        return start_windows(problem, max(bounds.horizon(problem), schedule.makespan(problem)))
     horizon = max(bounds.horizon(problem), schedule.makespan(problem))
     caps = job_completion_caps(problem, schedule.objective(problem))
     return start_windows(problem, horizon, caps)
@@ -203,7 +205,7 @@ def energy_horizon(problem: Problem, schedule: Schedule) -> int:
 
 
 def _integral_objective(problem: Problem) -> bool:
-    if problem.objective == "energy":
+    if problem.objective in ("energy", "cost"):
         return False
     if problem.objective == "makespan":
         return True

@@ -593,6 +593,49 @@ def _finish(problem: Problem, model: MilpModel, task: int) -> dict[pulp.LpVariab
     return terms
 
 
+def _cost(problem: Problem, model: MilpModel, least: int, horizon: int) -> pulp.LpAffineExpression:
+    """The cost objective: per mode and start tick, its segments' draw priced over their
+    ticks (on the step variables: started by tick ``k`` weighs the cost at ``k`` less the
+    cost at the next allowed tick); the draw over the makespan priced over ``[0,
+    makespan)``: the makespan is ``least`` plus "the makespan passes tick ``t``" Booleans,
+    each later one at most the one before, each weighing the price of its tick."""
+    from planner.metrics import cost_terms
+    from planner.times import tick_seconds
+
+    tariff = problem.tariff
+    assert tariff is not None  # the problem's validator asks for one
+    kwh = tick_seconds(problem.time_unit) / 3.6e6
+    per, over = cost_terms(problem)
+    segments = [segs for modes in per for segs in modes]
+    terms = []
+    for m, steps in model.steps.items():
+        if not segments[m]:
+            continue
+        costs = [
+            sum(w * tariff.paid(t + a, t + a + d) for a, d, w in segments[m]) * kwh
+            for t in model.ticks[m]
+        ]
+        nexts = [*costs[1:], 0.0]
+        terms.extend((c - c2) * var for c, c2, var in zip(costs, nexts, steps, strict=True))
+    if over > 0:
+        mk = model.objective_vars[None]
+        passes = [
+            model.lp.add_variable(f"past_{t}", cat=pulp.LpBinary) for t in range(least, horizon)
+        ]
+        _add(
+            model, {mk: 1, **{y: -1 for y in passes}}, pulp.LpConstraintEQ, "makespan_ticks", least
+        )
+        for k, (y, y2) in enumerate(itertools.pairwise(passes)):
+            _add(model, {y2: 1, y: -1}, pulp.LpConstraintLE, f"past_order_{k}", 0)
+        rate = over * kwh
+        terms.append(rate * tariff.upto(least))
+        terms.extend(
+            rate * tariff.paid(t, t + 1) * y
+            for t, y in zip(range(least, horizon), passes, strict=True)
+        )
+    return pulp.lpSum(terms)
+
+
 def _objective(problem: Problem, windows: Windows, model: MilpModel) -> None:
     """A makespan variable (objectives makespan and energy, the latter with every mode's
     draw), or a completion variable per job, above each end task's finish."""
@@ -602,13 +645,13 @@ def _objective(problem: Problem, windows: Windows, model: MilpModel) -> None:
         if kind == FS:
             has_fs_succ[int(b)].add(int(a.task_job[f]))
     groups: dict[str | None, list[int]] = defaultdict(list)
-    if problem.objective in ("makespan", "energy"):
+    if problem.objective in ("makespan", "energy", "cost"):
         groups[None] = [i for i in range(a.n_tasks) if not has_fs_succ[i]]
     else:
         for i, t in enumerate(problem.tasks):
             if t.job is not None and int(a.task_job[i]) not in has_fs_succ[i]:
                 groups[t.job].append(i)
-    least = lower_bound(problem) if problem.objective in ("makespan", "energy") else 0
+    least = lower_bound(problem) if problem.objective in ("makespan", "energy", "cost") else 0
     for key, members in groups.items():
         name = "makespan" if key is None else f"completion_{len(model.objective_vars)}"
         var = model.lp.add_variable(name, lowBound=least, upBound=windows.horizon)
@@ -626,6 +669,8 @@ def _objective(problem: Problem, windows: Windows, model: MilpModel) -> None:
         energy = [e for row in per for e in row]
         chosen = [e * model.steps[m][-1] for m, e in enumerate(energy) if e and model.steps.get(m)]
         model.lp += over * model.objective_vars[None] + pulp.lpSum(chosen)
+    elif problem.objective == "cost":
+        model.lp += _cost(problem, model, least, windows.horizon)
     else:
         weight = {j.name: j.weight for j in problem.jobs}
         model.lp += pulp.lpSum(weight[j] * v for j, v in model.objective_vars.items())

@@ -246,9 +246,34 @@ def energy_terms(problem: Problem) -> tuple[list[list[float]], float]:
     return per, (idle_watts(problem, figures) + problem.makespan_watts) * kwh
 
 
+def cost_terms(problem: Problem) -> tuple[list[list[list[tuple[int, int, float]]]], float]:
+    """The ``cost`` objective's terms: per task, per mode, per segment that draws above idle
+    (all it draws, with ``idle_off``), its offset, duration and watts
+    (:func:`segment_draw`); the watts over the makespan, the idle draw and
+    ``makespan_watts``. A plan's cost is the tariff's price over each segment's ticks times
+    its watts, and over ``[0, makespan)`` times the second term, in kWh
+    (tick / 3.6e6 per watt-tick)."""
+    figures = power_figures(problem)
+    per = []
+    for t in problem.tasks:
+        modes = []
+        for m in t.modes:
+            types = [m.node_type] * m.nodes
+            segs, offset = [], 0
+            for seg in m.segments:
+                w = segment_draw(problem, seg, types, figures)
+                if w > 0 and seg.duration:
+                    segs.append((offset, seg.duration, w))
+                offset += seg.duration
+            modes.append(segs)
+        per.append(modes)
+    return per, idle_watts(problem, figures) + problem.makespan_watts
+
+
 def energy_objective(problem: Problem, schedule: Schedule) -> float:
-    """The ``energy`` objective of ``schedule`` in kWh: the estimated energy of
-    :func:`schedule_metrics` and ``makespan_watts`` over the makespan.
+    """The ``energy`` objective of ``schedule`` in kWh (the estimated energy of
+    :func:`schedule_metrics` and ``makespan_watts`` over the makespan), or the ``cost``
+    objective (its cost, and ``makespan_watts`` priced over the makespan).
 
     Raises
     ------
@@ -259,9 +284,14 @@ def energy_objective(problem: Problem, schedule: Schedule) -> float:
 
     tick = _tick_seconds(problem.time_unit)
     if tick is None or not _has_figures(problem, power_figures(problem)):
-        raise InputError("objective energy needs a time_unit and a resource with power figures")
+        raise InputError(
+            f"objective {problem.objective} needs a time_unit and a resource with power figures"
+        )
     m = schedule_metrics(problem, schedule)
-    return (m.energy_kwh or 0.0) + problem.makespan_watts * m.makespan * tick / 3.6e6
+    extra = problem.makespan_watts * tick / 3.6e6
+    if problem.objective == "cost" and problem.tariff is not None:
+        return (m.cost or 0.0) + extra * problem.tariff.upto(m.makespan)
+    return (m.energy_kwh or 0.0) + extra * m.makespan
 
 
 def _has_figures(problem: Problem, power: Mapping[str, tuple[float, float]]) -> bool:

@@ -104,6 +104,10 @@ class Tariff(_Entity):
         proportion)."""
         return self._upto(end) - self._upto(start)
 
+    def upto(self, t: float) -> float:
+        """The price summed over the ticks ``[0, t)``."""
+        return self._upto(t)
+
     def _upto(self, t: float) -> float:
         def within(x: float) -> float:
             total = self.price * x
@@ -299,16 +303,17 @@ class Problem(_Entity):
 
     name: str = "problem"
     time_unit: str = Field(default="1", description="What one tick is, e.g. '1s' or '1min'.")
-    objective: Literal["makespan", "weighted_completion", "energy"] = Field(
+    objective: Literal["makespan", "weighted_completion", "energy", "cost"] = Field(
         default="makespan",
-        description="makespan, weighted_completion (weighted job completion times), or "
-        "energy (kWh: the tasks' busy draw over their modes, and the idle draw of every "
-        "resource and node over the makespan, plus makespan_watts over it).",
+        description="makespan, weighted_completion (weighted job completion times), energy "
+        "(kWh: the tasks' busy draw over their modes, and the idle draw of every resource "
+        "and node over the makespan, plus makespan_watts over it), or cost (that draw "
+        "priced by the tariff at every tick).",
     )
     makespan_watts: NonNegFloat = Field(
         default=0.0,
-        description="objective energy: watts charged over the makespan on top of the idle "
-        "draw, a price on time; raising it from 0 traces the makespan-energy front.",
+        description="objectives energy and cost: watts charged over the makespan on top of "
+        "the idle draw, a price on time; raising it from 0 traces the makespan-energy front.",
     )
     idle_off: bool = Field(
         default=False,
@@ -349,8 +354,10 @@ class Problem(_Entity):
                 tick_seconds(self.time_unit)
             except ValueError as exc:
                 raise ValueError(f"{exc}, or '1' (a tick of no stated length)") from None
-        elif self.objective == "energy":
-            raise ValueError("objective energy: give a time_unit (the length of a tick)")
+        elif self.objective in ("energy", "cost"):
+            raise ValueError(f"objective {self.objective}: give a time_unit (the length of a tick)")
+        if self.objective == "cost" and self.tariff is None:
+            raise ValueError("objective cost: give a tariff (the price of energy over time)")
         return self
 
     @model_validator(mode="after")

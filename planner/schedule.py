@@ -47,7 +47,7 @@ class Schedule:
         """Value of the problem's objective."""
         if problem.objective == "weighted_completion":
             return self.weighted_completion(problem)
-        if problem.objective == "energy":
+        if problem.objective in ("energy", "cost"):
             from planner.metrics import energy_objective
 
             return energy_objective(problem, self)

@@ -10,6 +10,7 @@ their start and mode arrays back into a :class:`~planner.schedule.Schedule`.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -20,7 +21,7 @@ from planner.errors import InputError, PlannerError
 from planner.model import Problem
 from planner.schedule import Schedule
 
-MAKESPAN, WEIGHTED, ENERGY = 0, 1, 2
+MAKESPAN, WEIGHTED, ENERGY, COST = 0, 1, 2, 3
 """Objective codes."""
 
 EDGE_TASK, EDGE_KIND, EDGE_LAG = 0, 1, 2
@@ -94,8 +95,15 @@ class Data(NamedTuple):
     mode_energy: np.ndarray
     """float64, per mode: its draw above idle in kWh (objective ``energy``; else zeros)."""
     over: float
-    """kWh per tick of makespan: the idle draw and ``makespan_watts`` (objective
-    ``energy``; else 0)."""
+    """kWh per tick of makespan: the idle draw and ``makespan_watts`` (objectives
+    ``energy`` and ``cost``, which prices it by the tariff; else 0)."""
+    seg_watts: np.ndarray
+    """float64, per segment: its draw above idle in kWh per tick (objective ``cost``; else
+    zeros)."""
+    tariff: np.ndarray
+    """float64: the tariff's price and period (0: none) (objective ``cost``; else zeros)."""
+    price_windows: np.ndarray
+    """float64, shape ``(K, 3)``: the tariff's windows, start, end and price."""
 
     @property
     def mode_duration(self) -> np.ndarray:
@@ -208,19 +216,68 @@ def compile_problem(problem: Problem) -> Data:
     )
 
 
-OBJECTIVES = {"makespan": MAKESPAN, "weighted_completion": WEIGHTED, "energy": ENERGY}
+def least_energy_modes(d: Data) -> np.ndarray:
+    """Per task, its global mode of least draw (objectives energy and cost: the mode's
+    draw above idle, its segments' draw times their durations); the first mode where all
+    draw alike."""
+    energy = d.mode_energy.copy()
+    if d.objective == COST:
+        seg_mode = np.repeat(np.arange(len(d.seg_start) - 1), np.diff(d.seg_start))
+        np.add.at(energy, seg_mode, d.seg_watts * d.seg[:, SEG_DURATION])
+    return np.array(
+        [a + int(np.argmin(energy[a:b])) for a, b in itertools.pairwise(d.mode_start)],
+        dtype=np.int64,
+    )
+
+
+OBJECTIVES = {
+    "makespan": MAKESPAN,
+    "weighted_completion": WEIGHTED,
+    "energy": ENERGY,
+    "cost": COST,
+}
 
 
 def _energy(problem: Problem) -> dict[str, Any]:
     """The kernels' energy figures: per mode its draw above idle, per tick of makespan the
-    idle draw and ``makespan_watts``, in kWh (zeros unless the objective is energy)."""
-    if problem.objective != "energy":
-        n_modes = sum(len(t.modes) for t in problem.tasks)
-        return {"mode_energy": np.zeros(n_modes), "over": 0.0}
-    from planner.metrics import energy_terms
+    idle draw and ``makespan_watts``, in kWh (objective energy); per segment its draw and
+    the tariff (objective cost); zeros for the others."""
+    n_modes = sum(len(t.modes) for t in problem.tasks)
+    n_segs = sum(len(m.segments) for t in problem.tasks for m in t.modes)
+    out: dict[str, Any] = {
+        "mode_energy": np.zeros(n_modes),
+        "over": 0.0,
+        "seg_watts": np.zeros(n_segs),
+        "tariff": np.zeros(2),
+        "price_windows": np.zeros((0, 3)),
+    }
+    if problem.objective == "energy":
+        from planner.metrics import energy_terms
 
-    per, over = energy_terms(problem)
-    return {"mode_energy": np.array([e for row in per for e in row]), "over": over}
+        per, over = energy_terms(problem)
+        out.update(mode_energy=np.array([e for row in per for e in row]), over=over)
+    elif problem.objective == "cost" and problem.tariff is not None:
+        from planner.metrics import idle_watts, power_figures, segment_draw
+        from planner.times import tick_seconds
+
+        kwh = tick_seconds(problem.time_unit) / 3.6e6
+        figures = power_figures(problem)
+        watts = [
+            segment_draw(problem, seg, [m.node_type] * m.nodes, figures) * kwh
+            for t in problem.tasks
+            for m in t.modes
+            for seg in m.segments
+        ]
+        tariff = problem.tariff
+        out.update(
+            over=(idle_watts(problem, figures) + problem.makespan_watts) * kwh,
+            seg_watts=np.array(watts),
+            tariff=np.array([tariff.price, float(tariff.period or 0)]),
+            price_windows=np.array(
+                [[w.start, w.end, w.price] for w in tariff.windows], dtype=np.float64
+            ).reshape(-1, 3),
+        )
+    return out
 
 
 def _enough_nodes(a: ProblemArrays, seg_mode: np.ndarray) -> np.ndarray:

@@ -126,7 +126,7 @@ def solve(problem: Problem, solver: str = DEFAULT_SOLVER, **options: Any) -> Res
             )
         valid = True
         result.schedule.meta.setdefault("solver", solver)
-    if problem.objective == "energy" and result.schedule is not None:
+    if problem.objective in ("energy", "cost") and result.schedule is not None:
         # the problem's own figure: solvers compute it in rounded or scaled units
         result = replace(result, objective=result.schedule.objective(problem))
     core = float(lower_bound(problem)) if problem.objective == "makespan" else None

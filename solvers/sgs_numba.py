@@ -26,6 +26,7 @@ from numba import njit
 from planner.arrays import FAIL_DEADLINE, FAIL_MODE, FS, OK
 from planner.errors import PlannerError
 from planner.solvers.encoding import (
+    COST,
     EDGE_KIND,
     EDGE_LAG,
     EDGE_TASK,
@@ -978,7 +979,7 @@ def _sift_down(heap, size, c, first, second) -> None:
 
 @njit(cache=True)
 def objective(d: Data, start: np.ndarray, chosen: np.ndarray) -> float:
-    """Makespan, the weighted sum of job completion times, or the energy (kWh)."""
+    """Makespan, the weighted sum of job completion times, the energy (kWh) or its cost."""
     mode, task = d.mode, d.task
     if d.objective == WEIGHTED:
         done = np.zeros(d.job_weight.shape[0], dtype=np.int64)
@@ -998,7 +999,39 @@ def objective(d: Data, start: np.ndarray, chosen: np.ndarray) -> float:
         for i in range(d.n):
             total += d.mode_energy[chosen[i]]
         return total
+    if d.objective == COST:
+        total = d.over * _paid_upto(d, best)
+        for i in range(d.n):
+            m = chosen[i]
+            for s in range(d.seg_start[m], d.seg_start[m + 1]):
+                w = d.seg_watts[s]
+                if w > 0:
+                    at = start[i] + d.seg[s, SEG_OFFSET]
+                    total += w * (_paid_upto(d, at + d.seg[s, SEG_DURATION]) - _paid_upto(d, at))
+        return total
     return float(best)
+
+
+@njit(cache=True)
+def _price_within(d: Data, x: float) -> float:
+    """The tariff's price summed over ``[0, x)`` within one period."""
+    price = d.tariff[0]
+    total = price * x
+    for k in range(d.price_windows.shape[0]):
+        a, b, p = d.price_windows[k, 0], d.price_windows[k, 1], d.price_windows[k, 2]
+        total += (p - price) * max(0.0, min(x, b) - a)
+    return total
+
+
+@njit(cache=True)
+def _paid_upto(d: Data, t: int) -> float:
+    """The tariff's price summed over the ticks ``[0, t)`` (as ``Tariff.upto``)."""
+    period = d.tariff[1]
+    if period <= 0:
+        return _price_within(d, float(t))
+    rounds = t // int(period)
+    rest = t - rounds * int(period)
+    return rounds * _price_within(d, period) + _price_within(d, float(rest))
 
 
 @njit(cache=True)

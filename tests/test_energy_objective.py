@@ -119,3 +119,76 @@ def test_the_executor_refuses_a_plan_under_a_power_limit() -> None:
         "the executor runs GPUs without power limits; the plan runs a/block1 in mode "
         "'base@75%': plan without power.limits to execute it"
     )
+
+
+NIGHT = {
+    "price": 0.3,
+    "period": 86400,
+    "windows": [
+        {"start": 0, "end": 21600, "price": 0.1},
+        {"start": 79200, "end": 86400, "price": 0.1},
+    ],
+}
+"""0.10 per kWh from 22:00 to 06:00, 0.30 by day."""
+
+
+def _day_jobs(switch_off: bool, **extra: object) -> Problem:
+    """Four jobs of 2 to 5 hours on one or two V100s of a two-GPU node, in hours."""
+    data = {
+        "time_unit": "1h",
+        "objective": "cost",
+        "cluster": {"nodes": [{"name": "n", "gpu": 2, "gpu_type": "v100"}]},
+        "power": {"switch_off": switch_off, "tariff": NIGHT},
+        "jobs": [
+            {
+                "name": f"j{k}",
+                "gpus": 1 + k % 2,
+                "stages": {"data": 0, "gpu": 1},
+                "duration": 3600 * (2 + k),
+            }
+            for k in range(4)
+        ],
+        **extra,
+    }
+    return validated(ClusterInstance, data).compile()
+
+
+@pytest.mark.parametrize("solver", ["cpsat", "milp", "portfolio"])
+def test_cost_moves_every_job_into_the_night_when_idle_gpus_are_off(solver: str) -> None:
+    problem = _day_jobs(switch_off=True)
+    result = solve(problem, solver, time_limit=30)
+    # 22 GPU-hours at 300 W, all at night: 6.6 kWh at 0.10
+    assert result.objective == pytest.approx(0.66)
+    for task, start in result.schedule.starts.items():
+        end = result.schedule.finish(problem, task)
+        assert all(t % 24 < 6 or t % 24 >= 22 for t in range(start, end)), task
+
+
+def test_with_idle_draw_the_cost_weighs_the_night_against_a_longer_run() -> None:
+    problem = _day_jobs(switch_off=False)
+    cpsat = solve(problem, "cpsat", time_limit=30)
+    milp = solve(problem, "milp", time_limit=60)
+    assert cpsat.status.value == "optimal"
+    assert milp.objective == pytest.approx(cpsat.objective)
+    # as soon as possible costs more: the shortest plan runs by day
+    assert solve(problem, "sgs").objective > cpsat.objective + 0.2
+
+
+def test_the_kernels_cost_is_the_plans_cost() -> None:
+    from planner.solvers.sgs import Decoder, priorities
+
+    problem = _day_jobs(switch_off=False, makespan_watts=100)
+    dec = Decoder(problem)
+    dec.run(dec.order(priorities(problem, "lpt")), parallel=False)
+    assert dec.objective() == pytest.approx(dec.schedule().objective(problem))
+
+
+def test_cost_needs_a_tariff() -> None:
+    data = {
+        "objective": "cost",
+        "cluster": {"nodes": [{"name": "n", "gpu": 1}]},
+        "jobs": [{"name": "a", "gpus": 1, "stages": {"data": 0, "gpu": 1}, "iterations": 10}],
+    }
+    with pytest.raises(InputError) as caught:
+        validated(ClusterInstance, data)
+    assert str(caught.value) == "objective: cost prices the energy by power.tariff; give one"

@@ -367,14 +367,15 @@ class ClusterInstance(_Spec):
 
     name: str = "cluster"
     time_unit: str = "1s"
-    objective: Literal["makespan", "weighted_completion", "energy"] = Field(
+    objective: Literal["makespan", "weighted_completion", "energy", "cost"] = Field(
         default="makespan",
-        description="makespan, weighted_completion, or energy (kWh over the plan: the GPUs' "
-        "busy draw over their modes, the idle draw over the makespan, and makespan_watts).",
+        description="makespan, weighted_completion, energy (kWh over the plan: the GPUs' "
+        "busy draw over their modes, the idle draw over the makespan, and makespan_watts), "
+        "or cost (that draw priced by power.tariff at every tick).",
     )
     makespan_watts: Seconds = Field(
         default=0.0,
-        description="objective energy: watts charged over the makespan, a price on time.",
+        description="objectives energy and cost: watts charged over the makespan, a price on time.",
     )
     placement: Literal["pooled", "node", "gpu"] = "pooled"
     interleave: Literal["fluid", "muri", "phases"] = Field(
@@ -410,6 +411,8 @@ class ClusterInstance(_Spec):
                 )
         if not any(n.gpu for n in self.cluster.nodes):
             raise ValueError("cluster.nodes: no node has GPUs")
+        if self.objective == "cost" and (self.power is None or self.power.tariff is None):
+            raise ValueError("objective: cost prices the energy by power.tariff; give one")
         return self
 
     def compile(self) -> Problem:
