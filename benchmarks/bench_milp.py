@@ -90,7 +90,11 @@ def run(
     """Solve once and return the CSV row."""
     result = solve(problem, solver, workers=1, **options)
     valid = result.schedule is not None and validate(problem, result.schedule).ok
-    label = solver if solver != "milp" else f"milp-{options['backend']}"
+    label = solver
+    if solver == "milp":
+        label = f"milp-{options['backend']}" + (
+            "" if options.get("cliques", True) else "-nocliques"
+        )
     return {
         "set": set_name,
         "instance": name,
@@ -153,6 +157,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--time-limit", type=float, default=60.0, help="Seconds per MILP run.")
     parser.add_argument("--cpsat-time-limit", type=float, default=10.0)
     parser.add_argument("--backends", nargs="+", default=["cbc", "highs"])
+    parser.add_argument(
+        "--cliques",
+        nargs="+",
+        choices=["on", "off"],
+        default=["on"],
+        help="MILP runs with the clique cuts, without them, or both side by side.",
+    )
     parser.add_argument("--seed", type=int, default=0, help="Seed of the J30 sample.")
     parser.add_argument("--out", type=Path, default=Path("milp_runs.csv"))
     args = parser.parse_args(argv)
@@ -172,7 +183,11 @@ def main(argv: list[str] | None = None) -> int:
         writer = csv.DictWriter(f, fieldnames=FIELDS)
         writer.writeheader()
         for set_name, name, problem, best in cases:
-            runs = [("milp", {"backend": b, "time_limit": args.time_limit}) for b in args.backends]
+            runs = [
+                ("milp", {"backend": b, "time_limit": args.time_limit, "cliques": c == "on"})
+                for b in args.backends
+                for c in args.cliques
+            ]
             if with_cpsat:
                 runs.append(("cpsat", {"time_limit": args.cpsat_time_limit}))
             for solver, options in runs:

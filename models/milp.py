@@ -69,6 +69,7 @@ def solve_milp(
     max_variables: int = MAX_VARIABLES,
     max_memory_gb: float = MAX_MEMORY_GB,
     initial_solution: Schedule | None = None,
+    cliques: bool = True,
 ) -> Result:
     """Solve ``problem`` with the time-indexed MILP.
 
@@ -92,6 +93,9 @@ def solve_milp(
         Refuse to build a model with more start variables, or a larger estimated memory.
     initial_solution
         A schedule whose makespan sets the horizon; CBC's warm start.
+    cliques
+        Add clique cuts: at every tick at most one task of a set of tasks no two of which
+        fit together runs (:func:`planner.models.milp_model.conflict_cliques`).
 
     Returns
     -------
@@ -116,7 +120,7 @@ def solve_milp(
         progress(Progress(time.perf_counter() - t0, start.objective(problem), None, "initial"))
     try:
         return _build_and_solve(
-            problem, windows, start, time_limit, t0, workers, backend, gap, progress, log
+            problem, windows, start, time_limit, t0, workers, backend, gap, progress, log, cliques
         )
     except KeyboardInterrupt:
         return _interrupted(problem, start)
@@ -133,9 +137,10 @@ def _build_and_solve(
     gap: float,
     progress: Callable[[Progress], None] | None,
     log: bool,
+    cliques: bool,
 ) -> Result:
     """Build the model over ``windows`` and solve it (see :func:`solve_milp`)."""
-    model = build_model(problem, windows)
+    model = build_model(problem, windows, cliques)
     warm = backend == "cbc" and start is not None and model.warm_start(problem, start)
     stats = {
         "backend": backend,

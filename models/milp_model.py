@@ -288,8 +288,9 @@ def _completion(problem: Problem, schedule: Schedule, job: str | None) -> int:
     )
 
 
-def build_model(problem: Problem, windows: Windows) -> MilpModel:
-    """Build the time-indexed MILP of ``problem`` over ``windows``."""
+def build_model(problem: Problem, windows: Windows, cliques: bool = True) -> MilpModel:
+    """Build the time-indexed MILP of ``problem`` over ``windows`` (with ``cliques``, the
+    clique cuts of :func:`_cliques`)."""
     model = MilpModel(lp=pulp.LpProblem("planner_milp", pulp.LpMinimize))
     # start variables first: every other family reads them
     _start_variables(problem, windows, model)
@@ -297,6 +298,8 @@ def build_model(problem: Problem, windows: Windows) -> MilpModel:
     _assignment(problem, model)
     _precedences(problem, model)
     _renewables(problem, windows, model)
+    if cliques:
+        _cliques(problem, model)
     _node_capacity(problem, model)
     _budgets(problem, model)
     _colocation(problem, model)
@@ -444,6 +447,69 @@ def _renewables(problem: Problem, windows: Windows, model: MilpModel) -> None:
         for t in sorted(rows):
             if peak[t] > cap[r, t]:
                 _add(model, rows[t], pulp.LpConstraintLE, f"res_{r}_{t}", int(cap[r, t]))
+
+
+MAX_CLIQUES_PER_TASK = 2
+"""Clique cuts kept: at most this many per task."""
+
+
+def conflict_cliques(problem: Problem) -> list[list[int]]:
+    """Cliques of tasks no two of which can run at once: every mode of the one and every
+    mode of the other together ask more of some renewable resource than its largest
+    capacity. Tasks of one segment per mode, off nodes, only. Maximal cliques by size,
+    each kept if it covers a pair no kept one does, at most
+    :data:`MAX_CLIQUES_PER_TASK` per task in all."""
+    a = problem.arrays
+    cap = np.array([r.max_capacity for r in problem.renewables], dtype=np.int64)
+    demand: dict[int, np.ndarray] = {}
+    for i in range(a.n_tasks):
+        modes = range(int(a.mode_start[i]), int(a.mode_start[i + 1]))
+        if any(a.mode_nodes[m] or a.seg_start[m + 1] - a.seg_start[m] != 1 for m in modes):
+            continue
+        demand[i] = np.array([a.seg_demand[a.seg_start[m]] for m in modes])
+    graph = nx.Graph()
+    tasks = sorted(demand)
+    for x, i in enumerate(tasks):
+        for j in tasks[x + 1 :]:
+            both = demand[i][:, None, :] + demand[j][None, :, :]
+            if (both > cap).any(axis=2).all():
+                graph.add_edge(i, j)
+    covered: set[tuple[int, int]] = set()
+    kept: list[list[int]] = []
+    for clique in sorted(nx.find_cliques(graph), key=len, reverse=True):
+        if len(kept) >= MAX_CLIQUES_PER_TASK * len(tasks):
+            break
+        pairs = set(itertools.combinations(sorted(clique), 2))
+        if len(clique) > 1 and not pairs <= covered:
+            covered |= pairs
+            kept.append(sorted(clique))
+    return kept
+
+
+def _cliques(problem: Problem, model: MilpModel) -> None:
+    """Clique cuts: at every tick, at most one task of a clique of
+    :func:`conflict_cliques` runs (a mode of duration ``d`` runs at tick ``t`` when it
+    started in ``(t - d, t]``)."""
+    a = problem.arrays
+    for c, clique in enumerate(conflict_cliques(problem)):
+        rows: dict[int, dict[pulp.LpVariable, float]] = defaultdict(lambda: defaultdict(float))
+        members: dict[int, set[int]] = defaultdict(set)
+        for i in clique:
+            for m in range(int(a.mode_start[i]), int(a.mode_start[i + 1])):
+                ticks, dur = model.ticks.get(m), int(a.mode_duration[m])
+                if not ticks or not dur:
+                    continue
+                for t in range(ticks[0], ticks[-1] + dur):
+                    members[t].add(i)
+                    on = model.started_by(m, t)
+                    if on is not None:
+                        rows[t][on] += 1
+                    gone = model.started_by(m, t - dur)
+                    if gone is not None:
+                        rows[t][gone] -= 1
+        for t in sorted(rows):
+            if len(members[t]) > 1:
+                _add(model, rows[t], pulp.LpConstraintLE, f"clique_{c}_{t}", 1)
 
 
 def _node_capacity(problem: Problem, model: MilpModel) -> None:

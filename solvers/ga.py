@@ -107,6 +107,7 @@ def peak_window(
     T = 0
     for i in range(n):
         T = max(T, start[i] + d.mode[mode[i], MODE_DURATION])
+    # the use as its changes, then summed: one step per segment, not one per tick
     use = np.zeros(T + 1)
     for i in range(n):
         m = mode[i]
@@ -114,8 +115,10 @@ def peak_window(
             w = weight[s]
             if w > 0:
                 t0 = start[i] + d.seg[s, SEG_OFFSET]
-                for t in range(t0, t0 + d.seg[s, SEG_DURATION]):
-                    use[t] += w
+                use[t0] += w
+                use[t0 + d.seg[s, SEG_DURATION]] -= w
+    for t in range(1, T + 1):
+        use[t] += use[t - 1]
     length = max(1, min(T, int(T * (lo + (hi - lo) * rng.random()))))
     acc = 0.0
     for t in range(length):

@@ -82,6 +82,7 @@ def solve_warm_milp(
     log: bool = False,
     max_variables: int = MAX_VARIABLES,
     max_memory_gb: float = MAX_MEMORY_GB,
+    cliques: bool = True,
 ) -> Result:
     """Solve ``problem`` with the time-indexed MILP, warm-started by SGS passes.
 
@@ -105,6 +106,8 @@ def solve_warm_milp(
         Show the backend's own log.
     max_variables, max_memory_gb
         Refuse to build a model with more start variables, or a larger estimated memory.
+    cliques
+        Add the clique cuts of :func:`models.milp.solve_milp`.
 
     Returns
     -------
@@ -137,4 +140,5 @@ def solve_warm_milp(
         max_variables=max_variables,
         max_memory_gb=max_memory_gb,
         initial_solution=start,
+        cliques=cliques,
     )

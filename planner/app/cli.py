@@ -50,6 +50,9 @@ from planner.result import Result
 from planner.schedule import Schedule, load_schedule
 from planner.validate import Report, validate
 
+OBJECTIVE_LABELS = {"energy": "energy (kWh)", "cost": "energy cost"}
+"""How ``planner solve`` names the objectives whose values have a unit."""
+
 
 def summary(
     problem: Problem, result: Result, gain: tuple[str, float] | None = None
@@ -60,7 +63,10 @@ def summary(
         ("instance", f"{problem.name} ({len(problem.tasks)} tasks)"),
         ("solver", result.solver),
         ("status", result.status.value + (" (interrupted)" if result.interrupted else "")),
-        (problem.objective, "-" if result.objective is None else f"{result.objective:g}"),
+        (
+            OBJECTIVE_LABELS.get(problem.objective, problem.objective),
+            "-" if result.objective is None else f"{result.objective:g}",
+        ),
         ("lower bound", _bound_text(result)),
         ("gap", "-" if gap is None else f"{100 * gap:.2f}%"),
         ("runtime", f"{result.runtime:.3f} s"),

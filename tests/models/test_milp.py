@@ -246,3 +246,22 @@ def test_cli_leaves_no_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ba
     assert result.exit_code == 0, result.output
     assert "optimal" in result.output and "43" in result.output
     assert list(tmp_path.iterdir()) == []
+
+
+def test_tasks_no_two_of_which_fit_together_make_one_clique() -> None:
+    from planner.models.milp_model import conflict_cliques
+
+    def task(name: str, q: int) -> dict[str, Any]:
+        return {"name": name, "modes": [{"segments": [{"duration": 2, "demand": {"r": q}}]}]}
+
+    # three tasks of 6 on a capacity of 10: no two together; one of 4 fits beside any
+    problem = Problem.model_validate(
+        {
+            "resources": [{"name": "r", "capacity": 10}],
+            "tasks": [task("a", 6), task("b", 6), task("c", 6), task("d", 4)],
+        }
+    )
+    assert conflict_cliques(problem) == [[0, 1, 2]]
+    for cliques in (True, False):
+        result = solve_milp(problem, cliques=cliques)
+        assert (result.status, result.objective) == (Status.OPTIMAL, 6)
