@@ -104,7 +104,7 @@ def schedule_metrics(
             for r in problem.renewables:
                 f = power_figure(power, r.name)
                 idle += f[1] * offered_capacity(r, makespan) / problem.unit(r.name) if f else 0.0
-            idle += _node_idle(problem, power) * makespan
+            idle += _node_draw(problem, power, 1) * makespan
         types = {n.name: n.type for n in problem.nodes}
         busy = sum(
             segment_draw(problem, seg, [types[n] for n in schedule.nodes.get(t.name, ())], power)
@@ -212,25 +212,13 @@ def idle_watts(problem: Problem, power: Mapping[str, tuple[float, float]] | None
     if problem.idle_off:
         return 0.0
     power = power_figures(problem, power)
-    total = _node_idle(problem, power)
-    for r in problem.renewables:
-        f = power_figure(power, r.name)
-        total += f[1] * r.capacity / problem.unit(r.name) if f else 0.0
-    return total
+    return _renewable_draw(problem, power, 1) + _node_draw(problem, power, 1)
 
 
 def full_watts(problem: Problem, power: Mapping[str, tuple[float, float]] | None = None) -> float:
     """Watts the resources and nodes with a power figure draw with every unit busy."""
     power = power_figures(problem, power)
-    total = 0.0
-    for r in problem.renewables:
-        f = power_figure(power, r.name)
-        total += f[0] * r.capacity / problem.unit(r.name) if f else 0.0
-    for n in problem.nodes:
-        for k, c in n.capacity.items():
-            f = power_figure(power, f"{k}.{n.type}" if n.type else k)
-            total += f[0] * c / problem.unit(k) if f else 0.0
-    return total
+    return _renewable_draw(problem, power, 0) + _node_draw(problem, power, 0)
 
 
 def energy_terms(problem: Problem) -> tuple[list[list[float]], float]:
@@ -301,13 +289,26 @@ def _has_figures(problem: Problem, power: Mapping[str, tuple[float, float]]) -> 
     return any(power_figure(power, n) for n in names)
 
 
-def _node_idle(problem: Problem, power: Mapping[str, tuple[float, float]]) -> float:
-    """Watts every node draws at rest (a kind's figure of the node's type where it has one)."""
+def _renewable_draw(
+    problem: Problem, power: Mapping[str, tuple[float, float]], which: int
+) -> float:
+    """Watts every renewable resource draws at its base capacity: busy (``which`` 0) or
+    idle (1)."""
+    total = 0.0
+    for r in problem.renewables:
+        f = power_figure(power, r.name)
+        total += f[which] * r.capacity / problem.unit(r.name) if f else 0.0
+    return total
+
+
+def _node_draw(problem: Problem, power: Mapping[str, tuple[float, float]], which: int) -> float:
+    """Watts every node draws with all its units busy (``which`` 0) or idle (1), each kind at
+    the figure of the node's type where it has one."""
     total = 0.0
     for n in problem.nodes:
         for k, c in n.capacity.items():
             f = power_figure(power, f"{k}.{n.type}" if n.type else k)
-            total += f[1] * c / problem.unit(k) if f else 0.0
+            total += f[which] * c / problem.unit(k) if f else 0.0
     return total
 
 
