@@ -562,6 +562,7 @@ class _Builder:
         self.out.makespan = mk
         self.out.hinted.append((mk, ("makespan",)))
         terms: list[object] = []
+        paid_at: dict[tuple[int, int], object] = {}  # per (task, offset from its start)
         if round(over):
             terms.append(round(over) * self._paid(mk, self.lower, self.h, "mk"))
         for i, modes in enumerate(per):
@@ -571,9 +572,10 @@ class _Builder:
                 parts = []
                 for offset, duration, watts in segs:
                     a, b = offset, offset + duration
-                    begin = self._paid(start + a, lo + a, hi + a, f"p{i}_{a}")
-                    end = self._paid(start + b, lo + b, hi + b, f"p{i}_{b}")
-                    parts.append(round(watts) * (end - begin))
+                    for at in (a, b):
+                        if (i, at) not in paid_at:
+                            paid_at[i, at] = self._paid(start + at, lo + at, hi + at, f"p{i}_{at}")
+                    parts.append(round(watts) * (paid_at[i, b] - paid_at[i, a]))
                 parts = [p for p in parts if not isinstance(p, int) or p]
                 if not parts:
                     continue

@@ -192,3 +192,11 @@ def test_cost_needs_a_tariff() -> None:
     with pytest.raises(InputError) as caught:
         validated(ClusterInstance, data)
     assert str(caught.value) == "objective: cost prices the energy by power.tariff; give one"
+
+
+def test_power_for_a_gpu_type_no_node_has_is_one_clear_error() -> None:
+    with pytest.raises(InputError) as caught:
+        _one_job({"gpus": {"a100": {"busy": 400, "idle": 50}}})
+    assert (
+        str(caught.value) == "power.gpus.a100: no node has GPU type 'a100' (the cluster has v100)"
+    )

@@ -287,8 +287,9 @@ class Power(_Spec):
             For a type the catalog has no figures of and the instance gives none.
         """
         key = (gpu_type or REFERENCE_GPU).lower()
-        if key in self.gpus:
-            return self.gpus[key].busy, self.gpus[key].idle
+        given = {k.lower(): v for k, v in self.gpus.items()}
+        if key in given:
+            return given[key].busy, given[key].idle
         known = gpu_power().get(key)
         busy = self.gpu_busy if self.gpu_busy is not None else known and known.busy
         idle = self.gpu_idle if self.gpu_idle is not None else known and known.idle
@@ -411,6 +412,13 @@ class ClusterInstance(_Spec):
                 )
         if not any(n.gpu for n in self.cluster.nodes):
             raise ValueError("cluster.nodes: no node has GPUs")
+        types = {(t or REFERENCE_GPU).lower() for t in self.cluster.gpu_types()}
+        for name in self.power.gpus if self.power is not None else {}:
+            if name.lower() not in types:
+                raise ValueError(
+                    f"power.gpus.{name}: no node has GPU type {name!r} (the cluster has "
+                    f"{', '.join(sorted(types))})"
+                )
         if self.objective == "cost" and (self.power is None or self.power.tariff is None):
             raise ValueError("objective: cost prices the energy by power.tariff; give one")
         return self
