@@ -182,8 +182,10 @@ class _Builder:
         self.end: list[object] = []
         # Per task: the least and the most its start may be.
         self.window: list[tuple[int, int]] = []
-        # The tariff's price summed from tick 0 (objective cost), memoised.
+        # The tariff's price summed from tick 0 (objective cost), memoised, in whole units
+        # of price times this scale.
         self.paid: dict[int, int] = {}
+        self.price_scale = 1
         # Per node index, node resource kind): (interval, demand) pairs of its cumulative.
         self.node_uses: dict[tuple[int, str], list[tuple[cp_model.IntervalVar, int]]] = {}
         # Per node resource kind: (interval, demand over all nodes) of the pooled cumulative.
@@ -519,17 +521,28 @@ class _Builder:
             terms.extend(self.out.shift_weight * d for d in self.out.shifts)
         self.m.minimize(sum(terms))
 
-    def _energy(self) -> None:
-        """Minimise the energy: every mode's draw above idle, and the idle draw (with the
-        problem's ``makespan_watts``) over the makespan, in whole units (:func:`energy_units`)."""
+    def _power_makespan(self) -> cp_model.IntVar:
+        """The makespan variable of the energy and cost objectives, after every task's end.
+
+        Raises
+        ------
+        InputError
+            With a stability term, which these objectives do not take.
+        """
         if self.stability > 0 and self.reference:
             raise InputError("stability applies to the makespan and weighted completion objectives")
-        per, over, unit = energy_units(self.p, self.h)
         mk = self.m.new_int_var(self.lower, self.h, "makespan")
         for i in range(self.a.n_tasks):
             self.m.add(mk >= self.end[i])
         self.out.makespan = mk
         self.out.hinted.append((mk, ("makespan",)))
+        return mk
+
+    def _energy(self) -> None:
+        """Minimise the energy: every mode's draw above idle, and the idle draw (with the
+        problem's ``makespan_watts``) over the makespan, in whole units (:func:`energy_units`)."""
+        mk = self._power_makespan()
+        per, over, unit = energy_units(self.p, self.h)
         terms: list[object] = [over * mk]
         for i, coeffs in enumerate(per):
             lits = self.out.mode_lits[i]
@@ -549,18 +562,12 @@ class _Builder:
         whole units of the smallest power of ten that makes them whole, watts whole)."""
         from planner.metrics import cost_terms
 
-        if self.stability > 0 and self.reference:
-            raise InputError("stability applies to the makespan and weighted completion objectives")
+        mk = self._power_makespan()
         tariff = self.p.tariff
         assert tariff is not None  # the problem's validator asks for one
         prices = weight_scale([tariff.price, *(w.price for w in tariff.windows)])
         self.price_scale = prices
         per, over = cost_terms(self.p)
-        mk = self.m.new_int_var(self.lower, self.h, "makespan")
-        for i in range(self.a.n_tasks):
-            self.m.add(mk >= self.end[i])
-        self.out.makespan = mk
-        self.out.hinted.append((mk, ("makespan",)))
         terms: list[object] = []
         paid_at: dict[tuple[int, int], object] = {}  # per (task, offset from its start)
         if round(over):

@@ -258,7 +258,7 @@ def cost_terms(problem: Problem) -> tuple[list[list[list[tuple[int, int, float]]
     return per, idle_watts(problem, figures) + problem.makespan_watts
 
 
-def energy_objective(problem: Problem, schedule: Schedule) -> float:
+def power_objective(problem: Problem, schedule: Schedule) -> float:
     """The ``energy`` objective of ``schedule`` in kWh (the estimated energy of
     :func:`schedule_metrics` and ``makespan_watts`` over the makespan), or the ``cost``
     objective (its cost, and ``makespan_watts`` priced over the makespan).

@@ -48,9 +48,9 @@ class Schedule:
         if problem.objective == "weighted_completion":
             return self.weighted_completion(problem)
         if problem.objective in ("energy", "cost"):
-            from planner.metrics import energy_objective
+            from planner.metrics import power_objective
 
-            return energy_objective(problem, self)
+            return power_objective(problem, self)
         return self.makespan(problem)
 
     def rows(self, problem: Problem) -> list[dict[str, Any]]:
