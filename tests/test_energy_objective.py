@@ -82,6 +82,28 @@ def test_energy_picks_the_limit_and_a_price_on_time_picks_full_power(solver: str
     assert result.objective == pytest.approx(1.3)
 
 
+def test_a_job_may_keep_to_full_power() -> None:
+    data = {
+        "time_unit": "1min",
+        "cluster": {"nodes": [{"name": "n", "gpu": 1, "gpu_type": "v100"}]},
+        "power": LIMIT,
+        "jobs": [
+            {"name": "a", "gpus": 1, "stages": {"data": 0, "gpu": 1}, "duration": 60},
+            {
+                "name": "b",
+                "gpus": 1,
+                "stages": {"data": 0, "gpu": 1},
+                "duration": 60,
+                "power_limits": False,
+            },
+        ],
+    }
+    problem = validated(ClusterInstance, data).compile()
+    names = {t.name: [m.name for m in t.modes] for t in problem.tasks}
+    assert "base@75%" in names["a/block1"]
+    assert not any("%" in m for m in names["b/block1"])
+
+
 def test_with_idle_off_only_the_busy_draw_counts() -> None:
     problem = _one_job({"switch_off": True, **LIMIT})
     schedule = Schedule(modes={"a/block1": "base@75%"}, starts={"a/block1": 5})

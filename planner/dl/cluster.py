@@ -341,6 +341,11 @@ class TrainingJob(_Spec):
     weight: Annotated[float, Field(gt=0, allow_inf_nan=False)] = 1.0
     release: Seconds = 0.0
     deadline: Seconds | None = None
+    power_limits: bool = Field(
+        default=True,
+        description="The job's blocks may also run under the power's GPU limits (false: at "
+        "full power only).",
+    )
     migrate: bool = Field(
         default=False,
         description="Each block may run on other nodes than the previous one, paying the "
@@ -785,7 +790,7 @@ class _Compiler:
                 build = self.fluid_modes if self.fluid else self.phase_modes
                 built = [
                     item
-                    for run, suffix in self.runs(g, k, gpu_type, times.on(factor))
+                    for run, suffix in self.runs(g, k, gpu_type, times.on(factor), job.power_limits)
                     for item in build(job, run, n, label + suffix)
                 ]
                 for name, segments, hold in built:
@@ -842,11 +847,11 @@ class _Compiler:
         return chain
 
     def runs(
-        self, gpus: int, k: int, gpu_type: str | None, times: StageTimes
+        self, gpus: int, k: int, gpu_type: str | None, times: StageTimes, limited: bool
     ) -> list[tuple[_Run, str]]:
         """The ways to run on ``gpus`` GPUs of ``gpu_type`` over ``k`` nodes (0: pooled) at
-        ``times``: unlimited, then under every power limit (its mode names' suffix ``@75%``),
-        the GPU stage slower, the GPUs drawing the limit.
+        ``times``: unlimited, then, if ``limited``, under every power limit (its mode names'
+        suffix ``@75%``), the GPU stage slower, the GPUs drawing the limit.
 
         Raises
         ------
@@ -857,7 +862,7 @@ class _Compiler:
         run = _Run(gpus, share, times.data, times.gpu, times.sync, self.above_idle(gpu_type))
         out = [(run, "")]
         power = self.inst.power
-        for j, limit in enumerate(power.limits if power is not None else []):
+        for j, limit in enumerate(power.limits if power is not None and limited else []):
             busy, idle = power.gpu_watts(gpu_type)  # type: ignore[union-attr]
             if limit.share * busy < idle:
                 raise InputError(
