@@ -346,7 +346,7 @@ def least_energy(problem: Problem) -> tuple[int, float]:
     """A lower bound on the makespan (ticks) and one on the energy (kWh) of any plan of
     ``problem``: every task in its mode of least draw, the idle draw over the least
     makespan."""
-    per, over = energy_terms(problem.model_copy(update={"objective": "energy"}))
+    per, over = energy_terms(problem)
     makespan = lower_bound(problem)
     return makespan, sum(min(row) for row in per) + over * makespan
 

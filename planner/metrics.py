@@ -21,7 +21,7 @@ import numpy as np
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
-    from planner.model import Mode, Problem, Resource, Segment
+    from planner.model import Mode, Problem, Resource, Segment, Tariff
     from planner.schedule import Schedule
 
 DEFAULT_POWER: dict[str, tuple[float, float]] = {
@@ -99,30 +99,12 @@ def schedule_metrics(
         }
     tick = _tick_seconds(problem.time_unit)
     if tick is not None and _has_figures(problem, power):
-        idle = 0.0
-        if not problem.idle_off:
-            for r in problem.renewables:
-                f = power_figure(power, r.name)
-                idle += f[1] * offered_capacity(r, makespan) / problem.unit(r.name) if f else 0.0
-            idle += _node_draw(problem, power, 1) * makespan
-        types = {n.name: n.type for n in problem.nodes}
-        busy = sum(
-            segment_draw(problem, seg, [types[n] for n in schedule.nodes.get(t.name, ())], power)
-            * seg.duration
-            for t in problem.tasks
-            for seg in t.mode(schedule.modes[t.name]).segments
-        )
-        joules = (idle + busy) * tick
-        metrics.energy_kwh = joules / 3.6e6
+        metrics.energy_kwh = _energy_kwh(problem, schedule, power, makespan, tick)
         edges, watts = power_profile(problem, schedule, power)
         metrics.peak_kw = max(watts, default=0.0) / 1000
         if problem.tariff is not None:
-            ends = [*edges[1:], max(makespan, edges[-1])]
-            metrics.cost = sum(
-                w * tick / 3.6e6 * problem.tariff.paid(a, b)
-                for a, b, w in zip(edges, ends, watts, strict=True)
-            )
-        metrics.mean_kw = joules / (makespan * tick) / 1000 if makespan else 0.0
+            metrics.cost = _priced(problem.tariff, edges, watts, makespan, tick)
+        metrics.mean_kw = metrics.energy_kwh * 3600 / (makespan * tick) if makespan else 0.0
         jobs = {t.job for t in problem.tasks if t.job is not None}
         if jobs:
             metrics.kwh_per_job = metrics.energy_kwh / len(jobs)
@@ -275,11 +257,50 @@ def power_objective(problem: Problem, schedule: Schedule) -> float:
         raise InputError(
             f"objective {problem.objective} needs a time_unit and a resource with power figures"
         )
-    m = schedule_metrics(problem, schedule)
+    power = power_figures(problem)
+    makespan = schedule.makespan(problem)
     extra = problem.makespan_watts * tick / 3.6e6
     if problem.objective == "cost" and problem.tariff is not None:
-        return (m.cost or 0.0) + extra * problem.tariff.upto(m.makespan)
-    return (m.energy_kwh or 0.0) + extra * m.makespan
+        edges, watts = power_profile(problem, schedule, power)
+        cost = _priced(problem.tariff, edges, watts, makespan, tick)
+        return cost + extra * problem.tariff.upto(makespan)
+    return _energy_kwh(problem, schedule, power, makespan, tick) + extra * makespan
+
+
+def _energy_kwh(
+    problem: Problem,
+    schedule: Schedule,
+    power: Mapping[str, tuple[float, float]],
+    makespan: int,
+    tick: float,
+) -> float:
+    """The estimated energy of ``schedule`` (kWh): the idle draw of every resource and node
+    over the makespan (capacity windows included; none with ``idle_off``), and every
+    segment's draw above it on the nodes it runs on."""
+    idle = 0.0
+    if not problem.idle_off:
+        for r in problem.renewables:
+            f = power_figure(power, r.name)
+            idle += f[1] * offered_capacity(r, makespan) / problem.unit(r.name) if f else 0.0
+        idle += _node_draw(problem, power, 1) * makespan
+    types = {n.name: n.type for n in problem.nodes}
+    busy = sum(
+        segment_draw(problem, seg, [types[n] for n in schedule.nodes.get(t.name, ())], power)
+        * seg.duration
+        for t in problem.tasks
+        for seg in t.mode(schedule.modes[t.name]).segments
+    )
+    return (idle + busy) * tick / 3.6e6
+
+
+def _priced(
+    tariff: Tariff, edges: list[int], watts: list[float], makespan: int, tick: float
+) -> float:
+    """The cost of a draw (:func:`power_profile`'s ``edges`` and ``watts``) under ``tariff``."""
+    ends = [*edges[1:], max(makespan, edges[-1])]
+    return sum(
+        w * tick / 3.6e6 * tariff.paid(a, b) for a, b, w in zip(edges, ends, watts, strict=True)
+    )
 
 
 def _has_figures(problem: Problem, power: Mapping[str, tuple[float, float]]) -> bool:

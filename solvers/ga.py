@@ -331,13 +331,14 @@ def first_population(
     orders = np.empty((size, n), dtype=np.int64)
     modes = np.empty((size, n), dtype=np.int64)
     counts = np.diff(d.mode_start)
+    least = least_energy_modes(d) if d.objective in (ENERGY, COST) else None
     for p in range(size):
         keys = lft if p == 0 else lft + rng.random(n) * spread
         orders[p] = dec.order(keys)
         if p % 2 == 0:
             modes[p] = -1
-        elif p % 4 == 3 and d.objective in (ENERGY, COST):
-            modes[p] = least_energy_modes(d)
+        elif p % 4 == 3 and least is not None:
+            modes[p] = least
         else:
             modes[p] = d.mode_start[:-1] + (rng.random(n) * counts).astype(np.int64)
     return orders, modes

@@ -788,10 +788,10 @@ class _Compiler:
                 if k is None or (not placed and g > self.gpus_of(gpu_type)):
                     continue
                 build = self.fluid_modes if self.fluid else self.phase_modes
+                share = -(-g // k) if k else g
+                runs = self.runs(g, share, gpu_type, times.on(factor), job.power_limits)
                 built = [
-                    item
-                    for run, suffix in self.runs(g, k, gpu_type, times.on(factor), job.power_limits)
-                    for item in build(job, run, n, label + suffix)
+                    item for run, suffix in runs for item in build(job, run, n, label + suffix)
                 ]
                 for name, segments, hold in built:
                     named = [
@@ -799,16 +799,15 @@ class _Compiler:
                             "name": seg,
                             "duration": ticks,
                             "demand": self.named(demand, placed, gpu_type, kinds),
-                            **({"watts": demand["watts"]} if "watts" in demand else {}),
+                            **({"watts": watts} if watts is not None else {}),
                         }
-                        for seg, ticks, demand in segments
+                        for seg, ticks, demand, watts in segments
                     ]
                     mode: dict[str, Any] = {"name": name, "segments": named}
                     if k:
                         mode["nodes"] = k
                         if self.hetero:
                             mode["node_type"] = gpu_type
-                    share = -(-g // k) if k else g
                     io = {"io": share * (SHARE_UNITS if self.fluid else 1)}
                     modes.append(
                         _BlockMode(
@@ -847,18 +846,17 @@ class _Compiler:
         return chain
 
     def runs(
-        self, gpus: int, k: int, gpu_type: str | None, times: StageTimes, limited: bool
+        self, gpus: int, share: int, gpu_type: str | None, times: StageTimes, limited: bool
     ) -> list[tuple[_Run, str]]:
-        """The ways to run on ``gpus`` GPUs of ``gpu_type`` over ``k`` nodes (0: pooled) at
-        ``times``: unlimited, then, if ``limited``, under every power limit (its mode names'
-        suffix ``@75%``), the GPU stage slower, the GPUs drawing the limit.
+        """The ways to run on ``gpus`` GPUs of ``gpu_type``, ``share`` per node of the gang,
+        at ``times``: unlimited, then, if ``limited``, under every power limit (its mode
+        names' suffix ``@75%``), the GPU stage slower, the GPUs drawing the limit.
 
         Raises
         ------
         InputError
             If a limit is below a GPU's idle draw.
         """
-        share = -(-gpus // k) if k else gpus
         run = _Run(gpus, share, times.data, times.gpu, times.sync, self.above_idle(gpu_type))
         out = [(run, "")]
         power = self.inst.power
@@ -871,8 +869,8 @@ class _Compiler:
                 )
             slower = times.gpu / limit.speed
             watts = limit.share * busy - idle
-            limited = _Run(gpus, share, times.data, slower, times.sync, watts, limited=True)
-            out.append((limited, f"@{limit.share * 100:g}%"))
+            under = _Run(gpus, share, times.data, slower, times.sync, watts, limited=True)
+            out.append((under, f"@{limit.share * 100:g}%"))
         return out
 
     def named(
@@ -882,7 +880,6 @@ class _Compiler:
         named = {
             (k if k == "power" else self.resource(k, placed, gpu_type)): q
             for k, q in demand.items()
-            if k != "watts"
         }
         return {r: q for r, q in named.items() if r in kinds and q}
 
@@ -891,18 +888,17 @@ class _Compiler:
         and what it holds while it restarts (its GPU stage's demand)."""
         held = run.share * job.gpu_mem_per_gpu
         gpu = {"gpu": run.share, "gpu_mem": held, "power": math.ceil(run.gpus * run.watts)}
-        if run.limited:
-            gpu["watts"] = run.gpus * run.watts
         segments = [
             (
                 "data",
                 self.ticks(n * run.data),
                 {"io": run.share, "cpu": run.share * job.cpu_per_gpu, "gpu_mem": held},
+                None,
             ),
-            ("gpu", self.ticks(n * run.gpu), gpu),
-            ("sync", self.ticks(n * run.sync), {"net": run.share, "gpu_mem": held}),
+            ("gpu", self.ticks(n * run.gpu), gpu, run.gpus * run.watts if run.limited else None),
+            ("sync", self.ticks(n * run.sync), {"net": run.share, "gpu_mem": held}, None),
         ]
-        return [(label, segments, {k: q for k, q in gpu.items() if k not in ("power", "watts")})]
+        return [(label, segments, {k: q for k, q in gpu.items() if k != "power"})]
 
     def fluid_modes(self, job: TrainingJob, run: _Run, n: int, label: str) -> list[_Built]:
         """A block of ``n`` iterations as one segment of per-GPU shares, at speeds 1, 1/2,
@@ -924,10 +920,9 @@ class _Compiler:
                 "resident": run.share,
                 "power": _whole(run.gpus * run.watts * run.gpu * per_second),
             }
-            if run.limited:
-                demand["watts"] = run.gpus * run.watts * run.gpu * per_second
+            watts = run.gpus * run.watts * run.gpu * per_second if run.limited else None
             name = label if k == 1 else f"{label}@1/{k}"
-            out.append((name, [("train", self.ticks(n * period * k), demand)], hold))
+            out.append((name, [("train", self.ticks(n * period * k), demand, watts)], hold))
         return out
 
     def restart(self, job: TrainingJob) -> int:
@@ -992,9 +987,9 @@ def _whole(quantity: float) -> int:
     return math.ceil(quantity - 1e-9)
 
 
-_Built = tuple[str, list[tuple[str, int, dict[str, float]]], dict[str, float]]
-"""A block mode as built: its name, its segments (name, ticks, demand), what it holds while
-it restarts."""
+_Built = tuple[str, list[tuple[str, int, dict[str, float], float | None]], dict[str, float]]
+"""A block mode as built: its name, its segments (name, ticks, demand, its GPUs' draw above
+idle under a power limit, else ``None``), what it holds while it restarts."""
 
 
 @dataclass(frozen=True)
