@@ -772,14 +772,25 @@ def serial_pass(d: Data, order, pref, start, chosen, placed, table, index):
             and mode[lo, MODE_PLACEMENT] < 0
         ):
             # The common case (PSPLIB): one mode, on no node, no placement key, no choice.
+            # Booked here rather than by _commit: an inlined helper still costs reference
+            # counting on each array it is passed, three times the booking itself.
             m, dur = lo, mode[lo, MODE_DURATION]
             t = _tick_place(table, seg_start, seg, m, dur, est, limit, False, dims[0], 0, -1, True)
-        else:
-            m, t = _candidate(
-                table, index, seg_start, seg, mode_start, mode, node_type, pin, dims, i, pref[i],
-                est, limit, left, _job_key(task, i, job_key), _job_nodes(task, i, job_nodes, none),
-                plain, cand, on, placed,
-            )  # fmt: skip
+            if deadline >= 0 and t + dur > deadline:
+                return FAIL_DEADLINE, i
+            _tick_book(table, index, seg_start, seg, m, dur, t, False, dims[0], 0, -1, True)
+            for k2 in range(left.shape[0]):
+                left[k2] -= mode[m, MODE_EXTRA + k2]
+            for j in range(placed.shape[1]):
+                placed[i, j] = -1
+            start[i] = t
+            chosen[i] = m
+            continue
+        m, t = _candidate(
+            table, index, seg_start, seg, mode_start, mode, node_type, pin, dims, i, pref[i],
+            est, limit, left, _job_key(task, i, job_key), _job_nodes(task, i, job_nodes, none),
+            plain, cand, on, placed,
+        )  # fmt: skip
         if m < 0:
             return FAIL_MODE, i
         if deadline >= 0 and t + mode[m, MODE_DURATION] > deadline:
@@ -1147,30 +1158,73 @@ def keys_to_order(d: Data, keys: np.ndarray, reverse: bool) -> np.ndarray:
     """Order that takes, at each step, the eligible task with the smallest key.
 
     Eligible means all predecessors taken (all successors when ``reverse``).
-    Ties go to the smaller task number. A binary heap over eligible tasks.
+    Ties go to the smaller task number. When the stable sort of the keys already takes
+    every task after its predecessors (a justification pass's keys are start or finish
+    times, so it mostly does), it is that order. Otherwise a binary heap over eligible
+    tasks' ranks in that sort: comparing two ranks reads no key.
     """
     n = d.n
     fwd_ptr, fwd = (d.pred_ptr, d.pred) if reverse else (d.succ_ptr, d.succ)
     back_ptr = d.succ_ptr if reverse else d.pred_ptr
+    by_key = np.argsort(keys, kind="mergesort")
+    rank = np.empty(n, dtype=np.int64)
+    for k in range(n):
+        rank[by_key[k]] = k
+    sorted_ok = True
+    for i in range(n):
+        for e in range(fwd_ptr[i], fwd_ptr[i + 1]):
+            if rank[fwd[e, EDGE_TASK]] < rank[i]:
+                sorted_ok = False
+    if sorted_ok:
+        return by_key
     waiting = np.empty(n, dtype=np.int64)
     heap = np.empty(n, dtype=np.int64)
-    ident = np.arange(n)
     size = 0
     out = np.empty(n, dtype=np.int64)
     for i in range(n):
         waiting[i] = back_ptr[i + 1] - back_ptr[i]
-    for i in range(n):
         if waiting[i] == 0:
-            size = _push(heap, size, i, keys, ident)
+            size = _rank_push(heap, size, rank[i])
     for k in range(n):
-        i = heap[0]
+        i = by_key[heap[0]]
         size -= 1
-        heap[0] = heap[size]
-        _sift_down(heap, size, 0, keys, ident)
+        _rank_sift(heap, size, heap[size])
         out[k] = i
         for e in range(fwd_ptr[i], fwd_ptr[i + 1]):
             f = fwd[e, EDGE_TASK]
             waiting[f] -= 1
             if waiting[f] == 0:
-                size = _push(heap, size, f, keys, ident)
+                size = _rank_push(heap, size, rank[f])
     return out
+
+
+@njit(cache=True, inline="always")
+def _rank_push(heap, size, x) -> int:
+    """Push the value ``x`` on the min-heap ``heap[:size]``; returns the new size."""
+    c = size
+    while c > 0:
+        p = (c - 1) // 2
+        if heap[p] <= x:
+            break
+        heap[c] = heap[p]
+        c = p
+    heap[c] = x
+    return size + 1
+
+
+@njit(cache=True, inline="always")
+def _rank_sift(heap, size, x) -> None:
+    """Put ``x`` at the root of the min-heap ``heap[:size]`` and sift it down."""
+    c = 0
+    while True:
+        child = 2 * c + 1
+        if child >= size:
+            break
+        if child + 1 < size and heap[child + 1] < heap[child]:
+            child += 1
+        if heap[child] >= x:
+            break
+        heap[c] = heap[child]
+        c = child
+    if size > 0:
+        heap[c] = x
