@@ -772,12 +772,26 @@ def serial_pass(d: Data, order, pref, start, chosen, placed, table, index):
             and mode[lo, MODE_PLACEMENT] < 0
         ):
             # The common case (PSPLIB): one mode, on no node, no placement key, no choice.
-            # Booked here rather than by _commit: an inlined helper still costs reference
-            # counting on each array it is passed, three times the booking itself.
-            m, dur = lo, mode[lo, MODE_DURATION]
-            t = _tick_place(table, seg_start, seg, m, dur, est, limit, False, dims[0], 0, -1, True)
-            if deadline >= 0 and t + dur > deadline:
-                return FAIL_DEADLINE, i
+            m = lo
+            t = _tick_place(
+                table, seg_start, seg, m, mode[m, MODE_DURATION], est, limit, False, dims[0], 0,
+                -1, True,
+            )  # fmt: skip
+        else:
+            m, t = _candidate(
+                table, index, seg_start, seg, mode_start, mode, node_type, pin, dims, i, pref[i],
+                est, limit, left, _job_key(task, i, job_key), _job_nodes(task, i, job_nodes, none),
+                plain, cand, on, placed,
+            )  # fmt: skip
+        if m < 0:
+            return FAIL_MODE, i
+        dur = mode[m, MODE_DURATION]
+        if deadline >= 0 and t + dur > deadline:
+            return FAIL_DEADLINE, i
+        if ticks and mode[m, MODE_GANG] == 0 and mode[m, MODE_PLACEMENT] < 0:
+            # A mode on no node, without a placement key (PSPLIB, MMLIB): what _commit does,
+            # written out. An inlined helper still costs reference counting on each array it
+            # is passed: three times the booking itself.
             _tick_book(table, index, seg_start, seg, m, dur, t, False, dims[0], 0, -1, True)
             for k2 in range(left.shape[0]):
                 left[k2] -= mode[m, MODE_EXTRA + k2]
@@ -786,15 +800,6 @@ def serial_pass(d: Data, order, pref, start, chosen, placed, table, index):
             start[i] = t
             chosen[i] = m
             continue
-        m, t = _candidate(
-            table, index, seg_start, seg, mode_start, mode, node_type, pin, dims, i, pref[i],
-            est, limit, left, _job_key(task, i, job_key), _job_nodes(task, i, job_nodes, none),
-            plain, cand, on, placed,
-        )  # fmt: skip
-        if m < 0:
-            return FAIL_MODE, i
-        if deadline >= 0 and t + mode[m, MODE_DURATION] > deadline:
-            return FAIL_DEADLINE, i
         _commit(
             table, index, seg_start, seg, mode, task, dims, i, m, t, left, job_key, job_nodes,
             on, start, chosen, placed,
