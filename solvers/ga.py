@@ -9,9 +9,10 @@ before the window, the mother's order for the tasks in it and the father's
 order for the rest. Every list is kept in start order, so the child stays
 precedence-feasible; the window's tasks keep the mother's modes, the others the
 father's. Mutation swaps neighbours not linked by a precedence and redraws
-modes. Every child is decoded, justified (forward-backward improvement) and
-re-encoded from its justified schedule. Survival is elitist: the best of
-parents and children, without two identical schedules. A population that has
+modes; a child whose modes overdraw a budget has them repaired. Every child is
+decoded, justified (forward-backward improvement) and re-encoded from its justified
+schedule. Survival is elitist: the best of parents and children, without two
+identical schedules. A population that has
 converged or stalled is drawn anew around its best individual: orders from the
 best schedule's start times plus noise :data:`NEAR` times as wide as their
 span, with the best modes. One generation runs as one numba kernel.
@@ -48,7 +49,7 @@ from planner.solvers.encoding import (
 )
 from planner.solvers.search import DEFAULT_SCHEDULES, Search
 from planner.solvers.sgs import priorities
-from planner.solvers.sgs_numba import evaluate
+from planner.solvers.sgs_numba import evaluate, repair_budgets
 
 STALL = 25
 """Generations without improvement after which the population is drawn anew."""
@@ -263,6 +264,7 @@ def generation(d: Data, pop, kids, rate, peak, weight, rng, work, best, allowanc
                 part,
             )
             _mutate(pred_ptr, pred, mode_start, kid_o[n_kids], kid_m[n_kids], rate, rng)
+            repair_budgets(d.mode, mode_start, d.slack, kid_m[n_kids], rng)
             value, passes = evaluate(
                 d,
                 kid_o[n_kids],
@@ -321,8 +323,8 @@ def first_population(
     the LFT value plus uniform noise as wide as the LFT range, a biased random
     sampling that starts better than uniform random orders. Every second
     individual lets the decoder pick the mode that finishes first; the others
-    draw modes at random, but for the energy and cost objectives every fourth takes
-    every task's mode of least draw.
+    draw modes at random (repaired to meet the budgets, :func:`repair_budgets`), but for
+    the energy and cost objectives every fourth takes every task's mode of least draw.
     """
     dec = search.decoder
     d = dec.data
@@ -341,6 +343,7 @@ def first_population(
             modes[p] = least
         else:
             modes[p] = d.mode_start[:-1] + (rng.random(n) * counts).astype(np.int64)
+            repair_budgets(d.mode, d.mode_start, d.slack, modes[p], rng)
     return orders, modes
 
 

@@ -6,10 +6,11 @@ among eligible tasks) and one mode key per task in ``[0, 1)`` (the mode is
 ``w * v + c1 * r1 * (pbest - x) + c2 * r2 * (lbest - x)``, clamped, where
 ``lbest`` is the best personal best among the particle's neighbours on a ring
 (``ring`` places each side; the global best when ``ring`` is 0). Each
-particle is decoded by the serial SGS and justified; its keys are then
-re-encoded from the justified schedule (each task's rank in start order), so
-the swarm learns from the justification. A swarm that stalls is scattered
-anew. One iteration runs as one numba kernel.
+particle's modes are repaired to meet the budgets
+(:func:`~solvers.sgs_numba.repair_budgets`); it is decoded by the serial SGS and
+justified; its keys are then re-encoded from the justified schedule (each task's
+rank in start order), so the swarm learns from the justification. A swarm that
+stalls is scattered anew. One iteration runs as one numba kernel.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from planner.schedule import Schedule
 from planner.solvers.encoding import Data, schedule_lists
 from planner.solvers.search import Search
 from planner.solvers.sgs import priorities
-from planner.solvers.sgs_numba import evaluate, keys_to_order
+from planner.solvers.sgs_numba import evaluate, keys_to_order, repair_budgets
 
 STALL = 25
 """Iterations without improvement after which the particles are scattered anew (on J120
@@ -104,6 +105,7 @@ def iteration(d: Data, swarm, pbest, pfit, gbest, params, ring, rng, work, best,
             vm[p, t] = min(vmax_modes, max(-vmax_modes, vm[p, t]))
             mk[p, t] = min(0.999999, max(0.0, mk[p, t] + vm[p, t]))
         _decode(d, x[p], mk[p], order, modes)
+        repair_budgets(d.mode, d.mode_start, d.slack, modes, rng)
         value, passes = evaluate(
             d, order, modes, start, mode, placed, nodes, index, allowance - spent, False
         )
@@ -218,11 +220,14 @@ def solve_pso(
             )
             idle = idle + 1 if best[0][0] >= before else 0
             if idle >= max_stall:
-                # Stalled: scatter the particles again; personal and global bests stay.
+                # Stalled: scatter the particles again, their order and mode keys; personal
+                # and global bests stay.
                 count["restarts"] += 1
                 idle = 0
                 x[:] = rng.random((size, n))
                 v[:] = rng.uniform(-vmax, vmax, (size, n))
+                mk[:] = rng.random((size, n))
+                vm[:] = rng.uniform(-MODE_VMAX, MODE_VMAX, (size, n))
             search.offer(best[0][0], best[1], best[2], best[3])
             search.record(count["iterations"], pfit)
 

@@ -670,6 +670,85 @@ def _candidate(
     )  # fmt: skip
 
 
+@njit(cache=True)
+def _overdraft(use, slack) -> int:
+    """Units by which ``use`` overdraws the budgets' ``slack``, summed over budgets."""
+    total = 0
+    for k in range(slack.shape[0]):
+        total += max(0, use[k] - slack[k])
+    return total
+
+
+@njit(cache=True)
+def repair_budgets(mode, mode_start, slack, modes, rng) -> bool:
+    """Change modes of ``modes`` until the list meets every budget; returns whether it does.
+
+    A mode list the serial SGS decodes is kept whole only when its modes' use of the
+    budgets fits: otherwise the SGS replaces modes greedily along the list and, on tight
+    budgets (MMLIB), often finds no mode left for a late task. Sweeps over the tasks from
+    a random one: each task takes the mode that cuts the overdraft most (ties: the
+    shorter). When a sweep cuts nothing (two budgets pull apart), the next one takes,
+    without adding overdraft, modes that use less of the budgets in all (each budget's
+    use over its slack); it ends when nothing is overdrawn or neither sweep moves.
+    A list with a task without a preferred mode (-1) is left to the SGS.
+    """
+    budgets = slack.shape[0]
+    n = modes.shape[0]
+    if budgets == 0:
+        return True
+    use = np.zeros(budgets, dtype=np.int64)
+    scale = np.empty(budgets)
+    for k in range(budgets):
+        scale[k] = 1.0 / max(1, slack[k])
+    for t in range(n):
+        if modes[t] < 0:
+            return False
+        for k in range(budgets):
+            use[k] += mode[modes[t], MODE_EXTRA + k]
+    over = _overdraft(use, slack)
+    first = rng.integers(0, n)
+    lighten = False
+    while over > 0:
+        moved = False
+        for step in range(n):
+            t = (first + step) % n
+            cur = modes[t]
+            best, best_over, best_less = cur, over, 0.0
+            for m in range(mode_start[t], mode_start[t + 1]):
+                if m == cur or mode[m, MODE_FITS] == 0:
+                    continue
+                less = 0.0
+                for k in range(budgets):
+                    change = mode[m, MODE_EXTRA + k] - mode[cur, MODE_EXTRA + k]
+                    use[k] += change
+                    less += change * scale[k]
+                new = _overdraft(use, slack)
+                for k in range(budgets):
+                    use[k] -= mode[m, MODE_EXTRA + k] - mode[cur, MODE_EXTRA + k]
+                if new < best_over:
+                    better = True
+                elif new > best_over:
+                    better = False
+                elif lighten:
+                    better = less < best_less
+                else:
+                    better = best != cur and mode[m, MODE_DURATION] < mode[best, MODE_DURATION]
+                if better:
+                    best, best_over, best_less = m, new, less
+            if best != cur:
+                for k in range(budgets):
+                    use[k] += mode[best, MODE_EXTRA + k] - mode[cur, MODE_EXTRA + k]
+                modes[t] = best
+                over = best_over
+                moved = True
+                if over == 0:
+                    return True
+        if not moved and lighten:
+            return False
+        lighten = not moved
+    return True
+
+
 @njit(cache=True, inline="always")
 def _forward_est(pred_ptr, pred, mode, task, i, start, chosen) -> int:
     """Earliest start of task ``i`` from its release and its scheduled predecessors."""

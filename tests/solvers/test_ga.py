@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from planner import load_instance, validate
+from planner import Problem, load_instance, validate
 from planner.errors import PlannerError
 from planner.result import Progress, Status
 from planner.solvers import solve
+from planner.solvers.sgs import Decoder
+from planner.solvers.sgs_numba import repair_budgets
 
 INSTANCES = Path(__file__).resolve().parents[2] / "instances"
 
@@ -250,3 +253,57 @@ def test_ctrl_c_in_the_first_population_keeps_the_timed_pass(
     result = solve(problem, "ga", time_limit=5, workers=1)
     assert result.interrupted and result.status == Status.FEASIBLE
     assert result.valid and result.stats["generations"] == 0
+
+
+@pytest.mark.parametrize("solver", ["ga", "pso"])
+def test_tight_budgets_get_a_schedule(solver: str) -> None:
+    # MMLIB50 J501_5 (best known 26): before the budget repair neither heuristic found a
+    # mode list within its two budgets in 20,000 schedules.
+    problem = load_instance(INSTANCES / "mm/J501_5.mm")
+    res = solve(problem, solver, schedules=1000, seed=0)
+    assert res.valid is True
+    assert validate(problem, res.schedule).ok
+    assert 26 <= res.objective <= 32
+
+
+def _budget_problem(budget: int) -> Decoder:
+    """Three tasks, each a fast mode (2 ticks, 3 units of money) and two slow ones (4 ticks,
+    1 unit; 5 ticks, 1 unit)."""
+    modes = [
+        {"name": name, "segments": [{"duration": d, "demand": {"r": 1}}], "consumes": {"m": c}}
+        for name, d, c in (("fast", 2, 3), ("slow", 4, 1), ("slower", 5, 1))
+    ]
+    problem = Problem.model_validate(
+        {
+            "resources": [
+                {"name": "r", "capacity": 3},
+                {"name": "m", "capacity": budget, "kind": "nonrenewable"},
+            ],
+            "tasks": [{"name": f"t{i}", "modes": modes} for i in range(3)],
+        }
+    )
+    return Decoder(problem)
+
+
+def test_budget_repair_cuts_the_overdraft_with_the_shortest_modes() -> None:
+    # Budget 7: all fast (9 units) overdraws by 2; one task slow (7 units) fits exactly.
+    d = _budget_problem(7).data
+    fast, slow = d.mode_start[:-1], d.mode_start[:-1] + 1
+    modes = fast.copy()
+    assert repair_budgets(d.mode, d.mode_start, d.slack, modes, np.random.default_rng(0))
+    assert sorted(modes - d.mode_start[:-1]) == [0, 0, 1]  # one slow mode, not a slower one
+    # A list within the budgets is kept; one without a preferred mode is left to the SGS.
+    keep = np.array([slow[0], slow[1], fast[2]])
+    assert repair_budgets(d.mode, d.mode_start, d.slack, keep, np.random.default_rng(0))
+    assert keep.tolist() == [slow[0], slow[1], fast[2]]
+    free = np.array([-1, fast[1], fast[2]])
+    assert not repair_budgets(d.mode, d.mode_start, d.slack, free, np.random.default_rng(0))
+    assert free.tolist() == [-1, fast[1], fast[2]]
+
+
+def test_budget_repair_reports_budgets_it_cannot_meet() -> None:
+    # Budget 2: even three slow modes (3 units) overdraw it.
+    d = _budget_problem(2).data
+    modes = d.mode_start[:-1].copy()
+    assert not repair_budgets(d.mode, d.mode_start, d.slack, modes, np.random.default_rng(0))
+    assert (modes >= d.mode_start[:-1]).all() and (modes < d.mode_start[1:]).all()

@@ -28,11 +28,17 @@ def test_reaches_known_optimum(name: str, optimum: int) -> None:
 
 @pytest.mark.parametrize(("name", "optimum"), [("mm/j1010_1.mm", 17), ("mm/j102_2.mm", 20)])
 def test_multi_mode_stays_valid(name: str, optimum: int) -> None:
-    # The swarm is weaker on modes than the GA: valid, never below the optimum, within 30 %.
+    # The swarm is weaker on modes than the GA: valid, never below the optimum, within 15 %
+    # on average over five seeds (before the budget repair, j1010_1 averaged 20 > 1.15 * 17;
+    # now one seed of the five still ends at 24).
     problem = load_instance(INSTANCES / name)
-    res = solve(problem, "pso", schedules=5000, seed=1)
-    assert res.valid
-    assert optimum <= res.objective <= 1.3 * optimum
+    found = []
+    for seed in range(5):
+        res = solve(problem, "pso", schedules=5000, seed=seed)
+        assert res.valid
+        assert res.objective >= optimum
+        found.append(res.objective)
+    assert sum(found) / len(found) <= 1.15 * optimum
 
 
 def test_budget_history_and_progress() -> None:
