@@ -92,9 +92,9 @@ def run(
     valid = result.schedule is not None and validate(problem, result.schedule).ok
     label = solver
     if solver == "milp":
-        label = f"milp-{options['backend']}"
-        label += "" if options.get("cliques", True) else "-nocliques"
-        label += "" if options.get("below", True) else "-full"
+        label = f"milp-{options['backend']}" + (
+            "" if options.get("cliques", True) else "-nocliques"
+        )
     return {
         "set": set_name,
         "instance": name,
@@ -164,14 +164,6 @@ def main(argv: list[str] | None = None) -> int:
         default=["on"],
         help="MILP runs with the clique cuts, without them, or both side by side.",
     )
-    parser.add_argument(
-        "--below",
-        nargs="+",
-        choices=["on", "off"],
-        default=["on"],
-        help="MILP runs whose windows hold only plans shorter than the initial solution, "
-        "runs over the full windows (label suffix -full), or both side by side.",
-    )
     parser.add_argument("--seed", type=int, default=0, help="Seed of the J30 sample.")
     parser.add_argument("--out", type=Path, default=Path("milp_runs.csv"))
     args = parser.parse_args(argv)
@@ -192,18 +184,9 @@ def main(argv: list[str] | None = None) -> int:
         writer.writeheader()
         for set_name, name, problem, best in cases:
             runs = [
-                (
-                    "milp",
-                    {
-                        "backend": b,
-                        "time_limit": args.time_limit,
-                        "cliques": c == "on",
-                        "below": w == "on",
-                    },
-                )
+                ("milp", {"backend": b, "time_limit": args.time_limit, "cliques": c == "on"})
                 for b in args.backends
                 for c in args.cliques
-                for w in args.below
             ]
             if with_cpsat:
                 runs.append(("cpsat", {"time_limit": args.cpsat_time_limit}))

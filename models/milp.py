@@ -70,7 +70,6 @@ def solve_milp(
     max_memory_gb: float = MAX_MEMORY_GB,
     initial_solution: Schedule | None = None,
     cliques: bool = True,
-    below: bool = True,
 ) -> Result:
     """Solve ``problem`` with the time-indexed MILP.
 
@@ -97,10 +96,6 @@ def solve_milp(
     cliques
         Add clique cuts: at every tick at most one task of a set of tasks no two of which
         fit together runs (:func:`planner.models.milp_model.conflict_cliques`).
-    below
-        For the makespan with an initial solution: the windows end one tick before its
-        makespan, so the model holds only shorter plans, and a model without a plan
-        proves the initial solution optimal (no warm start then: it is not in the model).
 
     Returns
     -------
@@ -119,20 +114,14 @@ def solve_milp(
     if backend not in BACKENDS:
         raise InputError(f"unknown MILP backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     start = initial_solution
-    below = below and start is not None and problem.objective == "makespan"
-    windows = milp_windows(problem, start, below)
+    windows = milp_windows(problem, start)
     check_size(problem, windows, max_variables, max_memory_gb)
     if progress is not None and start is not None:
         progress(Progress(time.perf_counter() - t0, start.objective(problem), None, "initial"))
-    if below and start is not None and bounds.lower_bound(problem) >= start.makespan(problem):
-        # no shorter plan exists: the initial solution is optimal, no model to build
-        objective = start.objective(problem)
-        return Result("milp", Status.OPTIMAL, start, objective=objective, lower_bound=objective)
     try:
         return _build_and_solve(
-            problem, windows, start, time_limit, t0, workers, backend, gap, progress, log, cliques,
-            below,
-        )  # fmt: skip
+            problem, windows, start, time_limit, t0, workers, backend, gap, progress, log, cliques
+        )
     except KeyboardInterrupt:
         return _interrupted(problem, start)
 
@@ -149,12 +138,10 @@ def _build_and_solve(
     progress: Callable[[Progress], None] | None,
     log: bool,
     cliques: bool,
-    below: bool,
 ) -> Result:
-    """Build the model over ``windows`` and solve it (see :func:`solve_milp`); ``below``:
-    the windows hold only plans shorter than ``start``."""
+    """Build the model over ``windows`` and solve it (see :func:`solve_milp`)."""
     model = build_model(problem, windows, cliques)
-    warm = backend == "cbc" and not below and start is not None and model.warm_start(problem, start)
+    warm = backend == "cbc" and start is not None and model.warm_start(problem, start)
     stats = {
         "backend": backend,
         "horizon": windows.horizon,
@@ -163,7 +150,6 @@ def _build_and_solve(
         "estimated_nonzeros": estimate_size(problem, windows).nonzeros,
         "heuristic": None if start is None else start.objective(problem),
         "warm_start": warm,
-        "below": below,
         "build_time": time.perf_counter() - t0,
     }
     remaining = None if time_limit is None else max(0.5, time_limit - (time.perf_counter() - t0))
@@ -173,9 +159,6 @@ def _build_and_solve(
         state, bound = _solve_cbc(model, remaining, workers, gap, gap_abs, warm, log)
     else:
         state, bound = _solve_highs(model, remaining, workers, gap, gap_abs, log)
-    if below and state == pulp.LpStatusInfeasible:
-        # no plan shorter than the initial solution: it is optimal
-        bound = float(windows.horizon + 1)
     result = _result(problem, model, start, state, bound, stats)
     if progress is not None:
         progress(Progress(time.perf_counter() - t0, result.objective, result.lower_bound, "done"))
@@ -195,16 +178,15 @@ def check_size(
         )
 
 
-def milp_windows(problem: Problem, schedule: Schedule | None, below: bool = False) -> Windows:
-    """The start windows that a known ``schedule`` implies (the trivial ones without it);
-    with ``below`` (makespan only) those of the plans shorter than ``schedule``.
+def milp_windows(problem: Problem, schedule: Schedule | None) -> Windows:
+    """The start windows that a known ``schedule`` implies (the trivial ones without it).
 
     A tighter horizon gives narrower windows and a smaller model.
     """
     if schedule is None:
         return start_windows(problem, bounds.horizon(problem))
     if problem.objective == "makespan":
-        return start_windows(problem, schedule.makespan(problem) - int(below))
+        return start_windows(problem, schedule.makespan(problem))
     if problem.objective == "energy":
         return start_windows(problem, energy_horizon(problem, schedule))
     if problem.objective == "cost":  # a cheaper plan may end later than any known one

@@ -83,7 +83,6 @@ def solve_warm_milp(
     max_variables: int = MAX_VARIABLES,
     max_memory_gb: float = MAX_MEMORY_GB,
     cliques: bool = True,
-    below: bool = True,
 ) -> Result:
     """Solve ``problem`` with the time-indexed MILP, warm-started by SGS passes.
 
@@ -109,9 +108,6 @@ def solve_warm_milp(
         Refuse to build a model with more start variables, or a larger estimated memory.
     cliques
         Add the clique cuts of :func:`models.milp.solve_milp`.
-    below
-        Model only the plans shorter than the SGS passes' best (see
-        :func:`models.milp.solve_milp`).
 
     Returns
     -------
@@ -121,8 +117,7 @@ def solve_warm_milp(
     t0 = time.perf_counter()
 
     def size_check(schedule: Schedule) -> None:
-        windows = milp_windows(problem, schedule, below and problem.objective == "makespan")
-        check_size(problem, windows, max_variables, max_memory_gb)
+        check_size(problem, milp_windows(problem, schedule), max_variables, max_memory_gb)
 
     seconds = None if time_limit is None else HEURISTIC_SHARE * time_limit
     found: list[Schedule] = []
@@ -146,5 +141,4 @@ def solve_warm_milp(
         max_memory_gb=max_memory_gb,
         initial_solution=start,
         cliques=cliques,
-        below=below,
     )

@@ -185,9 +185,7 @@ def test_registry_validates_and_reports() -> None:
     result = solve(problem, "milp", backend="highs", time_limit=60, workers=1)
     assert result.valid is True
     assert (result.status, result.objective, result.lower_bound) == (Status.OPTIMAL, 43, 43)
-    # the windows end one tick before the SGS passes' best: the model holds shorter plans only
-    assert result.stats["variables"] > 0
-    assert result.stats["horizon"] == result.stats["heuristic"] - 1 >= 42
+    assert result.stats["variables"] > 0 and result.stats["horizon"] >= 43
 
 
 def test_time_limit_keeps_a_valid_schedule() -> None:
@@ -267,41 +265,3 @@ def test_tasks_no_two_of_which_fit_together_make_one_clique() -> None:
     for cliques in (True, False):
         result = solve_milp(problem, cliques=cliques)
         assert (result.status, result.objective) == (Status.OPTIMAL, 6)
-
-
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_model_below_the_initial_solution_improves_it_or_proves_it(backend: str) -> None:
-    problem = load_instance(INSTANCES / "psplib" / "j301_1.sm")  # optimum 43
-    lft = serial_sgs(problem, priorities(problem, "lft"))[0]
-    assert lft.makespan(problem) > 43
-    # From a longer plan: the model holds only shorter ones, and finds the optimum.
-    better = solve_milp(problem, workers=1, backend=backend, initial_solution=lft)
-    assert (better.status, better.objective, better.lower_bound) == (Status.OPTIMAL, 43, 43)
-    assert better.stats["below"] is True
-    assert better.stats["horizon"] == lft.makespan(problem) - 1
-    assert validate(problem, better.schedule).ok
-    # From the optimal plan: no shorter plan in the model proves it optimal.
-    proof = solve_milp(problem, workers=1, backend=backend, initial_solution=better.schedule)
-    assert (proof.status, proof.objective, proof.lower_bound) == (Status.OPTIMAL, 43, 43)
-    assert (proof.stats["horizon"], proof.stats["backend_status"]) == (42, "Infeasible")
-    assert proof.schedule is better.schedule
-    # The full windows, as before: the initial plan is in the model.
-    full = solve_milp(
-        problem, workers=1, backend=backend, initial_solution=better.schedule, below=False
-    )
-    assert (full.status, full.objective, full.lower_bound) == (Status.OPTIMAL, 43, 43)
-    assert (full.stats["horizon"], full.stats["below"]) == (43, False)
-
-
-def test_an_initial_solution_at_the_lower_bound_needs_no_model() -> None:
-    # Two tasks of 4 and 3 on one unit: 7 ticks of work, the energy bound; any order is optimal.
-    problem = Problem.model_validate(
-        {
-            "resources": [{"name": "r", "capacity": 1}],
-            "tasks": [one_mode("A", seg(4, r=1)), one_mode("B", seg(3, r=1))],
-        }
-    )
-    initial = serial_sgs(problem, priorities(problem, "lft"))[0]
-    result = solve_milp(problem, initial_solution=initial)
-    assert (result.status, result.objective, result.lower_bound) == (Status.OPTIMAL, 7, 7)
-    assert result.schedule is initial and "variables" not in result.stats
