@@ -1243,8 +1243,8 @@ def keys_to_order(d: Data, keys: np.ndarray, reverse: bool) -> np.ndarray:
 
     Eligible means all predecessors taken (all successors when ``reverse``).
     Ties go to the smaller task number. When the stable sort of the keys already takes
-    every task after its predecessors (a justification pass's keys are start or finish
-    times, so it mostly does), it is that order. Otherwise a binary heap over eligible
+    every task after its predecessors (the forward justification pass: its keys are the
+    backward pass's starts), it is that order. Otherwise a binary heap over eligible
     tasks' ranks in that sort: comparing two ranks reads no key.
     """
     n = d.n
