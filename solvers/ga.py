@@ -10,12 +10,12 @@ order for the rest. Every list is kept in start order, so the child stays
 precedence-feasible; the window's tasks keep the mother's modes, the others the
 father's. Mutation swaps neighbours not linked by a precedence and redraws
 modes; a child whose modes overdraw a budget has them repaired. Every child is
-decoded, justified (forward-backward improvement) and re-encoded from its justified
-schedule. Survival is elitist: the best of parents and children, without two
-identical schedules. A population that has
-converged or stalled is drawn anew around its best individual: orders from the
-best schedule's start times plus noise :data:`NEAR` times as wide as their
-span, with the best modes. One generation runs as one numba kernel.
+decoded, justified (forward-backward improvement) and re-encoded from its
+justified schedule. Survival is elitist: the best of parents and children,
+without two identical schedules. A population that has converged or stalled is
+drawn anew around its best individual: orders from the best schedule's start
+times plus noise :data:`NEAR` times as wide as their span, with the best modes.
+One generation runs as one numba kernel.
 """
 
 from __future__ import annotations
@@ -323,8 +323,9 @@ def first_population(
     the LFT value plus uniform noise as wide as the LFT range, a biased random
     sampling that starts better than uniform random orders. Every second
     individual lets the decoder pick the mode that finishes first; the others
-    draw modes at random (repaired to meet the budgets, :func:`repair_budgets`), but for
-    the energy and cost objectives every fourth takes every task's mode of least draw.
+    draw modes at random, but for the energy and cost objectives every fourth takes
+    every task's mode of least draw. Those lists are repaired to meet the budgets
+    (:func:`repair_budgets`).
     """
     dec = search.decoder
     d = dec.data
@@ -343,7 +344,7 @@ def first_population(
             modes[p] = least
         else:
             modes[p] = d.mode_start[:-1] + (rng.random(n) * counts).astype(np.int64)
-            repair_budgets(d.mode, d.mode_start, d.slack, modes[p], rng)
+        repair_budgets(d.mode, d.mode_start, d.slack, modes[p], rng)  # leaves -1 lists alone
     return orders, modes
 
 
