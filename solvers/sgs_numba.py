@@ -851,26 +851,33 @@ def serial_pass(d: Data, order, pref, start, chosen, placed, table, index):
             and mode[lo, MODE_PLACEMENT] < 0
         ):
             # The common case (PSPLIB): one mode, on no node, no placement key, no choice.
-            m = lo
-            t = _tick_place(
-                table, seg_start, seg, m, mode[m, MODE_DURATION], est, limit, False, dims[0], 0,
-                -1, True,
-            )  # fmt: skip
-        else:
-            m, t = _candidate(
-                table, index, seg_start, seg, mode_start, mode, node_type, pin, dims, i, pref[i],
-                est, limit, left, _job_key(task, i, job_key), _job_nodes(task, i, job_nodes, none),
-                plain, cand, on, placed,
-            )  # fmt: skip
+            # Booked here rather than by _commit: an inlined helper still costs reference
+            # counting on each array it is passed, three times the booking itself. (Sharing
+            # the booking below with the other modes on no node costs this case 10%.)
+            m, dur = lo, mode[lo, MODE_DURATION]
+            t = _tick_place(table, seg_start, seg, m, dur, est, limit, False, dims[0], 0, -1, True)
+            if deadline >= 0 and t + dur > deadline:
+                return FAIL_DEADLINE, i
+            _tick_book(table, index, seg_start, seg, m, dur, t, False, dims[0], 0, -1, True)
+            for k2 in range(left.shape[0]):
+                left[k2] -= mode[m, MODE_EXTRA + k2]
+            for j in range(placed.shape[1]):
+                placed[i, j] = -1
+            start[i] = t
+            chosen[i] = m
+            continue
+        m, t = _candidate(
+            table, index, seg_start, seg, mode_start, mode, node_type, pin, dims, i, pref[i],
+            est, limit, left, _job_key(task, i, job_key), _job_nodes(task, i, job_nodes, none),
+            plain, cand, on, placed,
+        )  # fmt: skip
         if m < 0:
             return FAIL_MODE, i
         dur = mode[m, MODE_DURATION]
         if deadline >= 0 and t + dur > deadline:
             return FAIL_DEADLINE, i
         if ticks and mode[m, MODE_GANG] == 0 and mode[m, MODE_PLACEMENT] < 0:
-            # A mode on no node, without a placement key (PSPLIB, MMLIB): what _commit does,
-            # written out. An inlined helper still costs reference counting on each array it
-            # is passed: three times the booking itself.
+            # Any other mode on no node without a placement key (MMLIB): booked here too.
             _tick_book(table, index, seg_start, seg, m, dur, t, False, dims[0], 0, -1, True)
             for k2 in range(left.shape[0]):
                 left[k2] -= mode[m, MODE_EXTRA + k2]
