@@ -1261,12 +1261,7 @@ def keys_to_order(d: Data, keys: np.ndarray, reverse: bool) -> np.ndarray:
     rank = np.empty(n, dtype=np.int64)
     for k in range(n):
         rank[by_key[k]] = k
-    sorted_ok = True
-    for i in range(n):
-        for e in range(fwd_ptr[i], fwd_ptr[i + 1]):
-            if rank[fwd[e, EDGE_TASK]] < rank[i]:
-                sorted_ok = False
-    if sorted_ok:
+    if _keeps_precedences(fwd_ptr, fwd, rank):
         return by_key
     waiting = np.empty(n, dtype=np.int64)
     heap = np.empty(n, dtype=np.int64)
@@ -1287,6 +1282,16 @@ def keys_to_order(d: Data, keys: np.ndarray, reverse: bool) -> np.ndarray:
             if waiting[f] == 0:
                 size = _rank_push(heap, size, rank[f])
     return out
+
+
+@njit(cache=True)
+def _keeps_precedences(fwd_ptr, fwd, rank) -> bool:
+    """Whether every task ranks before the tasks its edges ``fwd`` lead to."""
+    for i in range(rank.shape[0]):
+        for e in range(fwd_ptr[i], fwd_ptr[i + 1]):
+            if rank[fwd[e, EDGE_TASK]] < rank[i]:
+                return False
+    return True
 
 
 @njit(cache=True, inline="always")

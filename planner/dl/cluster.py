@@ -860,8 +860,10 @@ class _Compiler:
         run = _Run(gpus, share, times.data, times.gpu, times.sync, self.above_idle(gpu_type))
         out = [(run, "")]
         power = self.inst.power
-        for j, limit in enumerate(power.limits if power is not None and limited else []):
-            busy, idle = power.gpu_watts(gpu_type)  # type: ignore[union-attr]
+        if power is None or not limited or not power.limits:
+            return out
+        busy, idle = power.gpu_watts(gpu_type)
+        for j, limit in enumerate(power.limits):
             if limit.share * busy < idle:
                 raise InputError(
                     f"{limit.share * busy:g} W is below a GPU's idle draw, {idle:g} W",
