@@ -40,10 +40,10 @@ from bench_dl import parse_spec
 from planner.app.compare import pareto_front, pareto_watts, save_pareto
 from planner.bounds import energy_bound, lower_bound
 from planner.dl.workloads import import_muri
-from planner.execution.disturbances import Disturbances, Simulation
 from planner.execution.jobs import Workload, jobs_from_instance, model_of, plan_of
-from planner.execution.peers import judge, run_policy
+from planner.execution.peers import run_policy
 from planner.execution.power import run_energy
+from planner.execution.runs import Setting, dispatch_of, judge
 from planner.io.instance import problem_from_data
 from planner.metrics import energy_terms, schedule_metrics
 from planner.model import Problem
@@ -100,12 +100,13 @@ def workload_of(data: dict[str, Any]) -> Workload:
 
 def executed(data: dict[str, Any], problem: Problem, schedule: Schedule) -> float | None:
     """The makespan (s) of a placed plan run job by job under ``fluid`` with one data
-    slot (no slowdown, no restart cost), as ``planner solve`` prints it; ``None`` pooled."""
+    slot, no slowdown and no restart cost (the model the plan is made in); ``None``
+    pooled."""
     if not problem.nodes:
         return None
     workload = workload_of(data)
-    sim = Simulation(Disturbances.parse(slowdown="none"), interleave="fluid", restart=False)
-    return judge(workload, sim, plan=(problem, schedule))["makespan_mean"]
+    setting = Setting("fluid", slowdown="none", restart=False)
+    return judge(dispatch_of(workload, setting, plan=(problem, schedule)))["makespan_mean"]
 
 
 def one_pass(problem: Problem, parallel: bool, rule: str = "grw") -> tuple[float, int, bool]:

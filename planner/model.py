@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from functools import cached_property
 from itertools import pairwise
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -343,6 +343,16 @@ class Problem(_Entity):
         "gives a fluid training block's shares in hundredths of a GPU. Metrics that count "
         "physical units (energy, GPUs held) divide by it; 1 where absent.",
     )
+
+    STRUCTURE: ClassVar[frozenset[str]] = frozenset(
+        {"name", "resources", "nodes", "tasks", "precedences", "jobs"}
+    )
+    """The fields that hold the instance's structure; the others are its settings."""
+
+    def settings(self) -> dict[str, Any]:
+        """The fields that are not :attr:`STRUCTURE` (time unit, objective, power, tariff,
+        units): what an instance derived from this one (realized, re-planned) keeps."""
+        return {k: getattr(self, k) for k in type(self).model_fields if k not in self.STRUCTURE}
 
     @model_validator(mode="after")
     def _time_unit(self) -> Problem:

@@ -27,13 +27,15 @@ from planner.app.compare import (
 from planner.bounds import lower_bound
 from planner.errors import InputError
 from planner.execution.disturbances import parse_simulation
-from planner.execution.simulate import rank_by_realized
+from planner.execution.jobs import jobs_from_instance
+from planner.execution.runs import Setting, dispatch_of, judge
 from planner.io.instance import load_instance
 from planner.metrics import schedule_metrics
 from planner.model import Problem
 from planner.result import Result, Status
 from planner.schedule import Schedule
 from planner.solvers import SOLVERS, solve
+from planner.times import tick_seconds
 from planner.validate import validate
 from tests.conftest import INSTANCES
 
@@ -499,23 +501,30 @@ def test_study_with_a_simulation_records_the_realized_figures(
     assert list(table.columns) == COLUMNS + REALIZED
     with out.open() as f:
         assert next(csv.reader(f)) == COLUMNS + REALIZED
+    # a batch of training jobs runs in the job-level executor, with its defaults
     problem = load_instance(placed_batch)
-    sim = parse_simulation(SIMULATION)
-    plans = {s: solve(problem, s).schedule for s in solvers}
-    ranked = rank_by_realized(problem, plans, sim.disturbances, sim.runs, sim.seed)
-    for rank in ranked:
-        (row,) = table[table["solver"] == rank.name].itertuples(index=False)
+    workload = jobs_from_instance(placed_batch)
+    noise = parse_simulation(SIMULATION).disturbances.noise
+    tick = tick_seconds(problem.time_unit)
+    expected = {}
+    for name in solvers:
+        plan = (problem, solve(problem, name).schedule)
+        figures = judge(dispatch_of(workload, Setting(), plan=plan, noise=noise), runs=2)
+        expected[name] = {k: v / tick for k, v in figures.items()}
+    for name, want in expected.items():
+        (row,) = table[table["solver"] == name].itertuples(index=False)
         assert row.simulation == SIMULATION
-        assert row.realized_makespan_mean == pytest.approx(rank.makespan["mean"])
-        assert row.realized_makespan_p95 == pytest.approx(rank.makespan["p95"])
-        assert row.realized_jct_mean == pytest.approx(rank.mean_jct["mean"])
+        assert row.realized_makespan_mean == pytest.approx(want["makespan_mean"])
+        assert row.realized_makespan_p95 == pytest.approx(want["makespan_p95"])
+        assert row.realized_jct_mean == pytest.approx(want["jct_mean"])
         assert row.realized_makespan_mean != row.objective  # the noise moved it
     realized = summarize_realized(table)
-    assert list(realized["solver"]) == [r.name for r in ranked]
+    ranked = sorted(expected, key=lambda n: expected[n]["makespan_mean"])
+    assert list(realized["solver"]) == ranked
     assert list(realized["plans"]) == [1, 1]
     assert list(realized["replays"]) == [2, 2]  # runs=2 of each plan
     assert list(realized["realized_makespan_mean"]) == pytest.approx(
-        [r.makespan["mean"] for r in ranked]
+        [expected[n]["makespan_mean"] for n in ranked]
     )
 
 
@@ -655,8 +664,8 @@ def test_a_peer_policy_without_a_model_is_refused(tmp_path: Path, placed_batch: 
     with pytest.raises(InputError) as caught:
         run_study([placed_batch], ["muri-s"], tmp_path / "r.csv", progress=False)
     assert str(caught.value) == (
-        "'muri-s' is a peer policy: it runs job by job under an interleaving model; "
-        "add --simulate interleave=fluid or interleave=muri"
+        "'muri-s' is a policy: it runs job by job in the executor; add --simulate "
+        "(e.g. --simulate runs=1)"
     )
 
 

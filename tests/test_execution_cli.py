@@ -21,7 +21,8 @@ import pytest
 from typer.testing import CliRunner
 
 from planner.app.cli import app
-from planner.execution.state import state_from_run
+from planner.execution.runs import state_from_job_run
+from planner.execution.state import State
 from planner.io.instance import load_instance
 from planner.schedule import load_schedule
 from tests.conftest import INSTANCES, ROOT, lines
@@ -58,10 +59,15 @@ def trace(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 def test_the_state_of_a_run_carries_the_outages_in_progress(trace: dict[str, Path]) -> None:
     problem = load_instance(trace["placed"])
+    plan = load_schedule(trace["plan"], problem)
     data = json.loads(trace["run"].read_text())
-    assert state_from_run(problem, data, 2300).outages == {"node3": 2600}
-    assert state_from_run(problem, data, 2600).outages == {}  # back at 2600
-    assert state_from_run(problem, data, 1999).outages == {}  # not failed yet
+
+    def state(at: int) -> State:
+        return state_from_job_run(trace["placed"], problem, plan, data, at)
+
+    assert state(2300).outages == {"node3": 2600}
+    assert state(2600).outages == {}  # back at 2600
+    assert state(1999).outages == {}  # not failed yet
 
 
 def test_a_replan_from_a_run_starts_nothing_on_a_node_still_down(
@@ -222,7 +228,7 @@ BAD = [
     (["simulate", P, S, "--runs", "2", "--gantt", "same.png", "--histogram", "same.png"],
      "same.png: given to both --gantt and --histogram; one would overwrite the other"),
     (["simulate", P, S, "-o", "r.json", "--gantt", "./r.json"], "r.json: the chart file must "
-     "end in .png, .svg, .pdf or .html"),
+     "end in .png, .svg or .pdf"),
     (["solve", P, "-s", "sgs", "-o", "x.json", "--gantt", "x.json"], "x.json: the chart file "
      "must end in .png, .svg, .pdf or .html"),
     (["simulate", P, "--online", "-o", "o.json", "--gantt", "o.json"], "o.json: the chart "
@@ -377,12 +383,12 @@ def test_ctrl_c_ends_online_planning_and_keeps_the_jobs_planned(
 # 9. What users look at.
 
 
-def test_a_realized_run_is_drawn_by_node(trace: dict[str, Path], tmp_path: Path) -> None:
+def test_a_run_is_drawn_by_gpu_set(trace: dict[str, Path], tmp_path: Path) -> None:
     chart = tmp_path / "nodes.png"
     code, out, err = run(
         "gantt", str(trace["run"]), "-i", str(trace["placed"]), "--by", "node", "-o", str(chart)
     )
-    assert (code, out) == (0, f"chart written to {chart} (realized run, valid)\n"), err
+    assert (code, out) == (0, f"chart written to {chart} (job-level run, 10 GPU sets)\n"), err
     assert chart.stat().st_size > 0
 
 
@@ -400,7 +406,7 @@ def test_a_monte_carlo_run_labels_its_first_run(trace: dict[str, Path]) -> None:
     assert code == 0
     rows = out.splitlines()
     assert rows[0] == "The run of seed 0 (the first of 3; their distribution follows)"
-    assert any(r.startswith("3 runs (ticks of 1min)") for r in rows)
+    assert any(r.startswith("3 runs (seconds)") for r in rows)
     assert "(1 lost attempt)" not in out
 
 

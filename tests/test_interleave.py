@@ -158,7 +158,7 @@ def test_cli_policy_on_a_cluster_form_instance(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     info = lines(result.stdout)
     assert info["makespan"].startswith("1,213,522 s")
-    assert info["model"] == "muri (slowdown none, no restart overhead)"
+    assert info["model"] == "muri, no slowdown, no restart overhead (job-level executor)"
     assert json.loads(out.read_text())["makespan"] == pytest.approx(1_213_522, abs=1)
 
 
@@ -167,11 +167,10 @@ def test_cli_policy_on_a_cluster_form_instance(tmp_path: Path) -> None:
     [
         (["--policy", "fifo"], "unknown policy 'fifo'; choose one of srtf, srsf, tiresias, muri-s, "
          "muri-l, lp-groups, srsf-pack"),
-        (["--policy", "srtf", "--online"], "--policy runs a peer scheduler job by job: "
-         "--online does not apply"),
+        (["--policy", "srtf", "--online"], "--policy runs a policy; --online runs the planner: "
+         "give one"),
         (["--policy", "srtf", "--interleave", "lru"], "interleave 'lru' is not one of fluid, muri"),
-        (["--policy", "srtf", "--runs", "3"], "--policy runs a peer scheduler job by job: "
-         "--runs does not apply"),
+        (["--policy", "srtf", "--histogram", "h.png"], "--histogram needs --runs 2 or more"),
         (["--policy", "srtf", "--nodes", "1", "--gpus-per-node", "2"], "job 'job0' needs 4 GPUs; "
          "the cluster has 2"),
         (["--policy", "srtf", "--data-slots", "0"], "Invalid value for '--data-slots': Input "
@@ -266,21 +265,20 @@ def test_cli_executes_a_placed_plan_under_a_model(tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     info = lines(result.stdout)
-    assert info["model"] == "muri (slowdown none, no restart overhead)"
+    assert info["model"] == "muri, no slowdown, no restart overhead (job-level executor)"
     assert info["makespan"].endswith("x mix bound)")
     executed = float(info["makespan"].split()[0].replace(",", ""))
-    # solve prints the plan's execution under the instance's model (fluid by default)
-    fluid = runner.invoke(
-        app, ["simulate", str(inst), str(plan), "--interleave", "fluid", "--slowdown", "none",
-              "--no-restart"],
-    )  # fmt: skip
+    # solve prints the plan's execution as simulate runs it by default
+    fluid = runner.invoke(app, ["simulate", str(inst), str(plan)])
     assert lines(solved.stdout)["executed"].startswith(
-        f"{lines(fluid.stdout)['makespan'].split()[0]} s job by job under fluid (planned "
+        f"{lines(fluid.stdout)['makespan'].split()[0]} s (fluid, 1 data slot per GPU, Muri's "
     )
     planned = float(info["plan"].split("(makespan ")[1].split()[0].replace(",", ""))
     assert info["optimism"] == f"{executed / planned:.3f} (executed / planned makespan)"
     bad = runner.invoke(app, ["simulate", str(inst), "--interleave", "muri"])
-    assert bad.stderr == "error: --interleave without --policy executes a plan: give SCHEDULE\n"
+    assert bad.stderr == (
+        "error: give the plan (SCHEDULE), --policy, or --online to plan as jobs arrive\n"
+    )
 
 
 def test_the_instance_names_its_model_and_the_option_overrides_it(tmp_path: Path) -> None:
@@ -290,20 +288,23 @@ def test_the_instance_names_its_model_and_the_option_overrides_it(tmp_path: Path
     assert runner.invoke(app, args).exit_code == 0
     assert lines(runner.invoke(app, ["info", str(inst)]).stdout)["interleave"] == "muri"
     own = lines(runner.invoke(app, ["simulate", str(inst), "--policy", "muri-l"]).stdout)
-    assert own["model"] == "muri (Muri's slowdown factors, restart overheads)"
+    assert own["model"] == "muri, Muri's slowdown factors, restart overheads (job-level executor)"
     other = runner.invoke(
         app, ["simulate", str(inst), "--policy", "muri-l", "--interleave", "fluid",
               "--data-slots", "2"],
     )  # fmt: skip
-    model = "fluid, 2 data slots per GPU (Muri's slowdown factors, restart overheads)"
+    model = (
+        "fluid, 2 data slots per GPU, Muri's slowdown factors, restart overheads "
+        "(job-level executor)"
+    )
     assert lines(other.stdout)["model"] == model
     assert lines(other.stdout)["makespan"] != own["makespan"]
     plain = tmp_path / "plain.json"  # import muri's default model: fluid
     assert runner.invoke(app, ["import", "muri", str(SLICE), "-o", str(plain)]).exit_code == 0
     default = lines(runner.invoke(app, ["simulate", str(plain), "--policy", "muri-l"]).stdout)
-    assert (
-        default["model"]
-        == "fluid, 1 data slot per GPU (Muri's slowdown factors, restart overheads)"
+    assert default["model"] == (
+        "fluid, 1 data slot per GPU, Muri's slowdown factors, restart overheads "
+        "(job-level executor)"
     )
 
 
@@ -450,6 +451,6 @@ def test_solve_says_why_a_plan_cannot_run_job_by_job(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["solve", str(inst), "-s", "cpsat"])
     assert result.exit_code == 0, result.output
     assert lines(result.stdout)["executed"] == (
-        "- (not job by job: job 'big': the plan puts it on nodes [0, 1]; it needs 1 of "
-        "the cluster's 2)"
+        "- (the executor cannot run the plan: job 'big': the plan puts it on nodes [0, 1]; it "
+        "needs 1 of the cluster's 2)"
     )

@@ -172,9 +172,15 @@ def progress_printer() -> Callable[[Progress], None]:
 
 
 def refuse_run_as_plan(path: Path, hint: str) -> None:
-    """Refuse a run file of ``planner simulate -o`` given where a plan is expected."""
-    if run_file(path) is not None:
+    """Refuse a run file of ``planner simulate -o`` (task by task or job by job) given
+    where a plan is expected."""
+    if run_file(path) is not None or job_run_file(path) is not None:
         raise InputError(f"a run of planner simulate, not a plan: {hint}", str(path))
+
+
+def job_run_file(path: Path) -> dict[str, Any] | None:
+    """The data of ``path`` if it is a job-level run file of ``planner simulate -o``."""
+    return json_object(path, "executor", "residences")
 
 
 def json_object(path: Path, *keys: str) -> dict[str, Any] | None:

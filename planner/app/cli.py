@@ -82,30 +82,26 @@ def summary(
 
 
 def _executed(instance: Path, problem: Problem, schedule: Schedule) -> tuple[str, str] | None:
-    """The ``executed`` line of a placed plan of a cluster-form instance: its makespan
-    when the job-level executor runs it under the instance's interleaving model (no
-    slowdown, no restart cost), beside the planned one (:func:`planner.execution.peers.judge`);
-    ``None`` for another kind of instance."""
-    from planner.execution.disturbances import Disturbances, Simulation
-    from planner.execution.jobs import jobs_from_instance
-    from planner.execution.peers import judge
-    from planner.times import tick_seconds
+    """The ``executed`` line of a placed plan of an instance with training jobs: its
+    makespan when the job-level executor runs it with the defaults ``planner simulate
+    INSTANCE PLAN`` runs it with (:class:`planner.execution.runs.Setting`), the model on
+    the same line, beside the planned one; ``None`` for a task graph without training
+    jobs."""
+    from planner.execution.runs import Setting, dispatch_of, dl_workload
 
-    try:
-        workload = jobs_from_instance(instance)
-    except InputError:
+    workload, _ = dl_workload(instance)
+    if workload is None:
         return None
-    model = workload.interleave or "fluid"
-    sim = Simulation(Disturbances.parse(slowdown="none"), interleave=model, restart=False)
+    setting = Setting()
     try:
-        executed = judge(workload, sim, plan=(problem, schedule))["makespan_mean"]
-    except InputError as exc:  # a plan the job-level executor cannot take, e.g. an alternative
-        return ("executed", f"- (not job by job: {exc})")
-    planned = schedule.makespan(problem) * tick_seconds(workload.time_unit)
+        dispatch = dispatch_of(workload, setting, plan=(problem, schedule))
+    except InputError as exc:  # a plan the job-level executor cannot take, e.g. pooled
+        return ("executed", f"- (the executor cannot run the plan: {exc})")
+    run = dispatch.run()
     return (
         "executed",
-        f"{executed:,.0f} s job by job under {model} (planned {planned:,.0f} s; "
-        "planner simulate INSTANCE PLAN --interleave MODEL for more)",
+        f"{run.makespan:,.0f} s ({setting.line(dispatch.model)}; planned "
+        f"{dispatch.planned:,.0f} s in the static block model)",
     )
 
 

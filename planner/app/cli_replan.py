@@ -20,6 +20,7 @@ from planner.app.base import (
     app,
     chosen_options,
     guard,
+    job_run_file,
     progress_printer,
     refuse_run_as_plan,
     show,
@@ -28,6 +29,7 @@ from planner.app.base import (
 from planner.errors import InputError
 from planner.execution.events import parse_event
 from planner.execution.replan import prepare
+from planner.execution.runs import state_from_job_run
 from planner.execution.state import state_from_run
 from planner.io.instance import NATIVE, load_instance, read_text, save_instance
 from planner.io.paths import check_distinct, check_output
@@ -57,7 +59,10 @@ def replan_cmd(
     ] = None,
     executed: Annotated[
         Path | None,
-        typer.Option(help="A realized run (planner simulate -o run.json): the state at T."),
+        typer.Option(
+            help="A run of the plan (planner simulate -o run.json): the state at T, the "
+            "executor's for an instance with training jobs."
+        ),
     ] = None,
     solver: Annotated[
         str, typer.Option("--solver", "-s", help="Solver of the rest.")
@@ -122,7 +127,10 @@ def replan_cmd(
                 raise InputError(
                     f"invalid JSON: {exc.msg}", str(executed), f"line {exc.lineno}"
                 ) from None
-            state = state_from_run(problem, run, tick, str(executed))
+            if job_run_file(executed) is not None:
+                state = state_from_job_run(instance, problem, plan, run, tick, str(executed))
+            else:
+                state = state_from_run(problem, run, tick, str(executed))
         built = prepare(problem, plan, tick, events, state)
         options = chosen_options(solver, time_limit, DEFAULT_TIME_LIMIT, seed)
         if "progress" in options_of(solver):

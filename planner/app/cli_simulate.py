@@ -25,6 +25,8 @@ from planner.app.base import (
     show,
     time_limit_option,
 )
+from planner.app.colocation import FORMATS as CHART_FORMATS
+from planner.app.colocation import save_colocation_chart
 from planner.app.gantt import save_run_gantt
 from planner.errors import InputError
 from planner.execution.disturbances import MAX_RUNS, MAX_SEED, MAX_SIGMA, Disturbances, Noise
@@ -62,9 +64,12 @@ def simulate_cmd(
         ),
     ] = None,
     slowdown: Annotated[
-        str,
-        typer.Option(help="Interference slowdown: muri (Muri's factors), none, or a k,factor CSV."),
-    ] = "muri",
+        str | None,
+        typer.Option(
+            help="Interference slowdown: muri (Muri's factors, the default), none, or a "
+            "k,factor CSV."
+        ),
+    ] = None,
     fail: Annotated[
         list[str] | None,
         typer.Option(
@@ -108,7 +113,10 @@ def simulate_cmd(
     ] = None,
     gantt: Annotated[
         Path | None,
-        typer.Option(help="Gantt chart of the realized run (.png, .svg, .pdf or .html)."),
+        typer.Option(
+            help="Chart of the run: job by job its co-location chart (.png, .svg, .pdf), task "
+            "by task its Gantt chart (also .html)."
+        ),
     ] = None,
     histogram: Annotated[
         Path | None,
@@ -170,13 +178,13 @@ def simulate_cmd(
         ),
     ] = None,
     restart: Annotated[
-        bool,
+        bool | None,
         typer.Option(
             "--restart/--no-restart",
-            help="--policy: charge each running job its model's restart overhead on every "
-            "interval between events, as Muri's simulator does.",
+            help="Job by job: charge each running job its model's restart overhead on every "
+            "interval between events, as Muri's simulator does (the default).",
         ),
-    ] = True,
+    ] = None,
     power_cap: Annotated[
         float | None,
         typer.Option(
@@ -188,12 +196,17 @@ def simulate_cmd(
         ),
     ] = None,
     nodes: Annotated[
-        int,
-        typer.Option(min=1, max=10_000, help="--policy on a trace: nodes (1 to 10,000)."),
-    ] = 8,
+        int | None,
+        typer.Option(
+            min=1, max=10_000, help="--policy on a trace: nodes (1 to 10,000; default 8)."
+        ),
+    ] = None,
     gpus_per_node: Annotated[
-        int, typer.Option(min=1, max=64, help="--policy on a trace: GPUs per node (1 to 64).")
-    ] = 8,
+        int | None,
+        typer.Option(
+            min=1, max=64, help="--policy on a trace: GPUs per node (1 to 64; default 8)."
+        ),
+    ] = None,
     option: Annotated[
         list[str] | None,
         typer.Option(
@@ -216,41 +229,35 @@ def simulate_cmd(
     planner time per re-plan, for the solver and every --baseline.
     """
     from planner.app.gantt import FORMATS
+    from planner.execution.runs import DEFAULT_SLOWDOWN, Setting, dl_workload
 
-    if schedule is not None:
-        with guard():
+    with guard():
+        if schedule is not None:
             refuse_run_as_plan(schedule, "replay the plan it ran (planner gantt draws a run)")
-    if policy is not None or (interleave is not None and not online):
-        with guard():
-            what = "--policy runs a peer scheduler" if policy else "--interleave runs the plan"
-            given = {
-                "SCHEDULE": schedule is not None and policy is not None,
-                "--online": online,
-                "--runs": runs > 1,
-                "--histogram": histogram is not None,
-                "--gantt": gantt is not None,
-                "--work-conserving": work_conserving and policy is not None,
-            }
-            clash = next((k for k, v in given.items() if v), None)
-            if clash is not None:
-                raise InputError(f"{what} job by job: {clash} does not apply")
-            if policy is None and schedule is None:
-                raise InputError("--interleave without --policy executes a plan: give SCHEDULE")
-            inputs = [instance, *([schedule] if schedule is not None else [])]
-            if output is not None:
-                suffixes = (".json", ".csv")
-                check_output(output, inputs=inputs, suffixes=suffixes, what="the run file")
-            job_level = _JobLevel(interleave, data_slots, slowdown, restart, power_cap)
-            job_level.run(instance, schedule, policy, nodes, gpus_per_node, work_conserving,
-                          output, noise, seed, fail or ())  # fmt: skip
-        return
-    if power_cap is not None:
-        with guard():
-            raise InputError(
-                "--power-cap applies job by job (--policy, or a plan under --interleave); a "
-                "task-level replay keeps the instance's power resource"
-            )
+        job_level_only = {
+            "--interleave": interleave is not None,
+            "--data-slots": data_slots is not None,
+            "--restart/--no-restart": restart is not None,
+            "--power-cap": power_cap is not None,
+        }
+        trace_only = {"--nodes": nodes is not None, "--gpus-per-node": gpus_per_node is not None}
+        online_only = {
+            "--replan-every": replan_every != "arrival",
+            "--solver": solver != "sgs",
+            "--time-limit": time_limit is not None,
+            "--baseline": bool(baseline),
+            "--option": bool(option),
+        }
+        if not online:
+            _refuse(online_only, "applies to --online only")
+        if policy is None:
+            _refuse(trace_only, "applies to --policy on a trace only")
+    slowdown = slowdown or DEFAULT_SLOWDOWN
     if online:
+        with guard():
+            if policy is not None:
+                raise InputError("--policy runs a policy; --online runs the planner: give one")
+            _refuse(job_level_only, "does not apply to --online (it replays task by task)")
         _online(
             instance,
             schedule,
@@ -271,8 +278,44 @@ def simulate_cmd(
         )
         return
     with guard():
-        if schedule is None:
-            raise InputError("give the plan (SCHEDULE), or --online to plan as jobs arrive")
+        if policy is None and schedule is None:
+            raise InputError(
+                "give the plan (SCHEDULE), --policy, or --online to plan as jobs arrive"
+            )
+        if policy is not None and schedule is not None:
+            raise InputError("--policy runs a policy instead of a plan: give no SCHEDULE")
+        if policy is not None:  # a policy runs training jobs, or says why it cannot
+            from planner.execution.jobs import jobs_from_instance
+
+            workload, why = jobs_from_instance(instance), ""
+        else:
+            workload, why = dl_workload(instance)
+        if workload is not None:
+            if work_conserving and policy:
+                raise InputError("--work-conserving dispatches a plan; --policy runs no plan")
+            if histogram is not None and runs < 2:
+                raise InputError("--histogram needs --runs 2 or more")
+            if seed + runs - 1 > MAX_SEED:
+                raise InputError(f"--seed {seed} --runs {runs}: the last seed passes {MAX_SEED}")
+            inputs = [instance, *([schedule] if schedule is not None else [])]
+            if output is not None:
+                suffixes = (".json", ".csv")
+                check_output(output, inputs=inputs, suffixes=suffixes, what="the run file")
+            if gantt is not None:
+                check_output(gantt, inputs=inputs, suffixes=CHART_FORMATS, what="the chart file")
+            if histogram is not None:
+                check_output(
+                    histogram, inputs=inputs, suffixes=HISTOGRAM_FORMATS, what="the histogram"
+                )
+            check_distinct({"--output": output, "--gantt": gantt, "--histogram": histogram})
+            restarts = True if restart is None else restart
+            setting = Setting(interleave, data_slots, slowdown, restarts)
+            job_level = _JobLevel(setting, power_cap)
+            job_level.run(instance, workload, schedule, policy, nodes or 8, gpus_per_node or 8,
+                          work_conserving, output, noise, seed, fail or (), runs, jobs,
+                          histogram, gantt)  # fmt: skip
+            return
+        _refuse(job_level_only, f"runs job by job; {instance} is {why} (task-level replay)")
         inputs = [instance, schedule]
         if output is not None:
             check_output(output, inputs=inputs, suffixes=(".json",), what="the run file")
@@ -293,6 +336,7 @@ def simulate_cmd(
         except KeyboardInterrupt:
             typer.echo("interrupted: no run had finished; nothing was written", err=True)
             raise typer.Exit(130) from None
+        typer.echo(f"task-level replay: {instance} is {why}")
         if runs > 1:
             typer.echo(f"The run of seed {seed} (the first of {runs}; their distribution follows)")
         show(_rows(ex, schedule))
@@ -306,7 +350,7 @@ def simulate_cmd(
                     f"interrupted: {len(study)} of {runs} runs finished; the table and the "
                     "files below hold them"
                 )
-            for line in _table(study, ex.problem.time_unit):
+            for line in _table(study, tick_label(ex.problem.time_unit)):
                 typer.echo(line)
         if output is not None:
             data = ex.to_json()
@@ -318,13 +362,20 @@ def simulate_cmd(
             save_run_gantt(ex, gantt)
             typer.echo(f"chart written to {gantt}")
         if histogram is not None:
-            _save_histogram(study, ex, histogram)
+            _save_histogram(study, ex.planned_makespan, tick_label(ex.problem.time_unit), histogram)
             typer.echo(f"histogram written to {histogram}")
     if study.invalid:
         typer.echo(f"error: {study.invalid} realized schedules are invalid", err=True)
         raise typer.Exit(1)
     if study.interrupted:
         raise typer.Exit(130)
+
+
+def _refuse(given: dict[str, object], why: str) -> None:
+    """Refuse the first option of ``given`` that was given: it ``why``."""
+    clash = next((k for k, v in given.items() if v), None)
+    if clash is not None:
+        raise InputError(f"{clash} {why}")
 
 
 def _describe(dist: Disturbances) -> str:
@@ -404,10 +455,10 @@ def _more_runs(
             study.interrupted = True  # a Ctrl-C before the runs began, or as they ended
 
 
-def _table(study: Study, time_unit: str) -> list[str]:
+def _table(study: Study, unit: str) -> list[str]:
     """The distribution table of the realized makespan and mean JCT."""
     figures = study.figures(per_run=False)
-    header = f"{len(study)} runs ({tick_label(time_unit)})"
+    header = f"{len(study)} runs ({unit})"
     lines = [f"{header:<28}" + "".join(f"{c:>12}" for c in _COLUMNS)]
     for label, key in (("makespan", "makespan"), ("mean JCT", "mean_jct")):
         if figures[key] is not None:
@@ -419,11 +470,11 @@ def _table(study: Study, time_unit: str) -> list[str]:
 _COLUMNS = ("mean", "p5", "p50", "p95", "max")
 
 
-def _save_histogram(study: Study, ex: Execution, path: Path) -> None:
+def _save_histogram(study: Study, planned: float | None, unit: str, path: Path) -> None:
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(7, 4), dpi=120)
-    draw_makespans(fig.add_subplot(), study, ex.planned_makespan, ex.problem.time_unit)
+    draw_makespans(fig.add_subplot(), study, planned, unit)
     fig.tight_layout()
     fig.savefig(path, format=path.suffix.lower()[1:])
 
@@ -606,28 +657,19 @@ def _write_table(path: Path, rows: list[dict[str, Any]]) -> None:
 
 @dataclass(frozen=True)
 class _JobLevel:
-    """``simulate --policy`` and ``simulate SCHEDULE --interleave``: the job-level executor
-    (:mod:`planner.execution.peers`) under one interleaving model."""
+    """``simulate --policy`` and ``simulate SCHEDULE`` of an instance with training jobs: the
+    job-level executor (:mod:`planner.execution.peers`) under one setting, once or as a
+    Monte Carlo study."""
 
-    interleave: str | None
-    """The model given (``None``: the instance's, ``muri`` for a trace)."""
-    data_slots: float | None
-    slowdown: str
-    restart: bool
+    setting: Any
+    """The :class:`~planner.execution.runs.Setting`."""
     power_cap: float | None = None
     """Watts (``None``: the instance's cap, if any)."""
-
-    def model(self, workload: Any) -> Any:
-        """The :class:`~planner.interleave.Interleave` of the options over ``workload``'s."""
-        from planner.execution.disturbances import Slowdown
-        from planner.execution.jobs import model_of
-
-        slowdown = Slowdown.parse(self.slowdown)
-        return model_of(workload, self.interleave, slowdown, self.data_slots)
 
     def run(
         self,
         instance: Path,
+        workload: Any,
         schedule: Path | None,
         policy: str | None,
         nodes: int,
@@ -637,157 +679,235 @@ class _JobLevel:
         noise: str | None = None,
         seed: int = 0,
         fail: Sequence[str] = (),
+        runs: int = 1,
+        jobs: int = 1,
+        histogram: Path | None = None,
+        gantt: Path | None = None,
     ) -> None:
         """Run the policy, or the plan, and print (and write) what it gives; with
         ``noise``, every job's iteration time scaled by one factor drawn from ``seed``;
-        with ``fail``, nodes down as the failure specs say."""
+        with ``fail``, nodes down as the failure specs say; with ``runs``, the seeds after
+        ``seed`` too, their distribution printed (and drawn in ``histogram``)."""
         from tqdm import tqdm
 
         from planner.execution.disturbances import Failure
-        from planner.execution.grouping import mix_bound
-        from planner.execution.jobs import (
-            check_jobs,
-            jobs_from_instance,
-            outages_of,
-            plan_of,
-            with_noise,
-        )
-        from planner.execution.peers import POLICIES, audit, run_policy
-        from planner.execution.power import run_energy
-        from planner.interleave import binding, model_bound
+        from planner.execution.jobs import outages_of
+        from planner.execution.peers import POLICIES
+        from planner.execution.runs import dispatch_of
         from planner.interrupt import Halt, run_interruptibly
-        from planner.times import tick_seconds
 
         if policy is not None and policy not in POLICIES:
             raise InputError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
-        workload = jobs_from_instance(instance)
-        model = self.model(workload)
-        jobs = workload.jobs
-        nodes, gpus_per_node = workload.nodes or nodes, workload.gpus_per_node or gpus_per_node
-        placed: dict[str, tuple[int, ...]] | None = None
-        planned = None
+        if workload.nodes is None:
+            from dataclasses import replace
+
+            workload = replace(workload, nodes=nodes, gpus_per_node=gpus_per_node)
+        plan = None
         if schedule is not None:
             problem = load_instance(instance)
-            plan = load_schedule(schedule, problem)
-            jobs, placed = plan_of(problem, plan, jobs, work_conserving)
-            unit = problem.time_unit
-            planned = plan.makespan(problem) * (tick_seconds(unit) if unit != "1" else 1.0)
-        check_jobs(jobs, nodes, gpus_per_node, placed)
-        names = workload.names(nodes)
+            plan = (problem, load_schedule(schedule, problem))
+        names = workload.names(workload.nodes)
         failures = [Failure.parse(spec, workload.time_unit) for spec in fail]
         outages = outages_of(failures, names, workload.time_unit)
-        if noise is not None:
-            jobs = with_noise(jobs, Noise.parse(noise), seed)
-        name = policy or "plan"
-        cap = self.power_cap or workload.power_cap
+        dispatch = dispatch_of(
+            workload,
+            self.setting,
+            policy or "plan",
+            plan,
+            work_conserving,
+            outages,
+            Noise.parse(noise) if noise is not None else None,
+            self.power_cap,
+        )
         halt = Halt()
-        with tqdm(total=len(jobs), unit="job", file=sys.stderr, desc=name) as bar:
+        bar = tqdm(total=len(dispatch.jobs), unit="job", file=sys.stderr, desc=dispatch.policy)
+        with bar:
 
             def work() -> Any:
-                return run_policy(
-                    jobs,
-                    name,
-                    nodes,
-                    gpus_per_node,
-                    model,
-                    self.restart,
-                    progress=lambda done, _: bar.update(done - bar.n),
-                    halt=halt,
-                    plan=placed,
-                    outages=outages,
-                    power_cap=cap,
-                    watts=workload.watts,
-                )
+                return dispatch.run(seed, lambda done, _: bar.update(done - bar.n), halt)
 
-            run, _ = run_interruptibly(work, halt.set, name)
-        work_items = [(j.gpus, j.iterations, j.stages) for j in jobs]
-        bound = model_bound(work_items, nodes * gpus_per_node, model)
-        total = nodes * gpus_per_node
-        budget = None if cap is None else (cap - total * workload.watts[1], workload.watts)
-        mix = mix_bound(jobs, model, total, budget)
-        energy = run_energy(run, jobs, nodes * gpus_per_node, workload.tariff)
-        factors = (
-            "Muri's slowdown factors" if self.slowdown == "muri" else f"slowdown {self.slowdown}"
-        )
-        overheads = "restart overheads" if self.restart else "no restart overhead"
-        plural = "" if model.data_slots == 1 else "s"
-        slots = f", {model.data_slots:g} data slot{plural} per GPU" if model.kind == "fluid" else ""
-        rows: list[tuple[str, object]] = [
-            ("instance", f"{instance} ({len(jobs)} jobs, {nodes} nodes x {gpus_per_node} GPUs)"),
-            ("policy", policy) if policy else ("plan", f"{schedule} (makespan {planned:,.0f} s)"),
-            ("model", f"{model.kind}{slots} ({factors}, {overheads})"),
-            ("noise", f"{noise}, seed {seed} (one factor per job)" if noise else "none"),
-            ("failures", ", ".join(fail) if fail else "none"),
-            ("power cap", f"{cap:,.0f} W" if cap else "none"),
-            ("bound", f"{bound['bound']:,.0f} s ({binding(bound)}, under {model.kind})"),
-            (
-                "mix bound",
-                f"{mix:,.0f} s (groups of one GPU count, regrouped at will"
-                + (", under the power cap)" if cap else ")"),
-            ),
-        ]
-        if run.finished:
-            rows += [
-                (
-                    "makespan",
-                    f"{run.makespan:,.0f} s ({run.makespan / bound['bound']:.3f} x bound, "
-                    f"{run.makespan / mix:.3f} x mix bound)",
-                ),
-                ("mean JCT", f"{run.mean_jct:,.0f} s"),
-                ("p99 JCT", f"{run.p99_jct:,.0f} s"),
-                (
-                    "energy",
-                    f"{energy.kwh:,.0f} kWh, mean {energy.mean_kw:.1f} kW, peak "
-                    f"{energy.peak_kw:.1f} kW (GPUs: {run.watts[0]:g} W busy, "
-                    f"{run.watts[1]:g} W idle)",
-                ),
-            ]
-            if energy.cost is not None:
-                rows.append(("energy cost", f"{energy.cost:,.2f} (the instance's tariff)"))
-            if planned:
-                rows.append(
-                    ("optimism", f"{run.makespan / planned:.3f} (executed / planned makespan)")
-                )
-        sizes = sum(run.groups.values()) or 1
-        share = ", ".join(f"{k}: {100 * n / sizes:.1f}%" for k, n in sorted(run.groups.items()))
-        wrong = audit(run, jobs, nodes * gpus_per_node)
-        verdict = "valid" if not wrong else f"INVALID: {wrong[0]} ({len(wrong)} violations)"
-        rows += [
-            ("groups", f"{share} of job-intervals by group size"),
-            ("events", run.events),
-            ("runtime", f"{run.runtime:.1f} s"),
-            ("audit", f"{verdict} (GPUs, groups and every job's work, from the run's trace)"),
-        ]
+            run, _ = run_interruptibly(work, halt.set, dispatch.policy)
+        if runs > 1:
+            typer.echo(f"The run of seed {seed} (the first of {runs}; their distribution follows)")
+        rows = _run_rows(instance, schedule, dispatch, run, self.setting, noise, seed, fail,
+                         workload)  # fmt: skip
         show(rows)
+        wrong = rows[-1][1] != _VALID
         if not run.finished:
-            typer.echo(f"interrupted: {len(run.finish)} of {len(jobs)} jobs had finished")
+            typer.echo(f"interrupted: {len(run.finish)} of {len(dispatch.jobs)} jobs had finished")
+        study = None
+        if runs > 1 and run.finished:
+            study = Study(runs)
+            study.add(dispatch.summary(seed, run))
+            _more_job_runs(dispatch, seed, runs, jobs, study)
+            typer.echo("")
+            if study.interrupted:
+                typer.echo(
+                    f"interrupted: {len(study)} of {runs} runs finished; the table and the "
+                    "files below hold them"
+                )
+            for line in _table(study, "seconds"):
+                typer.echo(line)
+            wrong = wrong or bool(study.invalid)
+        data = _run_data(instance, dispatch, run, self.setting, workload, fail, names,
+                         noise, seed, work_conserving)  # fmt: skip
         if output is not None and output.suffix.lower() == ".csv":
-            _write_table(output, run.residences(names))
+            _write_table(output, data["residences"])
             typer.echo(f"co-location table written to {output}")
         elif output is not None:
-            data = {
-                "instance": str(instance),
-                "policy": name,
-                "interleave": model.kind,
-                "data_slots": model.data_slots,
-                "slowdown": self.slowdown,
-                "restart": self.restart,
-                "finished": run.finished,
-                "makespan": run.makespan,
-                "mean_jct": run.mean_jct if run.finish else None,
-                "bound": bound,
-                "mix_bound": mix,
-                "energy_kwh": energy.kwh,
-                "energy_cost": energy.cost,
-                "failures": list(fail),
-                "power_cap": cap,
-                "finish": run.finish,
-                "residences": run.residences(names),
-            }
+            if study is not None:
+                data["monte_carlo"] = study.figures()
             output.write_text(json.dumps(data, indent=1) + "\n")
             typer.echo(f"run written to {output}")
+        if gantt is not None:
+            sets = save_colocation_chart(data, gantt)
+            typer.echo(f"chart written to {gantt} (job-level run of seed {seed}, {sets} GPU sets)")
+        if histogram is not None and study is not None:
+            _save_histogram(study, dispatch.planned, "seconds", histogram)
+            typer.echo(f"histogram written to {histogram}")
         if wrong:
-            typer.echo("error: the run fails its audit (a bug)", err=True)
+            typer.echo("error: a run fails its audit (a bug)", err=True)
             raise typer.Exit(1)
-        if not run.finished:
+        if not run.finished or (study is not None and study.interrupted):
             raise typer.Exit(130)
+
+
+_VALID = "valid (GPUs, groups and every job's work, from the run's trace)"
+"""The audit's verdict on a valid run."""
+
+
+def _run_rows(
+    instance: Path,
+    schedule: Path | None,
+    dispatch: Any,
+    run: Any,
+    setting: Any,
+    noise: str | None,
+    seed: int,
+    fail: Sequence[str],
+    workload: Any,
+) -> list[tuple[str, object]]:
+    """The lines ``simulate`` prints of a job-level run; the audit's verdict last."""
+    from planner.execution.grouping import mix_bound
+    from planner.execution.peers import audit
+    from planner.execution.power import run_energy
+    from planner.interleave import binding, model_bound
+
+    jobs, model, cap = dispatch.jobs_of(seed), dispatch.model, dispatch.power_cap
+    total = dispatch.nodes * dispatch.gpus_per_node
+    bound = model_bound([(j.gpus, j.iterations, j.stages) for j in jobs], total, model)
+    budget = None if cap is None else (cap - total * dispatch.watts[1], dispatch.watts)
+    mix = mix_bound(jobs, model, total, budget)
+    what = f"{len(jobs)} jobs, {dispatch.nodes} nodes x {dispatch.gpus_per_node} GPUs"
+    rows: list[tuple[str, object]] = [
+        ("instance", f"{instance} ({what})"),
+        ("policy", dispatch.policy)
+        if schedule is None
+        else ("plan", f"{schedule} (makespan {dispatch.planned:,.0f} s in the static block model)"),
+        ("model", f"{setting.line(model)} (job-level executor)"),
+        ("noise", f"{noise}, seed {seed} (one factor per job)" if noise else "none"),
+        ("failures", ", ".join(fail) if fail else "none"),
+        ("power cap", f"{cap:,.0f} W" if cap else "none"),
+        ("bound", f"{bound['bound']:,.0f} s ({binding(bound)}, under {model.kind})"),
+        (
+            "mix bound",
+            f"{mix:,.0f} s (groups of one GPU count, regrouped at will"
+            + (", under the power cap)" if cap else ")"),
+        ),
+    ]
+    if run.finished:
+        energy = run_energy(run, jobs, total, workload.tariff, workload.switch_off)
+        rows += [
+            (
+                "makespan",
+                f"{run.makespan:,.0f} s ({run.makespan / bound['bound']:.3f} x bound, "
+                f"{run.makespan / mix:.3f} x mix bound)",
+            ),
+            ("mean JCT", f"{run.mean_jct:,.0f} s"),
+            ("p99 JCT", f"{run.p99_jct:,.0f} s"),
+            (
+                "energy",
+                f"{energy.kwh:,.0f} kWh, mean {energy.mean_kw:.1f} kW, peak "
+                f"{energy.peak_kw:.1f} kW (GPUs: {run.watts[0]:g} W busy, "
+                f"{run.watts[1]:g} W idle" + (", idle ones off)" if workload.switch_off else ")"),
+            ),
+        ]
+        if energy.cost is not None:
+            rows.append(("energy cost", f"{energy.cost:,.2f} (the instance's tariff)"))
+        if dispatch.planned:
+            rows.append(
+                ("optimism", f"{run.makespan / dispatch.planned:.3f} (executed / planned makespan)")
+            )
+    sizes = sum(run.groups.values()) or 1
+    share = ", ".join(f"{k}: {100 * n / sizes:.1f}%" for k, n in sorted(run.groups.items()))
+    wrong = audit(run, jobs, total)
+    verdict = _VALID if not wrong else f"INVALID: {wrong[0]} ({len(wrong)} violations)"
+    rows += [
+        ("groups", f"{share} of job-intervals by group size"),
+        ("events", run.events),
+        ("runtime", f"{run.runtime:.1f} s"),
+        ("audit", verdict),
+    ]
+    return rows
+
+
+def _run_data(
+    instance: Path,
+    dispatch: Any,
+    run: Any,
+    setting: Any,
+    workload: Any,
+    fail: Sequence[str],
+    names: Sequence[str],
+    noise: str | None,
+    seed: int,
+    work_conserving: bool,
+) -> dict[str, Any]:
+    """The run file of a job-level run: its figures, its co-location table, and what
+    runs it again (``planner replan --executed`` re-runs it to T for the executor's
+    state there)."""
+    from planner.execution.power import run_energy
+
+    model = dispatch.model
+    total = dispatch.nodes * dispatch.gpus_per_node
+    energy = run_energy(run, dispatch.jobs, total, workload.tariff, workload.switch_off)
+    return {
+        "instance": str(instance),
+        "policy": dispatch.policy,
+        "interleave": model.kind,
+        "data_slots": model.data_slots,
+        "slowdown": setting.slowdown,
+        "restart": setting.restart,
+        "executor": setting.line(model),
+        "finished": run.finished,
+        "makespan": run.makespan,
+        "planned_makespan_seconds": dispatch.planned,
+        "mean_jct": run.mean_jct if run.finish else None,
+        "energy_kwh": energy.kwh,
+        "energy_cost": energy.cost,
+        "failures": list(fail),
+        "noise": noise,
+        "seed": seed,
+        "work_conserving": work_conserving,
+        "power_cap": dispatch.power_cap,
+        "finish": run.finish,
+        "residences": run.residences(names),
+    }
+
+
+def _more_job_runs(dispatch: Any, seed: int, runs: int, jobs: int, study: Study) -> None:
+    """The job-level runs after the first (seeds ``seed + 1 ..``) into ``study``, with a
+    progress bar on stderr; the first Ctrl-C stops them, a second aborts."""
+    from tqdm import tqdm
+
+    from planner.execution.simulate import stream_runs
+    from planner.interrupt import Halt
+
+    halt = Halt()
+    with tqdm(total=runs, initial=1, unit="run", file=sys.stderr, desc="runs") as bar:
+        try:
+            stream_runs(dispatch, runs - 1, seed + 1, jobs, lambda _: bar.update(), study, halt)
+        except KeyboardInterrupt:
+            if halt.is_set():
+                raise  # the second Ctrl-C
+            study.interrupted = True

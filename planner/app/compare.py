@@ -176,16 +176,21 @@ def _realize(
     row: dict[str, Any], path: str, plan: tuple[Problem, Any] | None, sim: Simulation
 ) -> None:
     """Fill in the realized figures of ``row``'s plan, or of its peer policy (``plan``
-    ``None``, ``sim`` with an interleaving model), in ticks of the instance (status
-    ``error`` if running it fails)."""
-    from planner.execution.jobs import jobs_from_instance
-    from planner.execution.peers import judge
+    ``None``), in ticks of the instance (status ``error`` if running it fails): an instance
+    with training jobs runs in the job-level executor (:mod:`planner.execution.runs`, its
+    defaults unless ``sim`` says otherwise), a task graph without them in the task-level
+    replay."""
+    from planner.execution.jobs import outages_of
+    from planner.execution.runs import Setting, dispatch_of, dl_workload, judge
     from planner.execution.simulate import rank_by_realized
     from planner.times import tick_seconds
 
     try:
-        if sim.interleave is None and plan is not None:
-            problem, schedule = plan
+        workload, why = dl_workload(path)
+        if workload is None and plan is None:
+            raise InputError(f"a policy runs training jobs; {path} is {why}")
+        if workload is None:
+            problem, schedule = plan  # type: ignore[misc]
             (rank,) = rank_by_realized(
                 problem, {row["solver"]: schedule}, sim.disturbances, sim.runs, sim.seed
             )
@@ -194,8 +199,15 @@ def _realize(
                 figures["jct_mean"] = rank.mean_jct["mean"]
             tick = 1.0
         else:
-            workload = jobs_from_instance(path)
-            figures = judge(workload, sim, "plan" if plan else row["solver"], plan)
+            dist = sim.disturbances
+            slowdown = "none" if dist.slowdown is None else dist.slowdown.source
+            setting = Setting(sim.interleave, None, slowdown, sim.restart)
+            outages = outages_of(
+                dist.failures, workload.names(workload.nodes or 8), workload.time_unit
+            )
+            dispatch = dispatch_of(workload, setting, "plan" if plan else row["solver"], plan,
+                                   dist.work_conserving, outages, dist.noise)  # fmt: skip
+            figures = dict(judge(dispatch, sim.runs, sim.seed))
             tick = tick_seconds(workload.time_unit)
     # A replay that fails is a failed run of the study, not the end of it.
     except Exception as exc:
@@ -229,17 +241,16 @@ def plan_runs(
     from planner.execution.peers import POLICIES
     from planner.solvers import SOLVERS
 
-    executed = simulation is not None and parse_simulation(simulation).interleave is not None
     for s in solvers:
-        if s in POLICIES and not executed:
+        if s in POLICIES and simulation is None:
             raise InputError(
-                f"{s!r} is a peer policy: it runs job by job under an interleaving model; "
-                "add --simulate interleave=fluid or interleave=muri"
+                f"{s!r} is a policy: it runs job by job in the executor; add --simulate "
+                "(e.g. --simulate runs=1)"
             )
         if s not in SOLVERS and s not in POLICIES:
             raise InputError(
                 f"unknown solver {s!r}; choose from {', '.join(SOLVERS)} (or, under "
-                f"--simulate interleave=MODEL, a peer policy: {', '.join(POLICIES)})"
+                f"--simulate, a policy: {', '.join(POLICIES)})"
             )
     if seeds < 1:
         raise InputError(f"seeds must be at least 1, got {seeds}")

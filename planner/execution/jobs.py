@@ -120,6 +120,8 @@ class Workload:
     its GPUs)."""
     tariff: Tariff | None = None
     """The file's prices of energy (``power.tariff``) in whole seconds, if it has them."""
+    switch_off: bool = False
+    """Whether a GPU no job holds draws nothing (``power.switch_off``)."""
 
     def names(self, nodes: int) -> tuple[str, ...]:
         """The names of ``nodes`` nodes: the file's, else ``node1`` .. ``nodeN``."""
@@ -198,12 +200,6 @@ def jobs_from_instance(path: str | Path) -> Workload:
     cap = power.cap if power is not None else None
     watts = (300.0, 60.0)
     if power is not None:
-        if power.switch_off:
-            raise InputError(
-                "job-level runs count every GPU's idle draw: switch_off applies to plans",
-                str(path),
-                "power.switch_off",
-            )
         figures = {gpu_watts(inst, t) for t in inst.cluster.gpu_types()}
         if len(figures) > 1:
             raise InputError(
@@ -224,6 +220,7 @@ def jobs_from_instance(path: str | Path) -> Workload:
         power_cap=cap,
         watts=watts,
         tariff=_tariff(power.tariff) if power is not None and power.tariff else None,
+        switch_off=power is not None and power.switch_off,
     )
 
 
@@ -287,11 +284,12 @@ def outages_of(failures: Sequence[Failure], names: Sequence[str], time_unit: str
 def plan_of(
     problem: Problem, schedule: Schedule, jobs: Sequence[PeerJob], work_conserving: bool = False
 ) -> tuple[list[PeerJob], dict[str, tuple[int, ...]]]:
-    """A placed plan of ``problem`` as a job-level dispatch: every job released at its first
+    """A plan of ``problem`` as a job-level dispatch: every job released at its first
     task's planned start (seconds of the problem's ticks; ``work_conserving``: at its own
     release, the plan giving the order), on that task's nodes (indices into ``problem.nodes``;
     where the nodes are single GPUs of machines, their ``host``, the machines' indices, and the
-    GPUs as the job's ``on``), weighted by the plan's speed for it in each of its blocks: the
+    GPUs as the job's ``on``; none in a pooled plan: the executor places it), weighted by
+    the plan's speed for it in each of its blocks: the
     block's least duration over its planned one (a fluid block at speed 1/2 has weight 1/2;
     ``weight`` the first block's, ``reweights`` where a later block's differs; a job without
     blocks on GPUs, its tasks' least durations over their planned ones), so that where it
@@ -301,15 +299,10 @@ def plan_of(
     Raises
     ------
     InputError
-        If a job has no task in the schedule, the plan names no nodes (pooled), or it
-        runs a task under a GPU power limit.
+        If a job has no task in the schedule, or it runs a task under a GPU power limit.
     """
     from planner.times import tick_seconds
 
-    if not problem.nodes:
-        raise InputError(
-            "a pooled plan names no nodes: execute a placed plan (--placement node or gpu)"
-        )
     limited = next(
         (
             f"{t.name} in mode {name!r}"
@@ -325,7 +318,7 @@ def plan_of(
             "without power.limits to execute it"
         )
     tick = tick_seconds(problem.time_unit) if problem.time_unit != "1" else 1.0
-    index, gpus = _machines(problem)
+    index, gpus = machines_of(problem)
     first: dict[str, tuple[int, str]] = {}
     for t in problem.tasks:
         if t.job is not None and t.name in schedule.starts:
@@ -365,7 +358,7 @@ def plan_of(
     return out, nodes
 
 
-def _machines(problem: Problem) -> tuple[dict[str, int], dict[str, int]]:
+def machines_of(problem: Problem) -> tuple[dict[str, int], dict[str, int]]:
     """The machine (index) of every node of ``problem``, and where its nodes are single
     GPUs (they name their ``host``), the GPU's index on its machine; else no GPUs."""
     if not any(n.host for n in problem.nodes):
@@ -452,7 +445,8 @@ def check_jobs(
     plan: Mapping[str, Sequence[int]] | None = None,
 ) -> None:
     """Refuse jobs that cannot run on the cluster, and a plan that puts a job on nodes
-    that cannot hold it (:func:`run_policy` checks this before it starts).
+    that cannot hold it (:func:`run_policy` checks this before it starts); a job a plan
+    puts on no nodes (a pooled plan) is placed by the executor.
 
     Raises
     ------
@@ -477,7 +471,7 @@ def check_jobs(
                     f"the cluster's {nodes} x {gpus_per_node}"
                 )
             continue
-        if len(on) != need or any(not 0 <= k < nodes for k in on):
+        if on and (len(on) != need or any(not 0 <= k < nodes for k in on)):
             raise InputError(
                 f"job {j.name!r}: the plan puts it on nodes {list(on)}; it needs {need} of "
                 f"the cluster's {nodes}"

@@ -62,22 +62,14 @@ from planner.execution.jobs import (
     Outage,
     PeerJob,
     Where,
-    Workload,
     check_jobs,
-    model_of,
-    outages_of,
-    plan_of,
     shared_periods,
-    with_noise,
 )
 from planner.execution.power import WATTS, compute_share, throttle
 from planner.interleave import MURI_GROUP_FACTORS, Interleave, fluid_rates, fluid_stretch
 
 if TYPE_CHECKING:
-    from planner.execution.disturbances import Simulation
     from planner.interrupt import Halt
-    from planner.model import Problem
-    from planner.schedule import Schedule
 
 POLICIES = ("srtf", "srsf", "tiresias", "muri-s", "muri-l", "lp-groups", "srsf-pack")
 """The peer policies."""
@@ -96,47 +88,6 @@ _Chosen = dict[int, tuple[list["_Job"], float, float, Where]]
 """Per running job (index): its group, its period, the group's overhead, its GPU set."""
 
 
-def judge(
-    workload: Workload,
-    simulation: Simulation,
-    policy: str = "plan",
-    plan: tuple[Problem, Schedule] | None = None,
-) -> dict[str, float]:
-    """A policy, or a placed plan (``policy="plan"``, ``plan``: the problem compiled from
-    the workload's file and its schedule), on ``workload``
-    (:func:`~planner.execution.jobs.jobs_from_instance`), run ``simulation.runs`` times
-    in the job-level executor
-    under ``simulation``'s interleaving model, slowdown, restart overheads and failures,
-    the noise of run ``k`` drawn from seed ``simulation.seed + k``: the mean and 95th
-    percentile of the makespan and the mean JCT (seconds).
-
-    Raises
-    ------
-    InputError
-        As :func:`plan_of`, :func:`run_policy` and :func:`outages_of`.
-    """
-    dist = simulation.disturbances
-    model = model_of(workload, simulation.interleave, dist.slowdown)
-    jobs, placed = workload.jobs, None
-    if plan is not None:
-        jobs, placed = plan_of(*plan, jobs, dist.work_conserving)
-    nodes, per_node = workload.nodes or 8, workload.gpus_per_node or 8
-    outages = outages_of(dist.failures, workload.names(nodes), workload.time_unit)
-    makespans, jcts = [], []
-    for k in range(simulation.runs):
-        noisy = jobs if dist.noise is None else with_noise(jobs, dist.noise, simulation.seed + k)
-        run = run_policy(noisy, policy, nodes, per_node, model, simulation.restart,
-                         plan=placed, outages=outages, power_cap=workload.power_cap,
-                         watts=workload.watts)  # fmt: skip
-        makespans.append(run.makespan)
-        jcts.append(run.mean_jct)
-    return {
-        "makespan_mean": float(np.mean(makespans)),
-        "makespan_p95": float(np.percentile(makespans, 95)),
-        "jct_mean": float(np.mean(jcts)),
-    }
-
-
 @dataclass
 class PeerRun:
     """A run of a policy: when each job finished, and the figures (seconds)."""
@@ -152,7 +103,8 @@ class PeerRun:
     finished: bool = True
     """Whether every job ran to its end (false if Ctrl-C stopped the run)."""
     groups: dict[int, int] = field(default_factory=dict)
-    """Job-intervals run in groups of each size (1 = alone), over all events."""
+    """Job-intervals run in groups of each size (1 = alone), over all events; on shared
+    GPUs a job's group is the residents of its busiest GPU, a gang one member."""
     trace: list[tuple[float, list[tuple[tuple[str, ...], float, Where]]]] = field(
         default_factory=list
     )
@@ -170,6 +122,12 @@ class PeerRun:
     shared: bool = False
     """Whether jobs shared single GPUs (a plan under ``fluid``): every trace entry is then
     one job, ``(job, *co-residents)``, on its own GPUs, which others may share."""
+    done: dict[str, float] = field(default_factory=dict)
+    """Every job's iterations done when the run ended (at ``until`` if it stopped there)."""
+    started: dict[str, float] = field(default_factory=dict)
+    """When each job that ran first ran."""
+    running: dict[str, Where] = field(default_factory=dict)
+    """The jobs running when the run ended, on their GPU sets."""
 
     def residences(self, names: Sequence[str] = ()) -> list[dict[str, object]]:
         """The run as a co-location table: one row per stretch of a job on one GPU set
@@ -238,6 +196,7 @@ class _Job:
         "running",
         "sort_val",
         "weight",
+        "where",
     )  # fmt: skip
 
     def __init__(self, job: PeerJob, idx: int, model: Interleave, restart: bool) -> None:
@@ -259,6 +218,7 @@ class _Job:
         self.reweights = list(job.reweights)
         self.reweighing = False
         self.weight = job.weight
+        self.where: Where = ()
 
     def settle(self) -> None:
         """Take the weight of the block of its plan it is in."""
@@ -353,6 +313,7 @@ def run_policy(
     outages: Sequence[Outage] = (),
     power_cap: float | None = None,
     watts: tuple[float, float] = WATTS,
+    until: float = math.inf,
 ) -> PeerRun:
     """Run ``jobs`` on the cluster under ``policy`` (see the module docstring).
 
@@ -397,6 +358,10 @@ def run_policy(
         ``watts``, busy while it computes, else idle). Whenever the running groups would
         draw more, every job runs slower by one factor, the cap over their draw (above
         idle), as GPU power capping does; ``None``: no cap.
+    until
+        Stop at this time (seconds), every running job credited its progress to it: the
+        run's :attr:`PeerRun.done`, :attr:`PeerRun.started` and :attr:`PeerRun.running`
+        are then the executor's state there (what re-planning from a run freezes).
 
     Raises
     ------
@@ -446,6 +411,7 @@ def run_policy(
     trace: list[tuple[float, list[tuple[tuple[str, ...], float, Where]]]] = []
     ends: list[tuple[float, list[_Job]]] = []
     finish: dict[str, float] = {}
+    started: dict[str, float] = {}
     groups: dict[int, int] = {}
     head = events = change = 0
     paused: list[tuple[float, int, _Job]] = []  # (resume time, index, job): a plan's gaps
@@ -469,6 +435,11 @@ def run_policy(
             t, ending, arriving = queues.jump, [], False
         if t > turn:
             t, ending, arriving = turn, [], False
+        if t > until:
+            for s in runnable:
+                if s.running:
+                    s.remaining -= max(until - s.last - s.overhead, 0.0) / s.period
+            break
         while change < len(changes) and changes[change] <= t:
             change += 1
         cluster.down = frozenset(k for k, down, back in outages if down <= t < back)
@@ -542,8 +513,12 @@ def run_policy(
             s.running = run is not None
             if run is not None:
                 members, s.period, s.overhead, where = run
+                s.where = where
+                started.setdefault(s.job.name, t)
                 s.period /= speed
-                groups[len(members)] = groups.get(len(members), 0) + 1
+                # on shared GPUs a job's group is its busiest GPU's residents
+                size = sets.size(s.idx) if isinstance(sets, _SharedGpus) else len(members)
+                groups[size] = groups.get(size, 0) + 1
                 running[tuple(m.job.name for m in members)] = (s.overhead, where)
         trace.append((t, [(names, cost, where) for names, (cost, where) in running.items()]))
         by_end: dict[float, list[_Job]] = {}
@@ -570,6 +545,14 @@ def run_policy(
         watts=watts,
         throttle=throttles,
         shared=shared,
+        done={
+            s.job.name: s.job.iterations
+            if s.job.name in finish
+            else s.job.iterations - max(s.remaining, 0.0)
+            for s in state
+        },
+        started=started,
+        running={s.job.name: s.where for s in runnable if s.running},
     )
 
 
@@ -789,7 +772,7 @@ class _SharedGpus:
                 del self.placed[idx]
         for s in runnable:
             if s.idx not in self.placed and not down.intersection(self.where[s.idx]):
-                where = self._admit(s)
+                where = self._admit(s, down)
                 if where is not None:
                     self.placed[s.idx] = (s, where)
         rates: dict[tuple[int, int], dict[int, float]] = {}
@@ -813,10 +796,19 @@ class _SharedGpus:
             chosen[idx] = ([s, *partners], period, s.cost + sum(x.cost for x in partners), where)
         return chosen
 
+    def size(self, idx: int) -> int:
+        """The most jobs on one GPU of the placed job ``idx`` (itself included)."""
+        _, where = self.placed[idx]
+        return max(len(self.residents[k][i]) for k, ids in where for i in ids)
+
     def _stretch(self, residents: Sequence[_Job]) -> float:
         return fluid_stretch([r.job.stages for r in residents], self.model.data_slots)
 
-    def _admit(self, s: _Job) -> Where | None:
+    def _room(self, k: int) -> list[int]:
+        """The GPUs of node ``k`` with room for one more resident."""
+        return [i for i, r in enumerate(self.residents[k]) if len(r) < self.model.max_colocated]
+
+    def _admit(self, s: _Job, down: frozenset[int] = frozenset()) -> Where | None:
         if s.job.on:
             full = any(
                 len(self.residents[k][i]) >= self.model.max_colocated
@@ -829,11 +821,16 @@ class _SharedGpus:
                 for i in ids:
                     self.residents[k][i].append(s)
             return s.job.on
-        on, g = self.where[s.idx], s.job.gpus
+        g = s.job.gpus
+        on = self.where[s.idx] or _first_fit(
+            g, self.per_node, down, lambda k: self._room(k), len(self.residents)
+        )
+        if on is None:
+            return None
         need = self.per_node if len(on) > 1 else g
         where = []
         for k in on:
-            room = [i for i, r in enumerate(self.residents[k]) if len(r) < self.model.max_colocated]
+            room = self._room(k)
             if len(room) < need:
                 return None
             room.sort(
@@ -848,6 +845,23 @@ class _SharedGpus:
             for i in ids:
                 self.residents[k][i].append(s)
         return tuple(where)
+
+
+def _first_fit(
+    gpus: int,
+    per_node: int,
+    down: frozenset[int],
+    room: Callable[[int], Sequence[int]],
+    nodes: int,
+) -> tuple[int, ...] | None:
+    """Where the executor puts a job a pooled plan places nowhere: the first node up with
+    ``gpus`` GPUs with ``room``, or for a gang the first nodes up with room on all their
+    GPUs; ``None`` if none has."""
+    if gpus <= per_node:
+        return next(((k,) for k in range(nodes) if k not in down and len(room(k)) >= gpus), None)
+    need = -(-gpus // per_node)
+    whole = [k for k in range(nodes) if k not in down and len(room(k)) == per_node]
+    return tuple(whole[:need]) if len(whole) >= need else None
 
 
 class _Periods:
@@ -910,7 +924,7 @@ class _PlanSets:
         self.set_of = {m.idx: g for g in self.sets for m in g.members}
         for s in runnable:
             if s.idx not in self.set_of and not down.intersection(self.where[s.idx]):
-                gset = self._admit(s)
+                gset = self._admit(s, down)
                 if gset is not None:
                     gset.members.append(s)
                     self.set_of[s.idx] = gset
@@ -923,8 +937,14 @@ class _PlanSets:
                 chosen[m.idx] = (members, periods[m.idx], cost, gset.where)
         return chosen
 
-    def _admit(self, s: _Job) -> _GpuSet | None:
-        on, g = self.where[s.idx], s.job.gpus
+    def _admit(self, s: _Job, down: frozenset[int] = frozenset()) -> _GpuSet | None:
+        g = s.job.gpus
+        on = self.where[s.idx] or _first_fit(
+            g, self.per_node, down, lambda k: self.free[k], len(self.free)
+        )
+        if on is None:  # a pooled plan's job: share the least full set of its size
+            shared = [x for x in self.sets if x.gpus == g and not down.intersection(x.nodes)]
+            return self._least_full(shared)
         need = self.per_node if len(on) > 1 else g
         if all(len(self.free[k]) >= need for k in on):
             where = []
@@ -935,12 +955,12 @@ class _PlanSets:
             gset = _GpuSet(tuple(where), g)
             self.sets.append(gset)
             return gset
-        shared = [
-            x
-            for x in self.sets
-            if x.nodes == on and x.gpus == g and len(x.members) < self.model.max_colocated
-        ]
-        return min(shared, key=lambda x: len(x.members), default=None)
+        return self._least_full([x for x in self.sets if x.nodes == on and x.gpus == g])
+
+    def _least_full(self, sets: Sequence[_GpuSet]) -> _GpuSet | None:
+        """The set of ``sets`` with the fewest members, if one has room."""
+        room = [x for x in sets if len(x.members) < self.model.max_colocated]
+        return min(room, key=lambda x: len(x.members), default=None)
 
 
 class _Queues:

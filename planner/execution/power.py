@@ -12,7 +12,7 @@ its idle power.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -20,7 +20,7 @@ from planner.execution.jobs import shared_periods
 from planner.metrics import DEFAULT_POWER
 
 if TYPE_CHECKING:
-    from planner.execution.jobs import PeerJob
+    from planner.execution.jobs import PeerJob, Where
     from planner.execution.peers import PeerRun
     from planner.model import Tariff
 
@@ -60,12 +60,17 @@ class Energy:
 
 
 def run_energy(
-    run: PeerRun, jobs: Sequence[PeerJob], gpus: int, tariff: Tariff | None = None
+    run: PeerRun,
+    jobs: Sequence[PeerJob],
+    gpus: int,
+    tariff: Tariff | None = None,
+    switch_off: bool = False,
 ) -> Energy:
     """The energy of ``run`` (of ``jobs`` on ``gpus`` GPUs) over its makespan, each GPU
     drawing the run's watts (busy, idle) as the module docstring says, slowed by the
     run's power cap where it had one (:func:`throttle`); with a ``tariff`` (in ticks of one
-    second) also its cost: the draw of every interval times the prices over it."""
+    second) also its cost: the draw of every interval times the prices over it.
+    ``switch_off``: a GPU no job holds draws nothing (``power.switch_off``)."""
     busy, idle = run.watts
     by_name = {j.name: j for j in jobs}
     model = run.interleave
@@ -75,8 +80,9 @@ def run_energy(
         end = run.trace[k + 1][0] if k + 1 < len(run.trace) else t
         span = end - t
         before = joules
-        joules += gpus * idle * span
-        draw = gpus * idle
+        held = _held(groups, by_name) if switch_off else gpus
+        joules += held * idle * span
+        draw = held * idle
         shared = shared_periods(groups, by_name, model, done)[0] if run.shared else None
         for names, overhead, _ in groups:
             members = [by_name[n] for n in names]
@@ -107,3 +113,13 @@ def run_energy(
         peak_kw=peak / 1000,
         cost=cost if tariff is not None else None,
     )
+
+
+def _held(
+    groups: Sequence[tuple[tuple[str, ...], float, Where]], by_name: Mapping[str, PeerJob]
+) -> int:
+    """The GPUs the ``groups`` of an event hold: their GPU sets (counted once each), or
+    where a policy counts GPUs without placing them, each group's count."""
+    placed = {(k, i) for _, _, where in groups for k, ids in where for i in ids}
+    counted = sum(by_name[names[0]].gpus for names, _, where in groups if not where)
+    return len(placed) + counted

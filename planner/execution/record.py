@@ -267,19 +267,22 @@ def _realized(replay: _Replay) -> tuple[Problem, Schedule, list[TaskRun]]:
         res = replay.res[k] or Resource(name=name, capacity=replay.cap[k])
         resources.append(_with_outages(res, down) if down else res)
     real_problem = Problem(
+        **problem.settings()
+        | {
+            "units": {
+                name: problem.unit(
+                    name if replay.res[k] else name.removeprefix(f"{replay.owner[k]}.")
+                )
+                for k, name in enumerate(replay.names)
+            }
+            if problem.units
+            else {}
+        },
         name=f"{problem.name} (realized)",
-        time_unit=problem.time_unit,
-        objective=problem.objective,
         resources=[*resources, *problem.nonrenewables],
         tasks=tasks,
         precedences=precedences,
         jobs=problem.jobs,
-        units={
-            name: problem.unit(name if replay.res[k] else name.removeprefix(f"{replay.owner[k]}."))
-            for k, name in enumerate(replay.names)
-        }
-        if problem.units
-        else {},
     )
     meta = {"instance": real_problem.name, "solver": "simulate"}
     return real_problem, Schedule(modes=modes, starts=starts, meta=meta), runs

@@ -158,7 +158,8 @@ class Replanning:
         """The objective of ``schedule``, the makespan being :meth:`makespan`."""
         if self.problem.objective == "makespan":
             return self.makespan(schedule)
-        return schedule.objective(self.problem)
+        # a solver's schedule holds the milestone; a returned one does not
+        return schedule.objective(self.problem if MILESTONE in schedule.modes else self.instance)
 
     def score(self, schedule: Schedule, stability: float) -> tuple[float, int]:
         """(objective + ``stability`` x total shift, total shift): smaller is better.
@@ -513,7 +514,8 @@ def _restarting(mode: Mode, cost: int) -> Mode:
     return mode.model_copy(update={"segments": [step, *mode.segments]})
 
 
-def _scaled(segments: Iterable[Segment], factor: float) -> list[Segment]:
+def scaled_segments(segments: Iterable[Segment], factor: float) -> list[Segment]:
+    """``segments`` with their durations scaled by ``factor``, rounded up to ticks."""
     return [
         s.model_copy(update={"duration": math.ceil(round(s.duration * factor, 9))})
         for s in segments
@@ -616,7 +618,7 @@ class _Build:
         self.at = state.at
         self.failures = failures
         self.gone = {n for n, d in failures.items() if d is None}
-        self.factor: dict[str, float] = {}
+        self.factor: dict[str, float] = dict(state.left)
         self.cancelled: set[str] = set()
         self.out: list[Task] = []
         self.frozen: dict[str, int] = {}
@@ -655,6 +657,8 @@ class _Build:
     def cancel(self, ev: Cancel) -> None:
         if ev.job not in {j.name for j in self.p.jobs}:
             raise InputError(f"event {ev}: no job {ev.job!r} in the instance")
+        if ev.job in self.cancelled:
+            raise InputError(f"event {ev}: job {ev.job!r} is cancelled once (a repeated event)")
         self.cancelled.add(ev.job)
 
     # Nodes.
@@ -747,7 +751,7 @@ class _Build:
                 and t.job not in self.cancelled
                 and not set(st.nodes) & set(self.failures)
             ):
-                rest = _scaled(st.rest, self.factor.get(t.name, 1.0))
+                rest = scaled_segments(st.rest, self.factor.get(t.name, 1.0))
                 running.append((st.start, t.name, st.nodes, rest))
         running.sort(key=lambda r: r[0])
         booked: dict[tuple[str, str | None], list[tuple[int, int, int]]] = {k: [] for k in caps}
@@ -781,7 +785,9 @@ class _Build:
     def _unfrozen(self, t: Task, restart: bool = False) -> None:
         factor = self.factor.get(t.name, 1.0)
         modes = [
-            m.model_copy(update={"segments": _scaled(m.segments, factor)}) if factor != 1 else m
+            m.model_copy(update={"segments": scaled_segments(m.segments, factor)})
+            if factor != 1
+            else m
             for m in t.modes
         ]
         cost = self.restart.get(t.job, 0) if restart else 0
@@ -876,15 +882,13 @@ class _Build:
             and not (q.after in self.frozen and q.before not in self.frozen)
         ]
         data = {
+            **self.p.settings(),
             "name": f"{self.p.name} (re-planned at {self.at})",
-            "time_unit": self.p.time_unit,
-            "objective": self.p.objective,
             "resources": self.p.resources,
             "nodes": self.nodes,
             "tasks": self.out,
             "precedences": [*precedences, *self.extra_precedences],
             "jobs": [*self.p.jobs, *self.extra_jobs],
-            "units": self.p.units,
         }
         return validated(Problem, data)
 

@@ -144,9 +144,12 @@ class _Interference:
         self.members: dict[str | None, set[int]] = {g: set() for g in used}
         self.gpu_sum: dict[str | None, float] = dict.fromkeys(used, 0.0)
         self.factor = dict.fromkeys(used, 1.0)
+        self.fixed = replay.fixed
 
     def speed(self, i: int) -> float:
-        """Task ``i``'s slowdown: its worst group's."""
+        """Task ``i``'s slowdown: its worst group's (none for a task fixed in time)."""
+        if self.fixed[i]:
+            return 1.0
         return max(self.factor[g] for g in self.groups[i])
 
     def join(self, i: int) -> set[int]:
@@ -214,6 +217,17 @@ class _Replay:
             )
         elif dist.noise is not None:
             durations *= dist.noise.factors(np.random.default_rng(seed), len(durations))
+        # A task whose window is its one mode's duration is fixed in time: work a run did
+        # before a re-plan (``planner replan``). It runs again as it ran: no noise, no slowdown.
+        self.fixed = [
+            len(t.modes) == 1 and t.deadline is not None and t.deadline - t.release == m.duration
+            for t, m in zip(tasks, self.modes, strict=True)
+        ]
+        if any(self.fixed):
+            planned = [s.duration for m in self.modes for s in m.segments]
+            lengths = [len(m.segments) for m in self.modes]
+            fixed = np.repeat(np.array(self.fixed), lengths)
+            durations[fixed] = np.array(planned, dtype=float)[fixed]
         flat = durations.tolist()
         self.work: list[list[float]] = []
         at = 0

@@ -21,7 +21,6 @@ from planner.errors import InputError
 from planner.execution.disturbances import MAX_RUNS, MAX_SEED, Disturbances, Failure
 from planner.model import Problem
 from planner.schedule import Schedule
-from planner.times import tick_label
 from planner.validate import validate
 
 if TYPE_CHECKING:
@@ -120,7 +119,8 @@ class RunSummary:
     """The figures of one Monte Carlo run."""
 
     seed: int
-    makespan: int
+    makespan: float
+    """Ticks of a task-level replay, seconds of a job-level run."""
     optimism: float
     mean_jct: float | None
     p99_jct: float | None
@@ -191,8 +191,10 @@ class Study:
             cols: dict[str, Any] = {}
             for k, name in enumerate(self.COLUMNS):
                 values = rows[:, k]
-                if name in ("seed", "makespan", "lost_gpu_ticks"):
+                if name in ("seed", "lost_gpu_ticks"):
                     cols[name] = values.astype(np.int64).tolist()
+                elif name == "makespan":  # whole ticks, or seconds of a job-level run
+                    cols[name] = [int(v) if v.is_integer() else v for v in values.tolist()]
                 elif name == "valid":
                     cols[name] = (values == 1).tolist()
                 else:
@@ -212,7 +214,51 @@ def monte_carlo(
     study: Study | None = None,
     halt: Halt | None = None,
 ) -> Study:
-    """Replay ``schedule`` with the seeds ``seed .. seed + runs - 1``.
+    """Replay ``schedule`` task by task with the seeds ``seed .. seed + runs - 1``
+    (:func:`stream_runs`).
+
+    Parameters
+    ----------
+    problem, schedule, disturbances
+        As for :func:`simulate`.
+    runs, seed, jobs, progress, study, halt
+        As for :func:`stream_runs`.
+
+    Raises
+    ------
+    InputError
+        For a bad count, or as :func:`simulate`.
+    """
+    check_inputs(problem, schedule, disturbances)
+    replay = TaskReplay(problem, schedule, disturbances)
+    return stream_runs(replay, runs, seed, jobs, progress, study, halt)
+
+
+@dataclass(frozen=True)
+class TaskReplay:
+    """The task-level replay of a plan, as a picklable function of the seed."""
+
+    problem: Problem
+    schedule: Schedule
+    disturbances: Disturbances
+
+    def __call__(self, seed: int) -> RunSummary:
+        """The figures of the replay of ``seed``."""
+        return summarize(_Replay(self.problem, self.schedule, self.disturbances, seed).execution())
+
+
+def stream_runs(
+    runner: Callable[[int], RunSummary],
+    runs: int = 10,
+    seed: int = 0,
+    jobs: int = 1,
+    progress: Callable[[RunSummary], None] | None = None,
+    study: Study | None = None,
+    halt: Halt | None = None,
+) -> Study:
+    """Run ``runner`` (a picklable function of the seed: a :class:`TaskReplay`, or a
+    job-level :class:`~planner.execution.runs.Dispatch`) with the seeds ``seed .. seed +
+    runs - 1``.
 
     The runs are streamed: each keeps only its figures (:class:`Study`), and at most
     two runs per worker are in flight. The first Ctrl-C (on the main thread) stops the
@@ -221,10 +267,10 @@ def monte_carlo(
 
     Parameters
     ----------
-    problem, schedule, disturbances
-        As for :func:`simulate`.
+    runner
+        One run's figures from its seed.
     runs
-        Replays, 1 to :data:`~planner.execution.disturbances.MAX_RUNS`.
+        Runs, 1 to :data:`~planner.execution.disturbances.MAX_RUNS`.
     seed
         The first seed.
     jobs
@@ -232,7 +278,7 @@ def monte_carlo(
     progress
         Called with each run's summary as it ends.
     study
-        Runs done before (e.g. the full replay of the first seed): the new ones are
+        Runs done before (e.g. the full run of the first seed): the new ones are
         added to it, and its capacity must hold them.
     halt
         The stop request Ctrl-C sets (a new one by default): a caller that shares it
@@ -241,7 +287,7 @@ def monte_carlo(
     Raises
     ------
     InputError
-        For a bad count, or as :func:`simulate`.
+        For a bad count or seed.
     """
     from planner.interrupt import Halt, run_interruptibly
 
@@ -249,7 +295,6 @@ def monte_carlo(
         raise InputError(f"runs must be from 1 to {MAX_RUNS:,}, got {runs}")
     if not 0 <= seed <= MAX_SEED - runs + 1:
         raise InputError(f"the seeds {seed} .. {seed + runs - 1} are not all in 0 .. {MAX_SEED}")
-    check_inputs(problem, schedule, disturbances)
     out = study if study is not None else Study(runs)
     if out.size + runs > len(out.data):
         raise InputError(f"the study holds {len(out.data) - out.size} more runs, not {runs}")
@@ -266,10 +311,10 @@ def monte_carlo(
             for s in seeds:
                 if halt.is_set():
                     return
-                note(summarize(_Replay(problem, schedule, disturbances, s).execution()))
+                note(runner(s))
             return
         with ProcessPoolExecutor(
-            min(jobs, runs), initializer=_init_worker, initargs=(problem, schedule, disturbances)
+            min(jobs, runs), initializer=_init_worker, initargs=(runner,)
         ) as pool:
             todo = iter(seeds)
             flying = {pool.submit(_worker_run, s) for s in islice(todo, 2 * jobs)}
@@ -362,14 +407,16 @@ def rank_by_realized(
     return sorted(out, key=lambda r: (r.makespan["mean"], r.makespan["p95"], r.name))
 
 
-def draw_makespans(ax: Axes, study: Study, planned: int, time_unit: str) -> Axes:
-    """Histogram of the realized makespans of ``study`` on ``ax``, the planned one marked."""
+def draw_makespans(ax: Axes, study: Study, planned: float | None, unit: str) -> Axes:
+    """Histogram of the realized makespans of ``study`` on ``ax``, the planned one marked
+    (if any); ``unit`` names the makespans' unit (``ticks of 1min``, ``seconds``)."""
     ax.hist(study.column("makespan"), bins="auto", color="#4c72b0", alpha=0.8)
-    ax.axvline(planned, color="#c44e52", linewidth=1.5, label=f"planned {planned}")
-    ax.set_xlabel(f"realized makespan ({tick_label(time_unit)})")
+    if planned is not None:
+        ax.axvline(planned, color="#c44e52", linewidth=1.5, label=f"planned {planned:,.0f}")
+        ax.legend(frameon=False)
+    ax.set_xlabel(f"realized makespan ({unit})")
     ax.set_ylabel("runs")
-    ax.set_title(f"{len(study)} replays", fontsize=10, loc="left")
-    ax.legend(frameon=False)
+    ax.set_title(f"{len(study)} runs", fontsize=10, loc="left")
     return ax
 
 
@@ -424,17 +471,17 @@ def replay_run(problem: Problem, run: Mapping[str, Any], file: str | None = None
     return ex
 
 
-_WORKER: tuple[Problem, Schedule, Disturbances] | None = None
+_WORKER: Callable[[int], RunSummary] | None = None
 
 
-def _init_worker(problem: Problem, schedule: Schedule, disturbances: Disturbances) -> None:
+def _init_worker(runner: Callable[[int], RunSummary]) -> None:
     global _WORKER
     # Ctrl-C reaches the whole process group: the parent stops the study, the workers
     # finish the run they have.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _WORKER = (problem, schedule, disturbances)
+    _WORKER = runner
 
 
 def _worker_run(seed: int) -> RunSummary:
     assert _WORKER is not None
-    return summarize(_Replay(*_WORKER, seed).execution())
+    return _WORKER(seed)

@@ -45,6 +45,10 @@ class State:
     outages: dict[str, int] = field(default_factory=dict)
     """Node -> the tick it is back, for every node down at ``at`` (a failure of the run
     still in progress): nothing may start on it before then."""
+    left: dict[str, float] = field(default_factory=dict)
+    """Task -> the share of its work left, for tasks not running at ``at`` that a run had
+    done part of (a job-level run keeps the iterations done): they are planned with that
+    share of their durations."""
 
 
 def _split(segments: Sequence[Segment], start: int, at: int) -> tuple[list[Segment], list[Segment]]:

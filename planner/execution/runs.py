@@ -1,0 +1,417 @@
+"""Runs of DL instances in the one executor: which files it runs, the one set of defaults
+and the line that states them, and a plan or a policy run once or as a Monte Carlo study.
+
+An instance with training jobs (a cluster-form file, a Muri trace, an imported or
+generated batch) runs in the job-level executor (:func:`planner.execution.peers.run_policy`)
+on every path that says what a plan delivers. A task graph without training jobs (PSPLIB,
+users' segment profiles, ``interleave: phases``) runs in the task-level replay
+(:mod:`planner.execution.replay`), which says so.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from planner.errors import InputError
+from planner.execution.disturbances import Noise, Slowdown
+from planner.execution.jobs import (
+    Outage,
+    PeerJob,
+    Workload,
+    check_jobs,
+    jobs_from_instance,
+    model_of,
+    plan_of,
+    with_noise,
+)
+from planner.execution.power import WATTS
+from planner.execution.simulate import RunSummary
+
+if TYPE_CHECKING:
+    from planner.execution.peers import PeerRun
+    from planner.execution.state import State
+    from planner.interleave import Interleave
+    from planner.interrupt import Halt
+    from planner.model import Problem
+    from planner.schedule import Schedule
+
+DEFAULT_SLOWDOWN = "muri"
+"""The interference slowdown of every run unless told otherwise: Muri's measured factors."""
+DEFAULT_RESTART = True
+"""Whether every run charges restart overheads unless told otherwise (Muri's simulator
+does)."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    """The model of a job-level run: the interleaving model (``None``: the file's, ``muri``
+    for a trace), its data slots (``None``: the file's), the slowdown (``muri``, ``none`` or
+    a ``k,factor`` CSV) and whether restart overheads are charged. The defaults are the
+    one set every command uses."""
+
+    interleave: str | None = None
+    data_slots: float | None = None
+    slowdown: str = DEFAULT_SLOWDOWN
+    restart: bool = DEFAULT_RESTART
+
+    def model(self, workload: Workload) -> Interleave:
+        """The :class:`~planner.interleave.Interleave` of this setting over ``workload``'s.
+
+        Raises
+        ------
+        InputError
+            For a bad slowdown spec or model name (:class:`~planner.interleave.Interleave`).
+        """
+        slowdown = Slowdown.parse(self.slowdown)
+        return model_of(workload, self.interleave, slowdown, self.data_slots)
+
+    def line(self, model: Interleave) -> str:
+        """The setting on one line, e.g. ``fluid, 1 data slot per GPU, Muri's slowdown
+        factors, restart overheads``: printed beside every figure of a run."""
+        parts = [model.kind]
+        if model.kind == "fluid":
+            plural = "" if model.data_slots == 1 else "s"
+            parts.append(f"{model.data_slots:g} data slot{plural} per GPU")
+        if self.slowdown == "muri":
+            parts.append("Muri's slowdown factors")
+        elif self.slowdown == "none":
+            parts.append("no slowdown")
+        else:
+            parts.append(f"slowdown {self.slowdown}")
+        parts.append("restart overheads" if self.restart else "no restart overhead")
+        return ", ".join(parts)
+
+
+def dl_workload(path: str | Path) -> tuple[Workload | None, str]:
+    """The workload of an instance file with training jobs, and ``""``; or ``None`` and why
+    the task-level replay runs it instead.
+
+    Raises
+    ------
+    InputError
+        If the file cannot be read or parsed.
+    """
+    from planner.io.instance import parse_native_text, read_text
+
+    path = Path(path)
+    if path.suffix.lower() == ".csv":
+        return jobs_from_instance(path), ""
+    if path.suffix.lower() not in (".json", ".yaml", ".yml"):
+        return None, "a task graph without training jobs"
+    try:
+        data = parse_native_text(read_text(path), path.suffix.lower() == ".json")
+    except InputError as exc:
+        raise exc.at(str(path)) from None
+    if not isinstance(data, dict) or "cluster" not in data:
+        return None, "a task graph without training jobs"
+    if data.get("interleave") == "phases":
+        return None, "interleave: phases runs each block's segments back to back"
+    try:
+        return jobs_from_instance(path), ""
+    except InputError as exc:
+        return None, f"the executor cannot run it: {exc.cause}"
+
+
+@dataclass
+class Dispatch:
+    """One job-level run, ready to repeat: a policy (or ``plan``) over jobs on a cluster
+    under a model, with failures, a power cap and noise. Picklable, so that a Monte Carlo
+    study's workers each hold one (:func:`planner.execution.simulate.stream_runs`)."""
+
+    jobs: list[PeerJob]
+    policy: str
+    nodes: int
+    gpus_per_node: int
+    model: Interleave
+    restart: bool = DEFAULT_RESTART
+    placed: dict[str, tuple[int, ...]] | None = None
+    """``policy="plan"``: the nodes of every job (:func:`plan_of`)."""
+    outages: list[Outage] = field(default_factory=list)
+    power_cap: float | None = None
+    watts: tuple[float, float] = WATTS
+    noise: Noise | None = None
+    planned: float | None = None
+    """The plan's makespan (s), for the optimism."""
+
+    def __post_init__(self) -> None:
+        check_jobs(self.jobs, self.nodes, self.gpus_per_node, self.placed)
+
+    def jobs_of(self, seed: int) -> list[PeerJob]:
+        """The jobs of the run of ``seed``: each with its noise factor (one per job)."""
+        return self.jobs if self.noise is None else with_noise(self.jobs, self.noise, seed)
+
+    def run(
+        self,
+        seed: int = 0,
+        progress: Callable[[int, int], None] | None = None,
+        halt: Halt | None = None,
+        until: float = math.inf,
+    ) -> PeerRun:
+        """The run of ``seed`` (to ``until`` seconds: the executor's state there).
+
+        Raises
+        ------
+        InputError
+            As :func:`~planner.execution.peers.run_policy`.
+        """
+        from planner.execution.peers import run_policy
+
+        return run_policy(
+            self.jobs_of(seed),
+            self.policy,
+            self.nodes,
+            self.gpus_per_node,
+            self.model,
+            self.restart,
+            progress=progress,
+            halt=halt,
+            plan=self.placed,
+            outages=self.outages,
+            power_cap=self.power_cap,
+            watts=self.watts,
+            until=until,
+        )
+
+    def summary(self, seed: int, run: PeerRun) -> RunSummary:
+        """What a Monte Carlo study keeps of ``run`` (seconds), with its audit's verdict."""
+        from planner.execution.peers import audit
+
+        ok = not audit(run, self.jobs_of(seed), self.nodes * self.gpus_per_node)
+        optimism = run.makespan / self.planned if self.planned else float("nan")
+        return RunSummary(seed, run.makespan, optimism, run.mean_jct, run.p99_jct, 0, ok)
+
+    def __call__(self, seed: int) -> RunSummary:
+        """The figures of the run of ``seed``."""
+        return self.summary(seed, self.run(seed))
+
+
+def dispatch_of(
+    workload: Workload,
+    setting: Setting,
+    policy: str = "plan",
+    plan: tuple[Problem, Schedule] | None = None,
+    work_conserving: bool = False,
+    outages: list[Outage] | None = None,
+    noise: Noise | None = None,
+    power_cap: float | None = None,
+) -> Dispatch:
+    """The :class:`Dispatch` of ``policy``, or of a placed ``plan`` (the problem compiled
+    from the workload's file and its schedule), on ``workload`` under ``setting``; the
+    power cap ``power_cap`` or the file's.
+
+    Raises
+    ------
+    InputError
+        As :func:`plan_of` and :func:`check_jobs`.
+    """
+    from planner.times import tick_seconds
+
+    model = setting.model(workload)
+    jobs, placed, planned = workload.jobs, None, None
+    if plan is not None:
+        problem, schedule = plan
+        jobs, placed = plan_of(problem, schedule, jobs, work_conserving)
+        unit = problem.time_unit
+        planned = schedule.makespan(problem) * (tick_seconds(unit) if unit != "1" else 1.0)
+    return Dispatch(
+        jobs=list(jobs),
+        policy=policy,
+        nodes=workload.nodes or 8,
+        gpus_per_node=workload.gpus_per_node or 8,
+        model=model,
+        restart=setting.restart,
+        placed=placed,
+        outages=outages or [],
+        power_cap=power_cap if power_cap is not None else workload.power_cap,
+        watts=workload.watts,
+        noise=noise,
+        planned=planned,
+    )
+
+
+def judge(dispatch: Dispatch, runs: int = 1, seed: int = 0, jobs: int = 1) -> Mapping[str, float]:
+    """``dispatch`` run ``runs`` times (seeds ``seed ..``; ``jobs`` worker processes): the
+    mean and 95th percentile of the makespan and the mean JCT (seconds).
+
+    Raises
+    ------
+    PlannerError
+        If a run fails its audit (a bug).
+    """
+    from planner.errors import PlannerError
+    from planner.execution.simulate import stream_runs
+
+    study = stream_runs(dispatch, runs, seed, jobs)
+    if study.invalid:
+        raise PlannerError(f"{study.invalid} job-level runs fail their audit (a bug)")
+    makespans, jct = study.column("makespan"), study.column("mean_jct")
+    return {
+        "makespan_mean": float(np.mean(makespans)),
+        "makespan_p95": float(np.percentile(makespans, 95)),
+        "jct_mean": float(np.mean(jct)),
+    }
+
+
+RAN = "ran"
+"""The name of the demand-free segment that stands for work an executed run did."""
+
+
+def state_of_run(
+    problem: Problem,
+    schedule: Schedule,
+    run: PeerRun,
+    iterations: Mapping[str, int],
+    at: int,
+) -> State:
+    """The state at tick ``at`` of a job-level run of a plan of ``problem`` stopped there
+    (:meth:`Dispatch.run` with ``until``; ``iterations``: every job's), as re-planning
+    freezes it.
+
+    Each job's training blocks (its tasks on GPUs, in planned order) share its
+    iterations by their least durations, as the dispatch does. Blocks whose iterations
+    the run had done are finished: frozen between the job's first run and ``at`` (or
+    its finish) in proportion to their work, each as one demand-free :data:`RAN`
+    segment (the run, not the plan, says what they held). The block in progress
+    continues on its nodes with the rest of its segments, scaled to the work it has
+    left, if its job runs at ``at``; if its job waits, it is planned anew with that work
+    alone (:attr:`State.left`). Tasks off the GPUs (stage-in, checkpoint) finish with
+    the job's first run and its finish. Nodes down at ``at`` are :attr:`State.outages`.
+    """
+    from planner.execution.jobs import machines_of
+    from planner.execution.replan import scaled_segments
+    from planner.execution.state import Started, State
+    from planner.model import Segment
+    from planner.times import tick_seconds
+
+    tick = tick_seconds(problem.time_unit) if problem.time_unit != "1" else 1.0
+    machine = machines_of(problem)[0]
+    outages: dict[str, int] = {}
+    for k, down, back in run.outages:
+        if down <= at * tick < back:
+            for name, m in machine.items():
+                if m == k:
+                    outages[name] = max(outages.get(name, 0), math.ceil(back / tick - 1e-9))
+    by_job: dict[str, list[str]] = {}
+    for t in problem.tasks:
+        if t.job is not None and t.name in schedule.starts:
+            by_job.setdefault(t.job, []).append(t.name)
+    started: dict[str, Started] = {}
+    left: dict[str, float] = {}
+
+    def ran(name: str, start: int, span: int, rest: list[Segment] | None = None) -> None:
+        mode = problem.task(name).mode(schedule.modes[name])
+        nodes = tuple(schedule.nodes.get(name, ()))
+        past = [Segment(name=RAN, duration=span)]
+        started[name] = Started(mode.name, nodes, start, past, rest or [])  # type: ignore[arg-type]
+
+    for job, tasks in by_job.items():
+        first = run.started.get(job)
+        if first is None or first >= at * tick:
+            continue
+        finished = run.finish.get(job)
+        done = 1.0 if finished is not None else run.done.get(job, 0.0) / iterations[job]
+        begin = min(math.floor(first / tick), at - 1)
+        end = at if finished is None or finished > at * tick else math.ceil(finished / tick)
+        tasks.sort(key=lambda n: schedule.starts[n])
+        gpu = [n for n in tasks if problem.gpus(problem.task(n).mode(schedule.modes[n]))]
+        work = [problem.task(n).min_duration for n in gpu]
+        total, cum, position = sum(work) or 1, 0.0, begin
+        for name, w in zip(gpu, work, strict=True):
+            lo, hi = cum, cum + w / total
+            cum = hi
+            if hi <= done + 1e-9:  # done: its share of the time from the first run
+                stop = begin + math.floor((end - begin) * hi / done + 1e-9)
+                ran(name, position, max(stop - position, 0))
+                position = max(stop, position)
+                continue
+            if lo < done and w:
+                frac = (done - lo) / (hi - lo)
+                if job in run.running and position < at:
+                    mode = problem.task(name).mode(schedule.modes[name])
+                    ran(name, position, at - position, scaled_segments(mode.segments, 1 - frac))
+                else:
+                    left[name] = 1 - frac
+            break
+        for name in tasks:
+            if name in gpu:
+                continue
+            if not gpu or schedule.starts[name] <= schedule.starts[gpu[0]]:
+                ran(name, begin, 0)
+            elif finished is not None and end <= at:
+                ran(name, end, 0)
+    return State(at, started, {}, outages, left)
+
+
+def state_from_job_run(
+    path: str | Path,
+    problem: Problem,
+    schedule: Schedule,
+    data: Mapping[str, Any],
+    at: int,
+    file: str | None = None,
+) -> State:
+    """The executor's state at tick ``at`` of a job-level run file of a plan
+    (``planner simulate INSTANCE PLAN -o run.json``): the run again, from what the file
+    says of it, to ``at`` (:func:`state_of_run`).
+
+    Raises
+    ------
+    InputError
+        If ``path`` has no training jobs, the file is a run of a policy or of another
+        plan, or its settings are bad.
+    """
+    from planner.execution.disturbances import Failure
+    from planner.execution.jobs import outages_of
+    from planner.times import tick_seconds
+
+    workload, why = dl_workload(path)
+    if workload is None:
+        raise InputError(f"a job-level run is of an instance with training jobs; this is {why}")
+    if data.get("policy") != "plan":
+        raise InputError(f"a run of the policy {data.get('policy')!r}, not of a plan", file)
+    try:
+        setting = Setting(
+            data["interleave"], data["data_slots"], str(data["slowdown"]), bool(data["restart"])
+        )
+        noise = Noise.parse(str(data["noise"])) if data.get("noise") else None
+        seed = int(data.get("seed") or 0)
+        specs = [str(f) for f in data.get("failures") or []]
+        finish = {str(k): float(v) for k, v in dict(data["finish"]).items()}
+        planned = float(data["planned_makespan_seconds"])
+    except (KeyError, TypeError, ValueError):
+        raise InputError(
+            "not a job-level run of planner simulate (interleave, data_slots, slowdown, "
+            "restart, finish and planned_makespan_seconds)",
+            file,
+        ) from None
+    failures = [Failure.parse(spec, workload.time_unit) for spec in specs]
+    outages = outages_of(failures, workload.names(workload.nodes or 8), workload.time_unit)
+    dispatch = dispatch_of(
+        workload,
+        setting,
+        "plan",
+        (problem, schedule),
+        bool(data.get("work_conserving")),
+        outages,
+        noise,
+        data.get("power_cap"),
+    )
+    if not math.isclose(dispatch.planned or 0.0, planned, rel_tol=1e-9, abs_tol=1e-6):
+        raise InputError(
+            f"a run of a plan of makespan {planned:,.0f} s; this plan's is "
+            f"{dispatch.planned:,.0f} s: give the plan the run executed",
+            file,
+        )
+    tick = tick_seconds(problem.time_unit) if problem.time_unit != "1" else 1.0
+    run = dispatch.run(seed, until=at * tick)
+    for job, end in run.finish.items():
+        if not math.isclose(finish.get(job, math.nan), end, rel_tol=1e-9, abs_tol=1e-6):
+            raise InputError(f"job {job!r} finishes at another time than in the run", file)
+    iterations = {j.name: j.iterations for j in dispatch.jobs}
+    return state_of_run(problem, schedule, run, iterations, at)
