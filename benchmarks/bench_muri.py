@@ -1,7 +1,7 @@
 """Muri reproduced: the peer policies in planner's executor on Muri's trace3'.
 
 Runs ``srtf``, ``srsf``, ``tiresias``, ``muri-s``, ``muri-l`` and ours, ``lp-groups``
-(:mod:`planner.execution.peers`, :mod:`planner.execution.grouping`), on
+(:mod:`planner.execution.executor`, :mod:`planner.execution.grouping`), on
 ``muri_trace3_offline.csv`` (992 jobs, all at 0, 8 nodes x 8 GPUs) under Muri's
 interleaving model, twice: with Muri's slowdown factors and restart overheads (the
 published setting), and ideal (factors 1, no restart overhead). Prints one row per
@@ -25,9 +25,10 @@ import math
 import sys
 from pathlib import Path
 
+from planner.execution.executor import run_policy
 from planner.execution.grouping import mix_bound
 from planner.execution.jobs import read_trace
-from planner.execution.peers import POLICIES, run_policy
+from planner.execution.policies import POLICIES
 from planner.execution.power import run_energy
 from planner.interleave import MURI_GROUP_FACTORS, Interleave, model_bound
 

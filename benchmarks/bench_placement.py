@@ -40,8 +40,8 @@ from bench_dl import parse_spec
 from planner.app.compare import pareto_front, pareto_watts, save_pareto
 from planner.bounds import energy_bound, lower_bound
 from planner.dl.workloads import import_muri
+from planner.execution.executor import run_policy
 from planner.execution.jobs import Workload, jobs_from_instance, model_of, plan_of
-from planner.execution.peers import run_policy
 from planner.execution.power import run_energy
 from planner.execution.runs import Setting, dispatch_of, judge
 from planner.io.instance import problem_from_data

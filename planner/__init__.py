@@ -60,7 +60,7 @@ _LAZY = {
     "replan": "planner.execution.replan",
     "parse_event": "planner.execution.events",
     "state_from_schedule": "planner.execution.state",
-    "run_policy": "planner.execution.peers",
+    "run_policy": "planner.execution.executor",
     "read_trace": "planner.execution.jobs",
     "PeerJob": "planner.execution.jobs",
     "ClusterInstance": "planner.dl.cluster",

@@ -144,7 +144,9 @@ def readme_commands() -> list[list[str]]:
     """The ``planner`` command lines in the README's code blocks, in order, without ``planner``."""
     text = (ROOT / "README.md").read_text()
     commands = []
-    for block in re.findall(r"^```[a-z]*\n(.*?)^```", text, flags=re.S | re.M):
+    for language, block in re.findall(r"^```([a-z]*)\n(.*?)^```", text, flags=re.S | re.M):
+        if language == "python":
+            continue
         for line in block.replace("\\\n", " ").splitlines():
             for part in line.split("&&"):
                 words = shlex.split(part, comments=True)

@@ -634,8 +634,8 @@ def test_failures_of_a_pooled_instance_are_refused(tmp_path: Path) -> None:
 def test_peer_policies_join_a_study_under_an_interleaving_model(
     tmp_path: Path, placed_batch: Path
 ) -> None:
+    from planner.execution.executor import run_policy
     from planner.execution.jobs import jobs_from_instance, model_of, plan_of
-    from planner.execution.peers import run_policy
 
     spec = "interleave=muri,slowdown=none,restart=no"
     out = tmp_path / "r.csv"

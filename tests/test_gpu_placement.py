@@ -16,8 +16,9 @@ from planner.app.cli import app
 from planner.app.gantt import chart_layout, save_gantt
 from planner.dl.workloads import import_muri
 from planner.errors import InputError
+from planner.execution.audit import audit
+from planner.execution.executor import run_policy
 from planner.execution.jobs import jobs_from_instance, plan_of
-from planner.execution.peers import audit, run_policy
 from planner.execution.runs import Setting, dispatch_of
 from planner.interleave import Interleave
 from planner.io.instance import load_instance, problem_from_data

@@ -10,9 +10,11 @@ import pytest
 from typer.testing import CliRunner
 
 from planner.app.cli import app
+from planner.execution.audit import audit
+from planner.execution.executor import run_policy
 from planner.execution.grouping import GroupMix, job_types, mix_bound
 from planner.execution.jobs import PeerJob, read_trace
-from planner.execution.peers import POLICIES, audit, run_policy
+from planner.execution.policies import POLICIES
 from planner.interleave import MURI_GROUP_FACTORS, Interleave, Stages
 from tests.conftest import INSTANCES, lines
 

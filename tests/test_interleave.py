@@ -11,8 +11,9 @@ from typer.testing import CliRunner
 
 from planner.app.cli import app
 from planner.errors import InputError
+from planner.execution.audit import audit
+from planner.execution.executor import run_policy
 from planner.execution.jobs import PeerJob, jobs_from_instance, read_trace
-from planner.execution.peers import audit, run_policy
 from planner.interleave import (
     MURI_GROUP_FACTORS,
     Interleave,
@@ -166,7 +167,7 @@ def test_cli_policy_on_a_cluster_form_instance(tmp_path: Path) -> None:
     ("args", "message"),
     [
         (["--policy", "fifo"], "unknown policy 'fifo'; choose one of srtf, srsf, tiresias, muri-s, "
-         "muri-l, lp-groups, srsf-pack"),
+         "muri-l, lp-groups, srsf-pack, or FILE.py:CLASS"),
         (["--policy", "srtf", "--online"], "--policy runs a policy; --online runs the planner: "
          "give one"),
         (["--policy", "srtf", "--interleave", "lru"], "interleave 'lru' is not one of fluid, muri"),
@@ -309,7 +310,7 @@ def test_the_instance_names_its_model_and_the_option_overrides_it(tmp_path: Path
 
 
 def test_the_audit_passes_every_run_and_catches_a_wrong_one() -> None:
-    from planner.execution.peers import where_label
+    from planner.execution.policies import where_label
 
     jobs = read_trace(SLICE)
     for policy in ("srtf", "tiresias", "muri-s", "muri-l"):
@@ -382,7 +383,7 @@ def test_a_failure_stops_the_jobs_of_its_node_and_srtf_moves_them(
     assert run.finish == {"j": pytest.approx(finish)}
     rows = run.residences(("node1", "node2"))
     assert [(r["gpus"], r["start"]) for r in rows] == stays
-    from planner.execution.peers import audit
+    from planner.execution.audit import audit
 
     assert audit(run, jobs, nodes * 8) == []
 
@@ -409,7 +410,7 @@ def test_a_plan_waits_for_its_node_and_names_its_gpus() -> None:
 def test_the_audit_refuses_a_group_on_a_node_down() -> None:
     from dataclasses import replace
 
-    from planner.execution.peers import audit
+    from planner.execution.audit import audit
 
     jobs = [PeerJob("j", 8, 1000, ONE, 1.0, 1000.0)]
     run = run_policy(jobs, "srtf", 1, 8, Interleave("fluid"), restart=False)

@@ -13,9 +13,10 @@ from typer.testing import CliRunner
 from planner.app.cli import app
 from planner.dl.cluster import ClusterInstance
 from planner.errors import InputError
+from planner.execution.audit import audit
+from planner.execution.executor import run_policy
 from planner.execution.grouping import mix_bound
 from planner.execution.jobs import PeerJob, jobs_from_instance
-from planner.execution.peers import audit, run_policy
 from planner.execution.power import run_energy
 from planner.interleave import Interleave, Stages
 from planner.io.instance import load_instance, problem_from_data

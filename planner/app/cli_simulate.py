@@ -157,8 +157,9 @@ def simulate_cmd(
         typer.Option(
             help="Run a job-level policy instead of a plan: the peers srtf, srsf, tiresias, "
             "muri-s, muri-l, or ours: lp-groups (groups from a linear program re-solved at "
-            "every event, for the makespan) and srsf-pack (for the mean JCT), on a Muri "
-            "trace (.csv) or a cluster-form instance (no SCHEDULE)."
+            "every event, for the makespan) and srsf-pack (for the mean JCT), or your own: "
+            "FILE.py:CLASS (a planner.execution.policies.Policy); on a Muri trace (.csv) or a "
+            "cluster-form instance (no SCHEDULE)."
         ),
     ] = None,
     interleave: Annotated[
@@ -658,7 +659,7 @@ def _write_table(path: Path, rows: list[dict[str, Any]]) -> None:
 @dataclass(frozen=True)
 class _JobLevel:
     """``simulate --policy`` and ``simulate SCHEDULE`` of an instance with training jobs: the
-    job-level executor (:mod:`planner.execution.peers`) under one setting, once or as a
+    job-level executor (:mod:`planner.execution.executor`) under one setting, once or as a
     Monte Carlo study."""
 
     setting: Any
@@ -692,12 +693,12 @@ class _JobLevel:
 
         from planner.execution.disturbances import Failure
         from planner.execution.jobs import outages_of
-        from planner.execution.peers import POLICIES
+        from planner.execution.policies import policy_of
         from planner.execution.runs import dispatch_of
         from planner.interrupt import Halt, run_interruptibly
 
-        if policy is not None and policy not in POLICIES:
-            raise InputError(f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
+        if policy is not None:
+            policy_of(policy)  # an unknown name, or a user's file that fails: bad input
         if workload.nodes is None:
             from dataclasses import replace
 
@@ -788,8 +789,8 @@ def _run_rows(
     workload: Any,
 ) -> list[tuple[str, object]]:
     """The lines ``simulate`` prints of a job-level run; the audit's verdict last."""
+    from planner.execution.audit import audit
     from planner.execution.grouping import mix_bound
-    from planner.execution.peers import audit
     from planner.execution.power import run_energy
     from planner.interleave import binding, model_bound
 

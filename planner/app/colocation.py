@@ -2,7 +2,7 @@
 
 A run of ``planner simulate --policy`` (or of a plan under ``--interleave``) written
 with ``-o`` holds its co-location table (``residences``: job, GPU set, start, end,
-partners; :meth:`planner.execution.peers.PeerRun.residences`). The chart has one row per GPU
+partners; :meth:`planner.execution.executor.PeerRun.residences`). The chart has one row per GPU
 set (``node3:0-3``) in node and GPU order; a job's stay on a set is a bar, and jobs
 sharing the set at the same time split the row's height, so a row of four stacked
 bars is a group of four interleaved jobs.

@@ -119,7 +119,7 @@ def run_one(
         If Ctrl-C stopped the solve (``Result.interrupted``): its figures are
         those of a cut-short run, not a result of the study.
     """
-    from planner.execution.peers import POLICIES
+    from planner.execution.policies import POLICIES
     from planner.metrics import schedule_metrics
     from planner.solvers import SolverError, solve
     from planner.solvers.registry import applicable
@@ -238,7 +238,7 @@ def plan_runs(
         or the ``simulation`` spec is bad for an instance (read with its time unit) or
         names a node failure an instance does not have.
     """
-    from planner.execution.peers import POLICIES
+    from planner.execution.policies import POLICIES
     from planner.solvers import SOLVERS
 
     for s in solvers:

@@ -310,8 +310,8 @@ class Simulation:
     runs: int = 1
     seed: int = 0
     interleave: str | None = None
-    """Execute job by job under this interleaving model (``fluid`` or ``muri``;
-    :func:`planner.execution.peers.judge`), not task by task (``None``)."""
+    """Training jobs: run them under this interleaving model (``fluid`` or ``muri``;
+    :mod:`planner.execution.runs`), not the file's (``None``)."""
     restart: bool = True
     """Job by job: charge the restart overheads (as Muri's simulator does)."""
 

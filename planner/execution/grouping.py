@@ -1,5 +1,4 @@
-"""Grouping as a decision: the mix of co-located groups from a linear program, and a
-grouping for the mean JCT.
+"""Grouping as a decision: the mix of co-located groups from a linear program.
 
 Under an interleaving model a group of jobs sharing one GPU set progresses at the
 periods the model gives (:class:`planner.interleave.Interleave`). Which jobs to group
@@ -25,22 +24,8 @@ Its optimum over the whole workload at time 0 is a lower bound on the makespan o
 any run that groups jobs of one GPU count (and regroups as often as it likes), up to
 the merging of types (:func:`mix_bound`; exact when no class merges types).
 
-**The dispatch** (policy ``lp-groups`` of :func:`planner.execution.peers.run_policy`)
-solves the program on what is left, again whenever the jobs at hand have changed by
-:data:`RESOLVE`, and at every event rounds its rates ``x_c / C`` (concurrent GPU sets
-of each column) to whole groups. First, every critical job (its
-remaining time alone at least :data:`CRITICAL` x ``C``, longest first) joins the
-column of highest rate that holds its type (else runs alone): the program spreads a
-type's work over its jobs, and only this keeps the longest job from being the tail.
-Then columns by rate, largest first, each taken as often as its rate rounds to (at
-least once while it has a rate), its members the not yet grouped jobs of its types
-with the longest remaining time, placed first-fit. The GPUs left go to the waiting
-jobs, longest first, alone.
-
-**For the mean JCT** (policy ``srsf-pack``) the jobs go in order of remaining
-service, smallest first, and each takes GPUs of its own or joins a set already open,
-by the weighted progress ``sum 1 / (period x iterations left)`` that SRPT maximises
-at every instant (:class:`SrsfPack`).
+The policy ``lp-groups`` (:mod:`planner.execution.policies.lp_groups`) rounds it to
+groups at every event.
 """
 
 from __future__ import annotations
@@ -58,29 +43,13 @@ from planner.interleave import Interleave, Stages
 
 if TYPE_CHECKING:
     from planner.execution.jobs import PeerJob
-    from planner.execution.peers import Where, _Chosen, _Cluster, _Job, _Periods
 
 MAX_TYPES = 10
 """The most job types per GPU count in the program (columns grow as types^4)."""
 
-RESOLVE = 0.01
-"""The program is solved again once the jobs at hand have changed by more than this
-share since it was last solved (and whenever a type runs out or appears, or GPUs
-fail or come back); in between its rates are rounded anew on the jobs at hand."""
-
-JOIN_SHARE = 0.8
-"""``srsf-pack``: a job joins an open GPU set, though GPUs of its own are free, when
-that adds at least this share of the weighted progress it would make alone (on
-Muri's testbed trace with factors 1, 0.6 gave a mean JCT 0.5% above 0.8's; 0.4 and 1,
-5% and 9% above)."""
-
-CRITICAL = 0.9
-"""A job whose remaining time alone is at least this share of the program's makespan
-is critical: it is grouped first."""
-
 
 @dataclass(frozen=True)
-class _Column:
+class Column:
     gpus: int
     types: tuple[int, ...]
     """Member types (a multiset, sorted)."""
@@ -147,7 +116,7 @@ class GroupMix:
         means = sums / np.maximum(weight, 1e-12)[:, None]
         self.stages = [Stages(*map(float, m[:3])) for m in means]
         self.alone = [float(m[3]) for m in means]
-        self.columns: list[_Column] = []
+        self.columns: list[Column] = []
         for g in sorted(set(self.gpus)):
             types = [t for t in range(count) if self.gpus[t] == g]
             for size in range(1, model.max_colocated + 1):
@@ -155,7 +124,7 @@ class GroupMix:
                     periods = model.periods(
                         [self.stages[t] for t in members], alone=[self.alone[t] for t in members]
                     )
-                    self.columns.append(_Column(g, members, tuple(periods)))
+                    self.columns.append(Column(g, members, tuple(periods)))
         self._build()
 
     def _build(self) -> None:
@@ -244,152 +213,3 @@ def mix_bound(
         count[t] += 1
     longest = max((j.iterations * j.stages.total for j in jobs), default=0.0)
     return max(mix.solve(list(left), list(count), gpus)[0], longest)
-
-
-class MixDispatch:
-    """Policy ``lp-groups``: groups rounded from the program at every event (see the
-    module docstring)."""
-
-    def __init__(self, jobs: Sequence[PeerJob], model: Interleave, periods: _Periods) -> None:
-        # no power row, even under a cap: on trace3' at 60% of peak it gave 4,473,795 s
-        # against 4,454,288 s without (the cap, not the mix, sets the pace there)
-        self.mix = GroupMix(jobs, model)
-        self.periods = periods
-        self.last: tuple[float, np.ndarray] | None = None
-        self.present: tuple[bool, ...] = ()
-        self.gpus_up = 0
-        self.jobs_then = 0
-
-    def schedule(self, runnable: Sequence[_Job], cluster: _Cluster) -> _Chosen:
-        """Job index -> (its group, its period, the group's overhead, its GPU set)."""
-        mix = self.mix
-        count = len(mix.gpus)
-        left, jobs = [0.0] * count, [0] * count
-        pools: list[list[_Job]] = [[] for _ in range(count)]
-        for s in runnable:
-            t = mix.type_of[s.idx]
-            left[t] += s.remaining
-            jobs[t] += 1
-            pools[t].append(s)
-        for pool in pools:
-            pool.sort(key=lambda s: -s.remaining * s.alone)
-        cluster.empty()
-        gpus = sum(cluster.free)
-        present = tuple(n > 0 for n in jobs)
-        if (
-            self.last is None
-            or present != self.present
-            or gpus != self.gpus_up
-            or abs(len(runnable) - self.jobs_then) > RESOLVE * self.jobs_then
-        ):
-            self.last = mix.solve(left, jobs, gpus)
-            self.present, self.gpus_up, self.jobs_then = present, gpus, len(runnable)
-        makespan, rates = self.last
-        order = [int(c) for c in np.argsort(-rates, kind="stable") if rates[c] > 1e-9]
-        used: set[int] = set()
-        chosen: _Chosen = {}
-
-        def take(col: _Column, first: _Job | None = None) -> bool:
-            members = [first] if first is not None else []
-            skip = {first.idx} if first is not None else set()
-            need = list(col.types)
-            if first is not None:
-                need.remove(mix.type_of[first.idx])
-            for t in need:
-                s = next((s for s in pools[t] if s.idx not in used and s.idx not in skip), None)
-                if s is None:
-                    return False
-                members.append(s)
-                skip.add(s.idx)
-            where = cluster.place(col.gpus)
-            if where is None:
-                return False
-            used.update(skip)
-            self._run(members, where, chosen)
-            return True
-
-        # a job whose own remaining time nears the program's makespan runs first, in the
-        # column of highest rate that holds its type
-        critical = [s for s in runnable if s.remaining * s.alone >= CRITICAL * makespan]
-        for s in sorted(critical, key=lambda s: -s.remaining * s.alone):
-            t = mix.type_of[s.idx]
-            if s.idx in used:
-                continue
-            if not any(t in mix.columns[c].types and take(mix.columns[c], s) for c in order):
-                where = cluster.place(s.job.gpus)
-                if where is not None:
-                    used.add(s.idx)
-                    self._run([s], where, chosen)
-        for c in order:
-            for _ in range(max(1, round(float(rates[c])))):
-                if not take(mix.columns[c]):
-                    break
-        waiting = [s for s in runnable if s.idx not in used]
-        waiting.sort(key=lambda s: -s.remaining * s.alone)
-        for s in waiting:
-            if not any(cluster.free):
-                break
-            where = cluster.place(s.job.gpus)
-            if where is not None:
-                self._run([s], where, chosen)
-        return chosen
-
-    def _run(self, members: list[_Job], where: Where, chosen: _Chosen) -> None:
-        periods = self.periods([m.idx for m in members])
-        cost = sum(m.cost for m in members)
-        for m in members:
-            chosen[m.idx] = (members, periods[m.idx], cost, where)
-
-
-class SrsfPack:
-    """Policy ``srsf-pack``: smallest remaining service first, each job on GPUs of its
-    own or into a GPU set already open, whichever adds more weighted progress (see
-    :meth:`SrsfPack.schedule`)."""
-
-    def __init__(self, model: Interleave, periods: _Periods) -> None:
-        self.model, self.periods = model, periods
-
-    def value(self, members: Sequence[_Job]) -> float:
-        """The weighted progress of a group: the share of its remaining iterations each
-        member does per second, summed (what SRPT maximises at every instant)."""
-        periods = self.periods([m.idx for m in members])
-        return sum(1.0 / (periods[m.idx] * max(m.remaining, 1e-9)) for m in members)
-
-    def schedule(self, runnable: Sequence[_Job], cluster: _Cluster) -> _Chosen:
-        """Jobs by remaining service (time alone x GPUs), smallest first. A job joins the
-        open set of its GPU count (fewer than ``max_colocated`` members) where the
-        group's weighted progress grows most if that growth is at least
-        :data:`JOIN_SHARE` of its progress alone; else it takes GPUs of its own
-        (first-fit) if any fit; else it joins that set anyway if the growth is
-        positive; else it waits."""
-        order = sorted(runnable, key=lambda s: s.remaining * s.alone * s.job.gpus)
-        cluster.empty()
-        groups: list[tuple[list[_Job], Where]] = []
-        values: list[float] = []
-        by_gpus: dict[int, list[int]] = {}
-        for s in order:
-            best, gain = -1, 0.0
-            for k in by_gpus.get(s.job.gpus, ()):
-                members = groups[k][0]
-                if len(members) < self.model.max_colocated:
-                    more = self.value([*members, s]) - values[k]
-                    if more > gain:
-                        best, gain = k, more
-            alone = self.value([s])
-            if best < 0 or gain < JOIN_SHARE * alone:
-                where = cluster.place(s.job.gpus) if any(cluster.free) else None
-                if where is not None:
-                    by_gpus.setdefault(s.job.gpus, []).append(len(groups))
-                    groups.append(([s], where))
-                    values.append(alone)
-                    continue
-            if best >= 0:
-                groups[best][0].append(s)
-                values[best] += gain
-        chosen: _Chosen = {}
-        for members, where in groups:
-            periods = self.periods([m.idx for m in members])
-            cost = sum(m.cost for m in members)
-            for m in members:
-                chosen[m.idx] = (members, periods[m.idx], cost, where)
-        return chosen

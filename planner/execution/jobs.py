@@ -1,6 +1,6 @@
 """The jobs of a job-level run: read from a Muri trace or a cluster-form instance, with
 the interleaving model the file names, node outages, noise, and a placed plan as a
-dispatch (:mod:`planner.execution.peers` runs them)."""
+dispatch (:mod:`planner.execution.executor` runs them)."""
 
 from __future__ import annotations
 

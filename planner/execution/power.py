@@ -20,8 +20,8 @@ from planner.execution.jobs import shared_periods
 from planner.metrics import DEFAULT_POWER
 
 if TYPE_CHECKING:
+    from planner.execution.executor import PeerRun
     from planner.execution.jobs import PeerJob, Where
-    from planner.execution.peers import PeerRun
     from planner.model import Tariff
 
 WATTS = DEFAULT_POWER["gpu"]

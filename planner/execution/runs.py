@@ -2,7 +2,7 @@
 and the line that states them, and a plan or a policy run once or as a Monte Carlo study.
 
 An instance with training jobs (a cluster-form file, a Muri trace, an imported or
-generated batch) runs in the job-level executor (:func:`planner.execution.peers.run_policy`)
+generated batch) runs in the job-level executor (:func:`planner.execution.executor.run_policy`)
 on every path that says what a plan delivers. A task graph without training jobs (PSPLIB,
 users' segment profiles, ``interleave: phases``) runs in the task-level replay
 (:mod:`planner.execution.replay`), which says so.
@@ -34,7 +34,7 @@ from planner.execution.power import WATTS
 from planner.execution.simulate import RunSummary
 
 if TYPE_CHECKING:
-    from planner.execution.peers import PeerRun
+    from planner.execution.executor import PeerRun
     from planner.execution.state import State
     from planner.interleave import Interleave
     from planner.interrupt import Halt
@@ -158,9 +158,9 @@ class Dispatch:
         Raises
         ------
         InputError
-            As :func:`~planner.execution.peers.run_policy`.
+            As :func:`~planner.execution.executor.run_policy`.
         """
-        from planner.execution.peers import run_policy
+        from planner.execution.executor import run_policy
 
         return run_policy(
             self.jobs_of(seed),
@@ -180,7 +180,7 @@ class Dispatch:
 
     def summary(self, seed: int, run: PeerRun) -> RunSummary:
         """What a Monte Carlo study keeps of ``run`` (seconds), with its audit's verdict."""
-        from planner.execution.peers import audit
+        from planner.execution.audit import audit
 
         ok = not audit(run, self.jobs_of(seed), self.nodes * self.gpus_per_node)
         optimism = run.makespan / self.planned if self.planned else float("nan")

@@ -1,0 +1,154 @@
+"""The audit of a job-level run: what is wrong with it, from its trace alone."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from planner.execution.jobs import PeerJob, Where, shared_periods
+from planner.execution.policies import where_label
+from planner.execution.power import compute_share, throttle
+from planner.interleave import Interleave
+
+if TYPE_CHECKING:
+    from planner.execution.executor import PeerRun
+
+
+def audit(run: PeerRun, jobs: Sequence[PeerJob], gpus: int) -> list[str]:
+    """What is wrong with ``run`` (empty: nothing), checked from its trace alone.
+
+    Replays the trace's intervals with the interleaving model's periods, independently
+    of the executor's bookkeeping: at every event the groups' GPUs fit the cluster's
+    ``gpus`` less those of the nodes down, a placed group holds as many GPUs as its jobs
+    ask, on nodes up, none of them shared with another group, no group has more than
+    ``max_colocated`` members, a ``muri`` group has one GPU count, no job runs before
+    its release or after its finish; and every finished
+    job was credited exactly its iterations: ``(interval - overhead) / period`` per
+    interval (at least 0), its last interval not charged the overhead.
+    """
+    model = run.interleave
+    by_name = {j.name: j for j in jobs}
+    done = dict.fromkeys(by_name, 0.0)
+    wrong: list[str] = []
+    for k, (t, groups) in enumerate(run.trace):
+        end = run.trace[k + 1][0] if k + 1 < len(run.trace) else t
+        down = {n for n, a, b in run.outages if a <= t < b}
+        shared = shared_periods(groups, by_name, model, done) if run.shared else None
+        speed = _audit_speed(
+            groups,
+            by_name,
+            model,
+            gpus,
+            run.power_cap,
+            run.watts,
+            None if shared is None else shared[0],
+        )
+        used = 0
+        held: set[tuple[int, int]] = set()
+        if shared is not None:
+            periods, residents = shared
+            wrong += _audit_shared(t, groups, residents, by_name, model, down, run.gpus_per_node)
+            for names, overhead, _ in groups:
+                m = by_name[names[0]]
+                if m.release > t + 1e-9 or run.finish.get(m.name, math.inf) < end - 1e-6:
+                    wrong.append(f"job {m.name!r} runs at {t:g} s, outside its release and finish")
+                last = math.isclose(run.finish.get(m.name, -1.0), end, abs_tol=1e-4)
+                span = end - t if last else max(end - t - overhead, 0.0)
+                done[m.name] += span / (periods[m.name] / speed)
+            continue
+        for names, overhead, where in groups:
+            members = [by_name[n] for n in names]
+            used += members[0].gpus
+            gpus_held = {(n, i) for n, ids in where for i in ids}
+            if where and (
+                len(gpus_held) != members[0].gpus
+                or gpus_held & held
+                or down.intersection(n for n, _ in where)
+                or any(not 0 <= i < run.gpus_per_node for _, i in gpus_held)
+            ):
+                label = where_label(where)
+                wrong.append(f"at {t:g} s: {list(names)} on GPUs {label}, taken or down")
+            held |= gpus_held
+            if len(members) > model.max_colocated:
+                wrong.append(f"at {t:g} s: {len(members)} jobs share one GPU set")
+                continue
+            if model.kind == "muri" and len({m.gpus for m in members}) > 1:
+                wrong.append(f"at {t:g} s: a Muri group of several GPU counts {list(names)}")
+            stages = [m.stages for m in members]
+            periods = model.periods(stages, alone=[m.iteration_time for m in members])
+            periods = [period / speed for period in periods]
+            for m, period in zip(members, periods, strict=True):
+                if m.release > t + 1e-9 or run.finish.get(m.name, math.inf) < end - 1e-6:
+                    wrong.append(f"job {m.name!r} runs at {t:g} s, outside its release and finish")
+                last = math.isclose(run.finish.get(m.name, -1.0), end, abs_tol=1e-4)
+                span = end - t if last else max(end - t - overhead, 0.0)
+                done[m.name] += span / period
+        if used > gpus - len(down) * run.gpus_per_node:
+            wrong.append(f"at {t:g} s: groups hold {used} GPUs of {gpus}, {len(down)} nodes down")
+    for name, finish in run.finish.items():
+        need = by_name[name].iterations
+        if not math.isclose(done[name], need, rel_tol=1e-6):
+            wrong.append(
+                f"job {name!r} finished at {finish:g} s after {done[name]:g} of {need} iterations"
+            )
+    return wrong
+
+
+def _audit_shared(
+    t: float,
+    groups: Sequence[tuple[tuple[str, ...], float, Where]],
+    residents: Mapping[tuple[int, int], list[str]],
+    by_name: Mapping[str, PeerJob],
+    model: Interleave,
+    down: set[int],
+    per_node: int,
+) -> list[str]:
+    """What is wrong at ``t`` in a shared run: a job on another number of GPUs than it
+    asks, on a node down or a GPU that does not exist, a GPU with more than
+    ``max_colocated`` residents, or a job's co-residents not those of its GPUs."""
+    wrong = []
+    for names, _, where in groups:
+        job = by_name[names[0]]
+        held = {(n, i) for n, ids in where for i in ids}
+        if (
+            len(held) != job.gpus
+            or down.intersection(n for n, _ in where)
+            or any(not 0 <= i < per_node for _, i in held)
+        ):
+            wrong.append(f"at {t:g} s: {job.name!r} on GPUs {where_label(where)}, taken or down")
+        partners = {x for g in held for x in residents.get(g, ())} - {job.name}
+        if set(names[1:]) != partners:
+            wrong.append(f"at {t:g} s: {job.name!r} is not with the jobs on its GPUs")
+    for (node, i), names in residents.items():
+        if len(names) > model.max_colocated:
+            wrong.append(f"at {t:g} s: {len(names)} jobs share GPU {i} of node {node}")
+    return wrong
+
+
+def _audit_speed(
+    groups: Sequence[tuple[tuple[str, ...], float, Where]],
+    by_name: Mapping[str, PeerJob],
+    model: Interleave,
+    gpus: int,
+    cap: float | None,
+    watts: tuple[float, float],
+    periods: Mapping[str, float] | None = None,
+) -> float:
+    """The power cap's speed at an event, from the trace's groups and the model alone
+    (groups too large for the model are left out: the audit reports them); ``periods``:
+    every job's period on GPUs it shares (a shared run), before the cap."""
+    if cap is None:
+        return 1.0
+    sets = []
+    for names, _, _ in groups:
+        if periods is not None:
+            job = by_name[names[0]]
+            sets.append((job.gpus, compute_share([job.stages.gpu], [periods[job.name]])))
+            continue
+        if len(names) > model.max_colocated:
+            continue
+        members = [by_name[n] for n in names]
+        periods_ = model.periods([m.stages for m in members], [m.iteration_time for m in members])
+        sets.append((members[0].gpus, compute_share([m.stages.gpu for m in members], periods_)))
+    return throttle(sets, gpus, cap, watts)

@@ -1,0 +1,383 @@
+"""The job-level executor: training jobs on a GPU cluster under a policy.
+
+This is a job-level executor of the kind Muri's simulator is (Zhao et al., SIGCOMM
+2022; ``simulator/run_sim.py`` of its public artifact): jobs run iteration after
+iteration on GPU sets of a cluster of ``nodes x gpus_per_node`` GPUs, and at every
+scheduling event (an arrival or a completion) the policy decides anew which jobs run,
+in which groups and where. The speed of every group comes from the interleaving model
+(:class:`planner.interleave.Interleave`), nothing else.
+
+What a run does at an event at time ``t`` (as Muri's simulator does):
+
+1. The jobs whose predicted end is ``t`` complete; the jobs released at ``t`` arrive.
+2. Every running job progresses by ``max(0, t - last - overhead) / period``
+   iterations, ``overhead`` being its restart overhead (the catalog's measured
+   restart time of its model at its GPU count; a group pays the sum of its
+   members'). It is charged on every interval between events, not only on a real
+   restart, as Muri does; ``restart=False`` charges none. A job that completes at an
+   event is not charged for its last interval.
+3. The policy (:mod:`planner.execution.policies`) says which jobs run, in which
+   groups, on which GPUs; the ones it leaves out wait.
+4. Every running job's end is predicted from its remaining iterations and period.
+
+The run's trace (every event's groups) is checked by the audit
+(:func:`planner.execution.audit.audit`), independently of this loop.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from planner.errors import InputError
+from planner.execution.jobs import Outage, PeerJob, Where, check_jobs
+from planner.execution.policies import (
+    Chosen,
+    Cluster,
+    Context,
+    JobState,
+    Periods,
+    PlanDispatch,
+    Policy,
+    policy_of,
+    where_label,
+)
+from planner.execution.power import WATTS, compute_share, throttle
+from planner.interleave import MURI_GROUP_FACTORS, Interleave
+
+if TYPE_CHECKING:
+    from planner.interrupt import Halt
+
+
+@dataclass
+class PeerRun:
+    """A run of a policy: when each job finished, and the figures (seconds)."""
+
+    policy: str
+    interleave: Interleave
+    restart: bool
+    finish: dict[str, float]
+    release: dict[str, float]
+    events: int
+    runtime: float
+    """Wall time of the run (s)."""
+    finished: bool = True
+    """Whether every job ran to its end (false if Ctrl-C stopped the run)."""
+    groups: dict[int, int] = field(default_factory=dict)
+    """Job-intervals run in groups of each size (1 = alone), over all events; on shared
+    GPUs a job's group is the residents of its busiest GPU, a gang one member."""
+    trace: list[tuple[float, list[tuple[tuple[str, ...], float, Where]]]] = field(
+        default_factory=list
+    )
+    """Per event, its time and the groups that run from it: (member names, overhead,
+    GPU set)."""
+    outages: tuple[Outage, ...] = ()
+    """The node failures the run went through."""
+    gpus_per_node: int = 8
+    power_cap: float | None = None
+    """The cluster's power cap (watts), if it had one."""
+    watts: tuple[float, float] = WATTS
+    """A GPU's (busy, idle) watts."""
+    throttle: list[float] = field(default_factory=list)
+    """Per event, the speed the power cap left every running job (1: none)."""
+    shared: bool = False
+    """Whether jobs shared single GPUs (a plan under ``fluid``): every trace entry is then
+    one job, ``(job, *co-residents)``, on its own GPUs, which others may share."""
+    done: dict[str, float] = field(default_factory=dict)
+    """Every job's iterations done when the run ended (at ``until`` if it stopped there)."""
+    started: dict[str, float] = field(default_factory=dict)
+    """When each job that ran first ran."""
+    running: dict[str, Where] = field(default_factory=dict)
+    """The jobs running when the run ended, on their GPU sets."""
+
+    def residences(self, names: Sequence[str] = ()) -> list[dict[str, object]]:
+        """The run as a co-location table: one row per stretch of a job on one GPU set
+        with the same partners (job, GPUs as ``NODE:i-j``, start, end, partners), in
+        start order; ``names`` name the nodes (by index)."""
+        open_: dict[str, dict[str, object]] = {}
+        rows: list[dict[str, object]] = []
+        for k, (t, groups) in enumerate(self.trace):
+            end = self.trace[k + 1][0] if k + 1 < len(self.trace) else t
+            seen = set()
+            for members, _, where in groups:
+                gpus = where_label(where, names)
+                for m in members[:1] if self.shared else members:
+                    seen.add(m)
+                    partners = [x for x in members if x != m]
+                    row = open_.get(m)
+                    if row is None or row["gpus"] != gpus or row["partners"] != partners:
+                        row = {"job": m, "gpus": gpus, "start": t, "end": end,
+                               "partners": partners}  # fmt: skip
+                        open_[m] = row
+                        rows.append(row)
+                    row["end"] = end
+            for m in [m for m in open_ if m not in seen]:
+                del open_[m]
+        return rows
+
+    @property
+    def makespan(self) -> float:
+        """The last completion."""
+        return max(self.finish.values(), default=0.0)
+
+    @property
+    def jct(self) -> np.ndarray:
+        """Every job's completion time (finish - release)."""
+        return np.array([f - self.release[j] for j, f in self.finish.items()])
+
+    @property
+    def mean_jct(self) -> float:
+        """The mean JCT."""
+        return float(self.jct.mean()) if self.finish else 0.0
+
+    @property
+    def p99_jct(self) -> float:
+        """The 99th percentile of the JCT."""
+        return float(np.percentile(self.jct, 99)) if self.finish else 0.0
+
+
+def run_policy(
+    jobs: Sequence[PeerJob],
+    policy: str | Policy,
+    nodes: int = 8,
+    gpus_per_node: int = 8,
+    interleave: Interleave | None = None,
+    restart: bool = True,
+    progress: Callable[[int, int], None] | None = None,
+    halt: Halt | None = None,
+    plan: Mapping[str, Sequence[int]] | None = None,
+    outages: Sequence[Outage] = (),
+    power_cap: float | None = None,
+    watts: tuple[float, float] = WATTS,
+    until: float = math.inf,
+) -> PeerRun:
+    """Run ``jobs`` on the cluster under ``policy`` (see the module docstring).
+
+    Parameters
+    ----------
+    jobs
+        The jobs, in trace order (which breaks ties).
+    policy
+        A policy, its name in :data:`~planner.execution.policies.POLICIES`, or a user's
+        ``FILE.py:CLASS`` (:func:`~planner.execution.policies.policy_of`); with ``plan``,
+        ignored (the plan's dispatch runs).
+    nodes, gpus_per_node
+        The cluster.
+    interleave
+        The interleaving model; by default ``muri`` with Muri's factors
+        (:data:`~planner.interleave.MURI_GROUP_FACTORS`).
+    restart
+        Charge the restart overhead on every interval (Muri's simulator does).
+    progress
+        Called with (jobs finished, jobs) after each event.
+    halt
+        Checked at every event: once set, the run stops there (:attr:`PeerRun.finished`
+        is then false, and the figures cover the jobs finished).
+    plan
+        The nodes (indices) of every job of a plan: the plan's dispatch runs
+        (:class:`~planner.execution.policies.PlanDispatch`). A job stays on its GPUs to
+        its end, to a failure of one of its nodes, or to the end of a block after which
+        its plan leaves a gap (its ``holds``: it comes back at the next block's planned
+        start).
+    outages
+        Node failures: (node, down, back) in seconds. A failure and a return are
+        scheduling events. While a node is down, nothing is placed on it; the jobs that
+        ran there stop at the failure, keeping the iterations done (progress is credited
+        at every event, as if checkpointed there), and run again wherever the policy
+        places them next (a plan: on their planned nodes, once all are up), paying their
+        restart overhead again.
+    power_cap
+        Watts the cluster may draw (:mod:`planner.execution.power`: every GPU draws
+        ``watts``, busy while it computes, else idle). Whenever the running groups would
+        draw more, every job runs slower by one factor, the cap over their draw (above
+        idle), as GPU power capping does; ``None``: no cap.
+    until
+        Stop at this time (seconds), every running job credited its progress to it: the
+        run's :attr:`PeerRun.done`, :attr:`PeerRun.started` and :attr:`PeerRun.running`
+        are then the executor's state there (what re-planning from a run freezes).
+
+    Raises
+    ------
+    InputError
+        For an unknown policy or a policy file that fails, a job larger than the
+        cluster, or a plan that puts a job on nodes that cannot hold it
+        (:func:`check_jobs`), an outage of a node the cluster does not have or with its
+        return before its failure, or a power cap not above the GPUs' idle draw.
+    """
+    model = interleave or Interleave("muri", factors=MURI_GROUP_FACTORS)
+    if plan is not None:
+        jobs, plan = PlanDispatch.prepare(jobs, plan, model, gpus_per_node)
+        chosen_policy: Policy = PlanDispatch(plan)
+    else:
+        chosen_policy = policy_of(policy)
+    total = nodes * gpus_per_node
+    check_jobs(jobs, nodes, gpus_per_node, plan)
+    for node, down, back in outages:
+        if not 0 <= node < nodes or not 0 <= down <= back < math.inf:
+            raise InputError(f"outage of node {node} from {down:g} s to {back:g} s: no such node")
+    changes = sorted({x for _, down, back in outages for x in (down, back)})
+    idle_draw = total * watts[1]
+    if power_cap is not None and not idle_draw < power_cap < math.inf:
+        raise InputError(
+            f"power cap {power_cap:g} W: the cluster's {total} GPUs draw {idle_draw:g} W idle"
+        )
+    throttles: list[float] = []
+    t0 = time.perf_counter()
+    state = [JobState(j, k, model, restart) for k, j in enumerate(jobs)]
+    order = sorted(state, key=lambda s: s.job.release)
+    cluster = Cluster(nodes, gpus_per_node)
+    periods = Periods(model, jobs)
+    chosen_policy.start(Context(jobs, state, model, periods, nodes, gpus_per_node))
+    shared = chosen_policy.shared
+    runnable: list[JobState] = []
+    trace: list[tuple[float, list[tuple[tuple[str, ...], float, Where]]]] = []
+    ends: list[tuple[float, list[JobState]]] = []
+    finish: dict[str, float] = {}
+    started: dict[str, float] = {}
+    groups: dict[int, int] = {}
+    head = events = change = 0
+    paused: list[tuple[float, int, JobState]] = []  # (resume time, index, job): a plan's gaps
+    while head < len(order) or runnable or paused:
+        if halt is not None and halt.is_set():
+            break
+        start = order[head].job.release if head < len(order) else math.inf
+        if paused:
+            start = min(start, paused[0][0])
+        end = ends[0][0] if ends else math.inf
+        turn = changes[change] if change < len(changes) else math.inf
+        if start == math.inf and end == math.inf and turn == math.inf:
+            raise InputError("the cluster cannot run the jobs left")  # pragma: no cover
+        if end < math.inf and math.isclose(end, start, abs_tol=1e-4):
+            t, ending, arriving = start, ends[0][1], True
+        elif end < start:
+            t, ending, arriving = end, ends[0][1], False
+        else:
+            t, ending, arriving = start, [], True
+        jump = chosen_policy.next_event()
+        if t > jump:
+            t, ending, arriving = jump, [], False
+        if t > turn:
+            t, ending, arriving = turn, [], False
+        if t > until:
+            for s in runnable:
+                if s.running:
+                    s.remaining -= max(until - s.last - s.overhead, 0.0) / s.period
+            break
+        while change < len(changes) and changes[change] <= t:
+            change += 1
+        cluster.down = frozenset(k for k, down, back in outages if down <= t < back)
+        events += 1
+        for s in ending:
+            if s.reweighing:  # a block of another speed starts: its weight, below
+                continue
+            s.executed += t - s.last
+            if s.pausing:  # a block of a plan done: wait for the next one's planned start
+                s.remaining, resume = s.holds.pop(0)
+                s.pausing = s.running = False
+                runnable.remove(s)
+                heapq.heappush(paused, (resume, s.idx, s))
+                continue
+            finish[s.job.name] = t
+            runnable.remove(s)
+            s.running = False
+            chosen_policy.finish(s)
+        while arriving and paused and paused[0][0] == start:
+            s = heapq.heappop(paused)[2]
+            s.last = t
+            s.remaining_time = s.remaining * s.alone
+            runnable.append(s)
+        while arriving and head < len(order) and order[head].job.release == start:
+            s = order[head]
+            head += 1
+            s.last = t
+            s.remaining_time = s.remaining * s.alone
+            runnable.append(s)
+            chosen_policy.arrive(s)
+        for s in runnable:
+            if s.running:
+                s.remaining -= max(t - s.last - s.overhead, 0.0) / s.period
+                s.executed += t - s.last
+                s.remaining_time = s.remaining * s.alone
+            s.last = t
+            s.settle()
+        chosen = chosen_policy.schedule(t, runnable, cluster)
+        speed = _speed(chosen, total, power_cap, watts, shared)
+        throttles.append(speed)
+        running: dict[tuple[str, ...], tuple[float, Where]] = {}
+        for s in runnable:
+            run = chosen.get(s.idx)
+            s.running = run is not None
+            if run is not None:
+                members, s.period, s.overhead, where = run
+                s.where = where
+                started.setdefault(s.job.name, t)
+                s.period /= speed
+                size = chosen_policy.size(s, members)
+                groups[size] = groups.get(size, 0) + 1
+                running[tuple(m.job.name for m in members)] = (s.overhead, where)
+        trace.append((t, [(names, cost, where) for names, (cost, where) in running.items()]))
+        by_end: dict[float, list[JobState]] = {}
+        for s in runnable:
+            if s.running:
+                by_end.setdefault(s.next_event(t), []).append(s)
+        ends = sorted(by_end.items())
+        if progress is not None:
+            progress(len(finish), len(jobs))
+    return PeerRun(
+        finished=len(finish) == len(jobs),
+        policy=chosen_policy.name,
+        interleave=model,
+        restart=restart,
+        finish=finish,
+        release={j.name: j.release for j in jobs},
+        events=events,
+        runtime=time.perf_counter() - t0,
+        groups=groups,
+        trace=trace,
+        outages=tuple(outages),
+        gpus_per_node=gpus_per_node,
+        power_cap=power_cap,
+        watts=watts,
+        throttle=throttles,
+        shared=shared,
+        done={
+            s.job.name: s.job.iterations
+            if s.job.name in finish
+            else s.job.iterations - max(s.remaining, 0.0)
+            for s in state
+        },
+        started=started,
+        running={s.job.name: s.where for s in runnable if s.running},
+    )
+
+
+def _speed(
+    chosen: Chosen,
+    gpus: int,
+    cap: float | None,
+    watts: tuple[float, float],
+    shared: bool = False,
+) -> float:
+    """The speed a power ``cap`` leaves the groups of ``chosen`` (:func:`throttle`);
+    ``shared``: every job on GPUs of its own (its compute share on them)."""
+    if cap is None:
+        return 1.0
+    sets: dict[tuple[int, ...], tuple[int, float]] = {}
+    for idx, (members, period, _, _) in chosen.items():
+        if shared:
+            job = members[0].job
+            sets[(idx,)] = (job.gpus, compute_share([job.stages.gpu], [period]))
+            continue
+        key = tuple(sorted(m.idx for m in members))
+        if key not in sets:
+            share = compute_share(
+                [m.job.stages.gpu for m in members], [chosen[m.idx][1] for m in members]
+            )
+            sets[key] = (members[0].job.gpus, share)
+    return throttle(list(sets.values()), gpus, cap, watts)

@@ -1,0 +1,105 @@
+"""The executor's policies, one module each, and a user's policy from a file.
+
+A policy answers one question at every event of a run: which jobs run, in which groups,
+on which GPUs (:class:`~planner.execution.policies.base.Policy`). The peers reproduce
+Muri's simulator (``srtf``, ``srsf``, ``tiresias``, ``muri-s``, ``muri-l``); ``lp-groups``
+and ``srsf-pack`` are ours; ``plan`` dispatches a plan. A new policy is one module here
+and one line in :data:`POLICIES`; a user's runs from its file as ``FILE.py:CLASS``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+from planner.errors import InputError
+from planner.execution.policies.base import (
+    Chosen,
+    Cluster,
+    Context,
+    JobState,
+    Periods,
+    Policy,
+    where_label,
+)
+from planner.execution.policies.lp_groups import LpGroups
+from planner.execution.policies.muri import MuriL, MuriS
+from planner.execution.policies.plan import PlanDispatch
+from planner.execution.policies.srsf_pack import SrsfPack
+from planner.execution.policies.srtf import Srsf, Srtf
+from planner.execution.policies.tiresias import Tiresias
+
+__all__ = [
+    "POLICIES",
+    "Chosen",
+    "Cluster",
+    "Context",
+    "JobState",
+    "Periods",
+    "PlanDispatch",
+    "Policy",
+    "policy_of",
+    "where_label",
+]
+
+POLICIES: dict[str, type[Policy]] = {
+    "srtf": Srtf,
+    "srsf": Srsf,
+    "tiresias": Tiresias,
+    "muri-s": MuriS,
+    "muri-l": MuriL,
+    "lp-groups": LpGroups,
+    "srsf-pack": SrsfPack,
+}
+"""The policies by name (``plan`` is not one: it needs a plan, :class:`PlanDispatch`)."""
+
+
+def policy_of(spec: str | Policy) -> Policy:
+    """A new policy from ``spec``: a name of :data:`POLICIES`, ``FILE.py:CLASS`` (a
+    :class:`Policy` subclass in a user's file, made without arguments), or a policy.
+
+    Raises
+    ------
+    InputError
+        For an unknown name, a file that cannot be read or run, a class it does not
+        have, or a class that is not a :class:`Policy`.
+    """
+    if isinstance(spec, Policy):
+        return spec
+    if spec in POLICIES:
+        return POLICIES[spec]()
+    path, sep, name = spec.rpartition(":")
+    if not sep or not path.endswith(".py"):
+        raise InputError(
+            f"unknown policy {spec!r}; choose one of {', '.join(POLICIES)}, or FILE.py:CLASS"
+        )
+    file = Path(path)
+    if not file.is_file():
+        raise InputError("no such file", path)
+    module_name = f"planner_user_policy_{abs(hash(file.resolve()))}"
+    loader = importlib.util.spec_from_file_location(module_name, file)
+    if loader is None or loader.loader is None:  # pragma: no cover - a .py file always loads
+        raise InputError("not a Python module", path)
+    module = importlib.util.module_from_spec(loader)
+    sys.modules[module_name] = module
+    try:
+        loader.loader.exec_module(module)
+    # A user's file may fail in any way: its error is bad input, in one line.
+    except Exception as exc:
+        del sys.modules[module_name]
+        raise InputError(f"the policy file fails: {exc.__class__.__name__}: {exc}", path) from None
+    cls = getattr(module, name, None)
+    if cls is None:
+        raise InputError(f"no class {name!r} in the file", path)
+    if not (isinstance(cls, type) and issubclass(cls, Policy)):
+        raise InputError(
+            f"{name!r} is not a policy: subclass planner.execution.policies.Policy", path
+        )
+    try:
+        policy = cls()
+    except Exception as exc:
+        raise InputError(f"{name}() fails: {exc.__class__.__name__}: {exc}", path) from None
+    if policy.name == Policy.name:
+        policy.name = name
+    return policy

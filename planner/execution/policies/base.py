@@ -1,0 +1,248 @@
+"""What a policy of the executor sees and answers (:mod:`planner.execution.executor`).
+
+At every event (an arrival, a completion, a failure, a time a policy asked for) the
+executor asks its policy one thing: given the jobs at hand (:class:`JobState`) and the
+cluster (:class:`Cluster`: free GPUs per node, the nodes down), which jobs run, in
+which groups, on which GPUs (:data:`Chosen`). The speed of every group comes from the
+interleaving model (:class:`Periods`), never from the policy. A policy is a
+:class:`Policy` subclass, one module each in this folder; a user's policy file runs the
+same way (:func:`planner.execution.policies.policy_of`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+
+from planner.dl.catalog import restart_seconds
+from planner.execution.jobs import PeerJob, Where
+from planner.interleave import Interleave
+
+DEFAULT_OVERHEAD = 10.0
+"""Restart overhead (s) of a model the catalog does not know, as in Muri's simulator."""
+
+
+Chosen = dict[int, tuple[list["JobState"], float, float, Where]]
+"""What a policy answers at an event, per running job (its index): its group (itself
+first where it runs alone), its period in that group, the group's restart overhead, its
+GPU set. Jobs it leaves out wait."""
+
+
+class JobState:
+    """A job's state in a run: what a policy reads (``job``, ``idx``, ``remaining``
+    iterations, ``remaining_time`` alone, ``executed`` wall time, ``alone`` its period
+    alone, ``cost`` its restart overhead, ``running``) and the executor's bookkeeping."""
+
+    __slots__ = (
+        "alone",
+        "cost",
+        "executed",
+        "holds",
+        "idx",
+        "job",
+        "last",
+        "overhead",
+        "pausing",
+        "period",
+        "remaining",
+        "remaining_time",
+        "reweighing",
+        "reweights",
+        "running",
+        "sort_val",
+        "weight",
+        "where",
+    )  # fmt: skip
+
+    def __init__(self, job: PeerJob, idx: int, model: Interleave, restart: bool) -> None:
+        self.job = job
+        self.idx = idx
+        self.remaining = float(job.iterations)
+        self.running = False
+        self.last = 0.0
+        self.alone = model.periods([job.stages], alone=[job.iteration_time])[0]
+        self.period = self.alone
+        self.overhead = 0.0
+        self.executed = 0.0
+        self.remaining_time = 0.0
+        self.sort_val = 0.0
+        known = restart_seconds(job.model, job.gpus) if job.model else None
+        self.cost = (known if known is not None else DEFAULT_OVERHEAD) if restart else 0.0
+        self.holds = list(job.holds)
+        self.pausing = False
+        self.reweights = list(job.reweights)
+        self.reweighing = False
+        self.weight = job.weight
+        self.where: Where = ()
+
+    def settle(self) -> None:
+        """Take the weight of the block of its plan it is in."""
+        while self.reweights and self.reweights[0][0] >= self.remaining - 1e-6:
+            self.weight = self.reweights.pop(0)[1]
+
+    def next_event(self, t: float) -> float:
+        """When the running job next ends (from ``t``, at its period): its end, the end
+        of a block of its plan whose next block the plan starts later (it pauses there:
+        ``pausing``), or the start of a block of its plan at another speed (its weight
+        changes there: ``reweighing``)."""
+        while self.holds and self.holds[0][0] >= self.remaining - 1e-9:
+            self.holds.pop(0)  # a block end already passed
+        self.pausing = self.reweighing = False
+        at = t + self.remaining * self.period
+        if self.holds:
+            left, resume = self.holds[0]
+            end = t + (self.remaining - left) * self.period
+            if resume > end + 1e-6:
+                self.pausing = True
+                at = end
+        if self.reweights:
+            change = t + (self.remaining - self.reweights[0][0]) * self.period
+            if change < at - 1e-9:
+                self.pausing, self.reweighing = False, True
+                at = change
+        return at
+
+
+def where_label(where: Where, names: Sequence[str] = ()) -> str:
+    """``where`` as ``NODE:i-j`` (``+`` between nodes); ``names`` name the nodes."""
+    parts = []
+    for k, gpus in where:
+        node = names[k] if k < len(names) else str(k)
+        run = gpus == tuple(range(gpus[0], gpus[0] + len(gpus))) if gpus else False
+        span = f"{gpus[0]}-{gpus[-1]}" if run and len(gpus) > 1 else ",".join(map(str, gpus))
+        parts.append(f"{node}:{span}")
+    return "+".join(parts)
+
+
+class Cluster:
+    """Free GPUs per node, placed first-fit (Muri's ``yarn``), none on nodes down."""
+
+    def __init__(self, nodes: int, per_node: int) -> None:
+        self.per_node = per_node
+        self.free = [per_node] * nodes
+        self.down: frozenset[int] = frozenset()
+
+    def empty(self) -> None:
+        """Free every GPU of the nodes up."""
+        self.free = [0 if k in self.down else self.per_node for k in range(len(self.free))]
+
+    def place(self, gpus: int) -> Where | None:
+        """Take ``gpus`` GPUs first-fit; where they were found (``None``: nowhere).
+        Every placement since :meth:`empty` takes a node's lowest free GPUs."""
+        free, g = self.free, self.per_node
+        if gpus <= g:
+            for k, f in enumerate(free):
+                if f >= gpus:
+                    free[k] -= gpus
+                    return ((k, tuple(range(g - f, g - f + gpus))),)
+            return None
+        full, rest = divmod(gpus, g)
+        idle = [k for k, f in enumerate(free) if f == g][:full]
+        if len(idle) < full:
+            return None
+        last = None
+        if rest:
+            last = next((k for k, f in enumerate(free) if k not in idle and f >= rest), None)
+            if last is None:
+                return None
+        where = [(k, tuple(range(g))) for k in idle]
+        for k in idle:
+            free[k] = 0
+        if last is not None:
+            f = free[last]
+            where.append((last, tuple(range(g - f, g - f + rest))))
+            free[last] -= rest
+        return tuple(where)
+
+
+class Periods:
+    """Each member's period in a group of jobs (indices), from the interleaving model and
+    cached by membership: groups recur from one event to the next."""
+
+    def __init__(self, model: Interleave, jobs: Sequence[PeerJob]) -> None:
+        self.model, self.jobs = model, jobs
+        self.of_sorted = cache(self._of_sorted)
+
+    def __call__(self, members: Sequence[int]) -> dict[int, float]:
+        return self.of_sorted(tuple(sorted(members)))
+
+    def _of_sorted(self, members: tuple[int, ...]) -> dict[int, float]:
+        jobs = [self.jobs[k] for k in members]
+        periods = self.model.periods(
+            [j.stages for j in jobs], alone=[j.iteration_time for j in jobs]
+        )
+        return dict(zip(members, periods, strict=True))
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a policy is given once, before the first event."""
+
+    jobs: Sequence[PeerJob]
+    """The jobs, in trace order (a job's ``idx`` is its place here)."""
+    state: Sequence[JobState]
+    """Every job's state, in the same order."""
+    model: Interleave
+    periods: Periods
+    nodes: int
+    gpus_per_node: int
+
+    @property
+    def gpus(self) -> int:
+        """The cluster's GPUs."""
+        return self.nodes * self.gpus_per_node
+
+
+class Policy:
+    """A scheduling policy: subclass it and answer :meth:`schedule`.
+
+    The executor calls :meth:`start` once, :meth:`arrive` when a job arrives (after
+    setting its ``remaining_time`` to its remaining iterations at its period alone),
+    :meth:`finish` when it ends, and :meth:`schedule` at every event; it also stops at
+    :meth:`next_event`. :meth:`alone` and :meth:`group` build the answer's entries with
+    the interleaving model's periods.
+    """
+
+    name = "policy"
+    """What the run is called (``--policy``)."""
+    shared = False
+    """Whether every answer's entry is one job on GPUs of its own that others may share
+    (its group: the jobs on its GPUs), not a group on one GPU set."""
+
+    def start(self, context: Context) -> None:
+        """Take the run's context (kept as ``self.context``)."""
+        self.context = context
+
+    def arrive(self, job: JobState) -> None:
+        """A job arrives (or comes back from a pause of its plan)."""
+
+    def finish(self, job: JobState) -> None:
+        """A job ends."""
+
+    def next_event(self) -> float:
+        """A time (s) the policy wants to be asked again at, if no other event comes
+        first (``inf``: none)."""
+        return math.inf
+
+    def schedule(self, t: float, jobs: list[JobState], cluster: Cluster) -> Chosen:
+        """Which of ``jobs`` (the jobs at hand at ``t``, arrived and not finished) run,
+        in which groups, on which GPUs of ``cluster`` (call :meth:`Cluster.empty` first
+        to place anew). The executor keeps ``jobs``' order: a policy may sort it."""
+        raise NotImplementedError
+
+    def size(self, job: JobState, members: Sequence[JobState]) -> int:
+        """The size of ``job``'s group ``members`` in the run's report of group sizes."""
+        return len(members)
+
+    def alone(self, job: JobState, where: Where) -> Chosen:
+        """``job`` alone on ``where``, at its period alone."""
+        return {job.idx: ([job], job.alone, job.cost, where)}
+
+    def group(self, members: Sequence[JobState], where: Where) -> Chosen:
+        """``members`` sharing ``where``, each at its period in the group."""
+        periods = self.context.periods([m.idx for m in members])
+        cost = sum(m.cost for m in members)
+        group = list(members)
+        return {m.idx: (group, periods[m.idx], cost, where) for m in members}

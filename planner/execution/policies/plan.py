@@ -1,0 +1,283 @@
+"""``plan``: a plan's dispatch. Every job is dispatched at its release (its planned
+start), in release order, onto its planned nodes (a pooled plan names none: the first
+nodes with room). Under ``muri``: on free GPUs alone, else into the GPU set of the same
+size there with the fewest members (fewer than ``max_colocated``). Under ``fluid``: onto
+single GPUs shared with jobs of any size, by its weight (:class:`_SharedGpus`). Else it
+waits and later jobs are tried. It stays on its GPUs to its end (a plan does not
+preempt), to a failure of one of its nodes, or to the end of a block after which its
+plan leaves a gap (the executor pauses it); the speeds are asked of the interleaving
+model whenever the members of a set change."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+
+from planner.execution.jobs import PeerJob, Where
+from planner.execution.policies.base import Chosen, Cluster, Context, JobState, Periods, Policy
+from planner.interleave import Interleave, fluid_rates, fluid_stretch
+
+
+class PlanDispatch(Policy):
+    """The dispatch of a plan: ``plan`` gives the nodes (indices) of every job."""
+
+    name = "plan"
+
+    def __init__(self, plan: Mapping[str, Sequence[int]]) -> None:
+        self.plan = plan
+
+    @staticmethod
+    def prepare(
+        jobs: Sequence[PeerJob], plan: Mapping[str, Sequence[int]], model: Interleave, per_node: int
+    ) -> tuple[list[PeerJob], dict[str, tuple[int, ...]]]:
+        """The jobs and the plan as the dispatch under ``model`` takes them: under ``muri``
+        a plan on single GPUs becomes a plan on machines."""
+        if model.kind == "fluid":
+            return list(jobs), {k: tuple(v) for k, v in plan.items()}
+        return _machines_only(jobs, plan, per_node)
+
+    def start(self, context: Context) -> None:
+        """Shared single GPUs under ``fluid``, GPU sets else."""
+        super().start(context)
+        self.shared = context.model.kind == "fluid"
+        if self.shared:
+            self.sets: _SharedGpus | _PlanSets = _SharedGpus(
+                context.model, context.nodes, context.gpus_per_node, self.plan, context.state
+            )
+        else:
+            self.sets = _PlanSets(
+                context.periods, context.nodes, context.gpus_per_node, self.plan, context.state
+            )
+
+    def schedule(self, t: float, jobs: list[JobState], cluster: Cluster) -> Chosen:
+        """Admit the jobs in order, keep the running ones where they are."""
+        return self.sets.schedule(jobs, cluster.down)
+
+    def size(self, job: JobState, members: Sequence[JobState]) -> int:
+        """On shared GPUs, the most jobs on one of ``job``'s GPUs (a gang one member)."""
+        if isinstance(self.sets, _SharedGpus):
+            return self.sets.size(job.idx)
+        return len(members)
+
+
+def _machines_only(
+    jobs: Sequence[PeerJob], plan: Mapping[str, Sequence[int]], gpus_per_node: int
+) -> tuple[list[PeerJob], dict[str, tuple[int, ...]]]:
+    """A plan on single GPUs as a plan on machines, for Muri's GPU sets: each job on the
+    machines that hold most of its planned GPUs, as many as it needs."""
+    out, machines = [], dict(plan)
+    for j in jobs:
+        if j.on:
+            need = max(1, -(-j.gpus // gpus_per_node))
+            most = sorted(j.on, key=lambda kv: (-len(kv[1]), kv[0]))[:need]
+            machines[j.name] = tuple(sorted(k for k, _ in most))
+            j = replace(j, on=())
+        out.append(j)
+    return out, machines
+
+
+class _SharedGpus:
+    """A plan's dispatch under ``fluid`` onto single GPUs (see :class:`PlanDispatch`): a
+    job takes, on each of its planned nodes, the GPUs (all of them for a gang) that its shares
+    fit best beside their residents, fewer than ``max_colocated`` each (a plan on single GPUs
+    names them: the job's ``on``); each GPU's residents share it by processor sharing weighted
+    by the plan's speeds (:func:`~planner.interleave.fluid_rates`), a job at its slowest GPU's
+    rate."""
+
+    def __init__(
+        self,
+        model: Interleave,
+        nodes: int,
+        per_node: int,
+        plan: Mapping[str, Sequence[int]],
+        state: Sequence[JobState],
+    ) -> None:
+        self.model, self.per_node = model, per_node
+        self.residents: list[list[list[JobState]]] = [
+            [[] for _ in range(per_node)] for _ in range(nodes)
+        ]
+        self.where = {s.idx: tuple(plan[s.job.name]) for s in state}
+        self.placed: dict[int, tuple[JobState, Where]] = {}
+
+    def schedule(self, runnable: list[JobState], down: frozenset[int] = frozenset()) -> Chosen:
+        """Drop the finished jobs and those on nodes ``down``, admit the waiting jobs in
+        plan order, and give every running job its period."""
+        live = {s.idx for s in runnable}
+        for idx, (s, where) in list(self.placed.items()):
+            if idx not in live or down.intersection(k for k, _ in where):
+                for k, ids in where:
+                    for i in ids:
+                        self.residents[k][i].remove(s)
+                del self.placed[idx]
+        for s in runnable:
+            if s.idx not in self.placed and not down.intersection(self.where[s.idx]):
+                where = self._admit(s, down)
+                if where is not None:
+                    self.placed[s.idx] = (s, where)
+        rates: dict[tuple[int, int], dict[int, float]] = {}
+        for _, where in self.placed.values():
+            for k, ids in where:
+                for i in ids:
+                    if (k, i) not in rates:
+                        r = self.residents[k][i]
+                        speeds = fluid_rates(
+                            [x.job.stages for x in r],
+                            [x.weight for x in r],
+                            self.model.data_slots,
+                        )
+                        rates[k, i] = {x.idx: v for x, v in zip(r, speeds, strict=True)}
+        chosen: Chosen = {}
+        for idx, (s, where) in self.placed.items():
+            on = [self.residents[k][i] for k, ids in where for i in ids]
+            rate = min(rates[k, i][idx] for k, ids in where for i in ids)
+            partners = list(dict.fromkeys(x for r in on for x in r if x is not s))
+            period = s.job.stages.total / rate * self.model.factor(max(map(len, on)))
+            chosen[idx] = ([s, *partners], period, s.cost + sum(x.cost for x in partners), where)
+        return chosen
+
+    def size(self, idx: int) -> int:
+        """The most jobs on one GPU of the placed job ``idx`` (itself included)."""
+        _, where = self.placed[idx]
+        return max(len(self.residents[k][i]) for k, ids in where for i in ids)
+
+    def _stretch(self, residents: Sequence[JobState]) -> float:
+        return fluid_stretch([r.job.stages for r in residents], self.model.data_slots)
+
+    def _room(self, k: int) -> list[int]:
+        """The GPUs of node ``k`` with room for one more resident."""
+        return [i for i, r in enumerate(self.residents[k]) if len(r) < self.model.max_colocated]
+
+    def _admit(self, s: JobState, down: frozenset[int] = frozenset()) -> Where | None:
+        if s.job.on:
+            full = any(
+                len(self.residents[k][i]) >= self.model.max_colocated
+                for k, ids in s.job.on
+                for i in ids
+            )
+            if full:
+                return None
+            for k, ids in s.job.on:
+                for i in ids:
+                    self.residents[k][i].append(s)
+            return s.job.on
+        g = s.job.gpus
+        on = self.where[s.idx] or _first_fit(
+            g, self.per_node, down, lambda k: self._room(k), len(self.residents)
+        )
+        if on is None:
+            return None
+        need = self.per_node if len(on) > 1 else g
+        where = []
+        for k in on:
+            room = self._room(k)
+            if len(room) < need:
+                return None
+            room.sort(
+                key=lambda i: (
+                    self._stretch([*self.residents[k][i], s]),
+                    len(self.residents[k][i]),
+                    i,
+                )
+            )
+            where.append((k, tuple(sorted(room[:need]))))
+        for k, ids in where:
+            for i in ids:
+                self.residents[k][i].append(s)
+        return tuple(where)
+
+
+def _first_fit(
+    gpus: int,
+    per_node: int,
+    down: frozenset[int],
+    room: Callable[[int], Sequence[int]],
+    nodes: int,
+) -> tuple[int, ...] | None:
+    """Where the executor puts a job a pooled plan places nowhere: the first node up with
+    ``gpus`` GPUs with ``room``, or for a gang the first nodes up with room on all their
+    GPUs; ``None`` if none has."""
+    if gpus <= per_node:
+        return next(((k,) for k in range(nodes) if k not in down and len(room(k)) >= gpus), None)
+    need = -(-gpus // per_node)
+    whole = [k for k in range(nodes) if k not in down and len(room(k)) == per_node]
+    return tuple(whole[:need]) if len(whole) >= need else None
+
+
+class _GpuSet:
+    """GPUs that a group of jobs shares: ``gpus`` of them, on the nodes of ``where``."""
+
+    __slots__ = ("gpus", "members", "nodes", "where")
+
+    def __init__(self, where: Where, gpus: int) -> None:
+        self.where, self.gpus = where, gpus
+        self.nodes = tuple(k for k, _ in where)
+        self.members: list[JobState] = []
+
+
+class _PlanSets:
+    """A plan's dispatch onto GPU sets (see :class:`PlanDispatch`)."""
+
+    def __init__(
+        self,
+        periods: Periods,
+        nodes: int,
+        per_node: int,
+        plan: Mapping[str, Sequence[int]],
+        state: Sequence[JobState],
+    ) -> None:
+        self.periods, self.model, self.per_node = periods, periods.model, per_node
+        self.free: list[set[int]] = [set(range(per_node)) for _ in range(nodes)]
+        self.where = {s.idx: tuple(plan[s.job.name]) for s in state}
+        self.sets: list[_GpuSet] = []
+        self.set_of: dict[int, _GpuSet] = {}
+
+    def schedule(self, runnable: list[JobState], down: frozenset[int] = frozenset()) -> Chosen:
+        """Drop the finished jobs and the sets on nodes ``down``, admit the waiting jobs
+        in plan order, and give every running job its set's speed."""
+        live = {s.idx for s in runnable}
+        for gset in self.sets:
+            gset.members = [m for m in gset.members if m.idx in live]
+        for gset in [g for g in self.sets if not g.members or down.intersection(g.nodes)]:
+            self.sets.remove(gset)
+            for k, gpus in gset.where:
+                self.free[k].update(gpus)
+        self.set_of = {m.idx: g for g in self.sets for m in g.members}
+        for s in runnable:
+            if s.idx not in self.set_of and not down.intersection(self.where[s.idx]):
+                gset = self._admit(s, down)
+                if gset is not None:
+                    gset.members.append(s)
+                    self.set_of[s.idx] = gset
+        chosen: Chosen = {}
+        for gset in self.sets:
+            members = gset.members
+            periods = self.periods([m.idx for m in members])
+            cost = sum(m.cost for m in members)
+            for m in members:
+                chosen[m.idx] = (members, periods[m.idx], cost, gset.where)
+        return chosen
+
+    def _admit(self, s: JobState, down: frozenset[int] = frozenset()) -> _GpuSet | None:
+        g = s.job.gpus
+        on = self.where[s.idx] or _first_fit(
+            g, self.per_node, down, lambda k: self.free[k], len(self.free)
+        )
+        if on is None:  # a pooled plan's job: share the least full set of its size
+            shared = [x for x in self.sets if x.gpus == g and not down.intersection(x.nodes)]
+            return self._least_full(shared)
+        need = self.per_node if len(on) > 1 else g
+        if all(len(self.free[k]) >= need for k in on):
+            where = []
+            for k in on:
+                gpus = tuple(sorted(self.free[k])[:need])
+                self.free[k].difference_update(gpus)
+                where.append((k, gpus))
+            gset = _GpuSet(tuple(where), g)
+            self.sets.append(gset)
+            return gset
+        return self._least_full([x for x in self.sets if x.nodes == on and x.gpus == g])
+
+    def _least_full(self, sets: Sequence[_GpuSet]) -> _GpuSet | None:
+        """The set of ``sets`` with the fewest members, if one has room."""
+        room = [x for x in sets if len(x.members) < self.model.max_colocated]
+        return min(room, key=lambda x: len(x.members), default=None)

@@ -1,0 +1,38 @@
+"""``srtf`` and ``srsf``: each job alone on its GPUs, shortest remaining time (or
+smallest remaining service: time x GPUs) first, placed first-fit (Muri's ``yarn``); the
+jobs that do not fit wait."""
+
+from __future__ import annotations
+
+from planner.execution.policies.base import Chosen, Cluster, JobState, Policy
+
+
+class Srtf(Policy):
+    """Shortest remaining time first, each job alone."""
+
+    name = "srtf"
+
+    def key(self, job: JobState) -> float:
+        """The order of the jobs: smallest first."""
+        return job.remaining_time
+
+    def schedule(self, t: float, jobs: list[JobState], cluster: Cluster) -> Chosen:
+        """The jobs in order, each alone on the first GPUs that fit it."""
+        jobs.sort(key=self.key)
+        cluster.empty()
+        chosen: Chosen = {}
+        for s in jobs:
+            where = cluster.place(s.job.gpus)
+            if where is not None:
+                chosen.update(self.alone(s, where))
+        return chosen
+
+
+class Srsf(Srtf):
+    """Smallest remaining service (remaining time x GPUs) first, each job alone."""
+
+    name = "srsf"
+
+    def key(self, job: JobState) -> float:
+        """Remaining time x GPUs."""
+        return job.remaining_time * job.job.gpus
