@@ -40,6 +40,7 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 import numpy as np
@@ -158,12 +159,19 @@ def fluid_stretch(members: Sequence[Stages], data_slots: float = 1.0) -> float:
 
 def fluid_rates(
     members: Sequence[Stages], weights: Sequence[float], data_slots: float = 1.0
-) -> list[float]:
+) -> tuple[float, ...]:
     """The speed (at most 1) of each of the co-resident ``members`` of one GPU under
     processor sharing weighted by ``weights`` (a plan's speeds): the largest ``l`` such
     that every resource's summed shares at speeds ``min(1, l * weight)`` fit its capacity,
     each member at ``min(1, l * weight)``. Equal weights give every member ``1 /``
-    :func:`fluid_stretch`."""
+    :func:`fluid_stretch`. Cached: a GPU's residents recur from one event to the next."""
+    return _fluid_rates(tuple(members), tuple(weights), data_slots)
+
+
+@lru_cache(maxsize=1 << 16)
+def _fluid_rates(
+    members: tuple[Stages, ...], weights: tuple[float, ...], data_slots: float
+) -> tuple[float, ...]:
     shares = []
     for m in members:
         t = m.total
@@ -181,7 +189,7 @@ def fluid_rates(
         else:
             continue  # every member at full speed fits
         level = min(level, (cap - full) / slope if slope > 0 else prev)
-    return [min(1.0, level * w) for w in weights]
+    return tuple(min(1.0, level * w) for w in weights)
 
 
 @dataclass(frozen=True)

@@ -143,10 +143,10 @@ def test_shares_follow_the_weights_of_a_plan() -> None:
     # weighted 1 and 1/4: 0.8 + 0.2 of the GPU, and the network 0.2 + 0.05
     assert fluid_rates([a, a], [1.0, 0.25]) == pytest.approx([1.0, 0.25])
     # a member alone runs at full speed whatever its weight
-    assert fluid_rates([a], [0.25]) == [1.0]
+    assert fluid_rates([a], [0.25]) == (1.0,)
     # two data slots: the data-heavy pair fits
     d = Stages(0.7, 0.3, 0.0)
-    assert fluid_rates([d, d], [1.0, 1.0], data_slots=2) == [1.0, 1.0]
+    assert fluid_rates([d, d], [1.0, 1.0], data_slots=2) == (1.0, 1.0)
 
 
 def test_the_executor_divides_a_gpu_as_the_plan_does(tmp_path: Path) -> None:

@@ -30,11 +30,12 @@ def audit(run: PeerRun, jobs: Sequence[PeerJob], gpus: int) -> list[str]:
     model = run.interleave
     by_name = {j.name: j for j in jobs}
     done = dict.fromkeys(by_name, 0.0)
+    memo: dict[tuple[tuple[str, ...], tuple[float, ...]], dict[str, float]] = {}
     wrong: list[str] = []
     for k, (t, groups) in enumerate(run.trace):
         end = run.trace[k + 1][0] if k + 1 < len(run.trace) else t
         down = {n for n, a, b in run.outages if a <= t < b}
-        shared = shared_periods(groups, by_name, model, done) if run.shared else None
+        shared = shared_periods(groups, by_name, model, done, memo) if run.shared else None
         speed = _audit_speed(
             groups,
             by_name,

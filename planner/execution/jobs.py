@@ -483,26 +483,29 @@ def shared_periods(
     by_name: Mapping[str, PeerJob],
     model: Interleave,
     done: Mapping[str, float],
+    memo: dict[tuple[tuple[str, ...], tuple[float, ...]], dict[str, float]] | None = None,
 ) -> tuple[dict[str, float], dict[tuple[int, int], list[str]]]:
     """Every job's period where jobs share single GPUs (a plan under ``fluid``), from the
     GPUs of the trace's entries alone: its stage sum over its speed on the slowest of its
     GPUs (:func:`~planner.interleave.fluid_rates` of that GPU's residents, by their
     weights in the blocks the iterations ``done`` so far put them in), slowed by ``s(k)``,
-    ``k`` the most residents on one of its GPUs; and the residents per GPU."""
+    ``k`` the most residents on one of its GPUs; and the residents per GPU. ``memo`` keeps
+    the rates of residents and weights met before (from one event of a run to the next)."""
     residents: dict[tuple[int, int], list[str]] = {}
     for names, _, where in groups:
         for node, ids in where:
             for i in ids:
                 residents.setdefault((node, i), []).append(names[0])
+    memo = {} if memo is None else memo
     rates: dict[tuple[int, int], dict[str, float]] = {}
     for gpu, names in residents.items():
         members = [by_name[n] for n in names]
-        speeds = fluid_rates(
-            [m.stages for m in members],
-            [m.weight_at(m.iterations - done[m.name]) for m in members],
-            model.data_slots,
-        )
-        rates[gpu] = dict(zip(names, speeds, strict=True))
+        weights = tuple(m.weight_at(m.iterations - done[m.name]) for m in members)
+        key = (tuple(names), weights)
+        if key not in memo:
+            speeds = fluid_rates([m.stages for m in members], weights, model.data_slots)
+            memo[key] = dict(zip(names, speeds, strict=True))
+        rates[gpu] = memo[key]
     out = {}
     for names, _, where in groups:
         job = by_name[names[0]]

@@ -76,6 +76,7 @@ def run_energy(
     model = run.interleave
     joules = peak = cost = 0.0
     done = dict.fromkeys(by_name, 0.0)
+    memo: dict[tuple[tuple[str, ...], tuple[float, ...]], dict[str, float]] = {}
     for k, (t, groups) in enumerate(run.trace):
         end = run.trace[k + 1][0] if k + 1 < len(run.trace) else t
         span = end - t
@@ -83,7 +84,7 @@ def run_energy(
         held = _held(groups, by_name) if switch_off else gpus
         joules += held * idle * span
         draw = held * idle
-        shared = shared_periods(groups, by_name, model, done)[0] if run.shared else None
+        shared = shared_periods(groups, by_name, model, done, memo)[0] if run.shared else None
         for names, overhead, _ in groups:
             members = [by_name[n] for n in names]
             if shared is not None:  # a job on GPUs it shares: its own compute

@@ -98,42 +98,51 @@ class _SharedGpus:
         ]
         self.where = {s.idx: tuple(plan[s.job.name]) for s in state}
         self.placed: dict[int, tuple[JobState, Where]] = {}
+        self.rates: dict[tuple[int, int], dict[int, float]] = {}
+        """Per GPU, its residents' rates."""
+        self.entries: Chosen = {}
+        """Per placed job, its entry of the answer."""
+        self.seen: dict[int, float] = {}
+        """Per placed job, the weight its entry was made with."""
 
     def schedule(self, runnable: list[JobState], down: frozenset[int] = frozenset()) -> Chosen:
         """Drop the finished jobs and those on nodes ``down``, admit the waiting jobs in
-        plan order, and give every running job its period."""
+        plan order, and give every running job its period. Only the jobs on GPUs whose
+        residents, or residents' weights, changed get a new entry."""
         live = {s.idx for s in runnable}
+        dirty: set[tuple[int, int]] = set()
         for idx, (s, where) in list(self.placed.items()):
             if idx not in live or down.intersection(k for k, _ in where):
                 for k, ids in where:
                     for i in ids:
                         self.residents[k][i].remove(s)
+                        dirty.add((k, i))
                 del self.placed[idx]
+                del self.entries[idx]
+            elif s.weight != self.seen[idx]:
+                dirty.update((k, i) for k, ids in where for i in ids)
         for s in runnable:
             if s.idx not in self.placed and not down.intersection(self.where[s.idx]):
                 where = self._admit(s, down)
                 if where is not None:
                     self.placed[s.idx] = (s, where)
-        rates: dict[tuple[int, int], dict[int, float]] = {}
-        for _, where in self.placed.values():
-            for k, ids in where:
-                for i in ids:
-                    if (k, i) not in rates:
-                        r = self.residents[k][i]
-                        speeds = fluid_rates(
-                            [x.job.stages for x in r],
-                            [x.weight for x in r],
-                            self.model.data_slots,
-                        )
-                        rates[k, i] = {x.idx: v for x, v in zip(r, speeds, strict=True)}
-        chosen: Chosen = {}
-        for idx, (s, where) in self.placed.items():
+                    dirty.update((k, i) for k, ids in where for i in ids)
+        for k, i in dirty:
+            r = self.residents[k][i]
+            speeds = fluid_rates(
+                [x.job.stages for x in r], [x.weight for x in r], self.model.data_slots
+            )
+            self.rates[k, i] = {x.idx: v for x, v in zip(r, speeds, strict=True)}
+        for idx in {x.idx for k, i in dirty for x in self.residents[k][i]}:
+            s, where = self.placed[idx]
             on = [self.residents[k][i] for k, ids in where for i in ids]
-            rate = min(rates[k, i][idx] for k, ids in where for i in ids)
+            rate = min(self.rates[k, i][idx] for k, ids in where for i in ids)
             partners = list(dict.fromkeys(x for r in on for x in r if x is not s))
             period = s.job.stages.total / rate * self.model.factor(max(map(len, on)))
-            chosen[idx] = ([s, *partners], period, s.cost + sum(x.cost for x in partners), where)
-        return chosen
+            cost = s.cost + sum(x.cost for x in partners)
+            self.entries[idx] = ([s, *partners], period, cost, where)
+            self.seen[idx] = s.weight
+        return {idx: self.entries[idx] for idx in self.placed}
 
     def size(self, idx: int) -> int:
         """The most jobs on one GPU of the placed job ``idx`` (itself included)."""
