@@ -284,7 +284,7 @@ def state_of_run(
     the job's first run and its finish. Nodes down at ``at`` are :attr:`State.outages`.
     """
     from planner.execution.jobs import machines_of
-    from planner.execution.replan import scaled_segments
+    from planner.execution.rebuild import scaled_segments
     from planner.execution.state import Started, State
     from planner.model import Segment
     from planner.times import tick_seconds

@@ -104,6 +104,17 @@ class _SharedGpus:
         """Per placed job, its entry of the answer."""
         self.seen: dict[int, float] = {}
         """Per placed job, the weight its entry was made with."""
+        self.by_idx = {s.idx: s for s in state}
+        self.nodes_of = {
+            s.idx: tuple(k for k, _ in s.job.on) or self.where[s.idx] or tuple(range(nodes))
+            for s in state
+        }
+        self.seq: dict[int, int] = {}
+        """Per job at hand, when it joined them: the executor's order of the jobs."""
+        self.count = 0
+        self.waiting_on: list[set[int]] = [set() for _ in range(nodes)]
+        """Per node, the jobs at hand not placed that may go there."""
+        self.down: frozenset[int] = frozenset()
 
     def schedule(self, runnable: list[JobState], down: frozenset[int] = frozenset()) -> Chosen:
         """Drop the finished jobs and those on nodes ``down``, admit the waiting jobs in
@@ -111,22 +122,46 @@ class _SharedGpus:
         residents, or residents' weights, changed get a new entry."""
         live = {s.idx for s in runnable}
         dirty: set[tuple[int, int]] = set()
+        # A waiting job is tried again only where room may have grown: on a node a job
+        # left, or once the nodes down changed; the others would find none again.
+        candidates: set[int] = set()
+        freed: set[int] = set()
         for idx, (s, where) in list(self.placed.items()):
             if idx not in live or down.intersection(k for k, _ in where):
                 for k, ids in where:
+                    freed.add(k)
                     for i in ids:
                         self.residents[k][i].remove(s)
                         dirty.add((k, i))
                 del self.placed[idx]
                 del self.entries[idx]
+                if idx in live:
+                    self._wait(idx)
+                else:
+                    del self.seq[idx]
             elif s.weight != self.seen[idx]:
                 dirty.update((k, i) for k, ids in where for i in ids)
-        for s in runnable:
-            if s.idx not in self.placed and not down.intersection(self.where[s.idx]):
-                where = self._admit(s, down)
-                if where is not None:
-                    self.placed[s.idx] = (s, where)
-                    dirty.update((k, i) for k, ids in where for i in ids)
+        arrived = len(live) - len(self.seq)
+        for s in runnable[len(runnable) - arrived :] if arrived else ():
+            self.seq[s.idx] = self.count
+            self.count += 1
+            self._wait(s.idx)
+            candidates.add(s.idx)
+        if down != self.down:
+            self.down = down
+            freed.update(range(len(self.waiting_on)))
+        for k in freed:
+            candidates |= self.waiting_on[k]
+        for idx in sorted(candidates, key=self.seq.__getitem__):
+            s = self.by_idx[idx]
+            if down.intersection(self.where[idx]):
+                continue
+            where = self._admit(s, down)
+            if where is not None:
+                for k in self.nodes_of[idx]:
+                    self.waiting_on[k].discard(idx)
+                self.placed[idx] = (s, where)
+                dirty.update((k, i) for k, ids in where for i in ids)
         for k, i in dirty:
             r = self.residents[k][i]
             speeds = fluid_rates(
@@ -143,6 +178,10 @@ class _SharedGpus:
             self.entries[idx] = ([s, *partners], period, cost, where)
             self.seen[idx] = s.weight
         return {idx: self.entries[idx] for idx in self.placed}
+
+    def _wait(self, idx: int) -> None:
+        for k in self.nodes_of[idx]:
+            self.waiting_on[k].add(idx)
 
     def size(self, idx: int) -> int:
         """The most jobs on one GPU of the placed job ``idx`` (itself included)."""
