@@ -242,23 +242,39 @@ def simulate_cmd(
             "--power-cap": power_cap is not None,
         }
         trace_only = {"--nodes": nodes is not None, "--gpus-per-node": gpus_per_node is not None}
-        online_only = {
-            "--replan-every": replan_every != "arrival",
+        online_only = {"--replan-every": replan_every != "arrival", "--baseline": bool(baseline)}
+        planner_only = {
             "--solver": solver != "sgs",
             "--time-limit": time_limit is not None,
-            "--baseline": bool(baseline),
             "--option": bool(option),
         }
         if not online:
             _refuse(online_only, "applies to --online only")
+            if policy != "planner":
+                _refuse(planner_only, "applies to --online and --policy planner only")
         if policy is None:
             _refuse(trace_only, "applies to --policy on a trace only")
+        planner = None
+        if online or policy == "planner":
+            planner = _planner_options(solver, time_limit, option or [])
     slowdown = slowdown or DEFAULT_SLOWDOWN
     if online:
         with guard():
             if policy is not None:
                 raise InputError("--policy runs a policy; --online runs the planner: give one")
-            _refuse(job_level_only, "does not apply to --online (it replays task by task)")
+            workload, why = dl_workload(instance)
+            if workload is not None:
+                setting = Setting(
+                    interleave, data_slots, slowdown, True if restart is None else restart
+                )
+                online_run = _JobOnline(setting, power_cap, planner)  # type: ignore[arg-type]
+                online_run.run(instance, workload, schedule, noise, seed, fail or (), runs,
+                               output, gantt, histogram, replan_every, work_conserving,
+                               baseline or [], nodes or 8, gpus_per_node or 8)  # fmt: skip
+                return
+            _refuse(
+                job_level_only, f"runs job by job; {instance} is {why} (task-level online replay)"
+            )
         _online(
             instance,
             schedule,
@@ -311,7 +327,7 @@ def simulate_cmd(
             check_distinct({"--output": output, "--gantt": gantt, "--histogram": histogram})
             restarts = True if restart is None else restart
             setting = Setting(interleave, data_slots, slowdown, restarts)
-            job_level = _JobLevel(setting, power_cap)
+            job_level = _JobLevel(setting, power_cap, planner)
             job_level.run(instance, workload, schedule, policy, nodes or 8, gpus_per_node or 8,
                           work_conserving, output, noise, seed, fail or (), runs, jobs,
                           histogram, gantt)  # fmt: skip
@@ -666,6 +682,8 @@ class _JobLevel:
     """The :class:`~planner.execution.runs.Setting`."""
     power_cap: float | None = None
     """Watts (``None``: the instance's cap, if any)."""
+    planner: tuple[str, dict[str, Any]] | None = None
+    """``--policy planner`` and ``--online``: the solver and its options."""
 
     def run(
         self,
@@ -697,7 +715,7 @@ class _JobLevel:
         from planner.execution.runs import dispatch_of
         from planner.interrupt import Halt, run_interruptibly
 
-        if policy is not None:
+        if policy is not None and policy != "planner":
             policy_of(policy)  # an unknown name, or a user's file that fails: bad input
         if workload.nodes is None:
             from dataclasses import replace
@@ -720,6 +738,13 @@ class _JobLevel:
             Noise.parse(noise) if noise is not None else None,
             self.power_cap,
         )
+        if policy == "planner" and self.planner is not None:
+            from planner.execution.policies.planner import online_planner
+            from planner.execution.runs import workload_problem
+
+            problem = workload_problem(instance, dispatch.nodes, dispatch.gpus_per_node)
+            solver, options = self.planner
+            dispatch.make = online_planner(problem, solver, **options)
         halt = Halt()
         bar = tqdm(total=len(dispatch.jobs), unit="job", file=sys.stderr, desc=dispatch.policy)
         with bar:
@@ -912,3 +937,183 @@ def _more_job_runs(dispatch: Any, seed: int, runs: int, jobs: int, study: Study)
             if halt.is_set():
                 raise  # the second Ctrl-C
             study.interrupted = True
+
+
+def _planner_options(
+    solver: str, time_limit: float | None, specs: list[str]
+) -> tuple[str, dict[str, Any]]:
+    """The online planner's solver and its options (``--time-limit``, ``--option``),
+    checked against the solver's."""
+    from planner.solvers.registry import check_options, solver_function
+
+    options = chosen_options(solver, time_limit, ONLINE_TIME_LIMIT) | _solver_options(specs)
+    check_options(solver, solver_function(solver), options)
+    return solver, options
+
+
+@dataclass(frozen=True)
+class _JobOnline:
+    """``simulate --online`` of an instance with training jobs: the planner re-planning at
+    arrivals in the job-level executor, and every ``--baseline`` policy beside it, in one
+    model and one table."""
+
+    setting: Any
+    power_cap: float | None
+    planner: tuple[str, dict[str, Any]]
+
+    def run(
+        self,
+        instance: Path,
+        workload: Any,
+        schedule: Path | None,
+        noise: str | None,
+        seed: int,
+        fail: Sequence[str],
+        runs: int,
+        output: Path | None,
+        gantt: Path | None,
+        histogram: Path | None,
+        replan_every: str,
+        work_conserving: bool,
+        baselines: list[str],
+        nodes: int,
+        gpus_per_node: int,
+    ) -> None:
+        """Run the planner and the baselines; print the table (and write the files)."""
+        from dataclasses import replace
+
+        from planner.execution.audit import audit
+        from planner.execution.disturbances import Failure
+        from planner.execution.jobs import outages_of
+        from planner.execution.policies import policy_of
+        from planner.execution.policies.planner import online_planner
+        from planner.execution.runs import dispatch_of, workload_problem
+
+        with guard():
+            if schedule is not None:
+                raise InputError("--online plans as jobs arrive: give no SCHEDULE")
+            if runs > 1 or histogram is not None:
+                raise InputError("--online runs once: --runs and --histogram do not apply")
+            if replan_every != "arrival":
+                raise InputError("--replan-every: job by job the planner re-plans at every arrival")
+            if work_conserving:
+                raise InputError(
+                    "--work-conserving dispatches a plan; --online plans as jobs arrive"
+                )
+            for name in baselines:
+                policy_of(name)  # a baseline is a policy of the executor
+            if output is not None:
+                check_output(output, inputs=[instance], suffixes=(".json",), what="the run file")
+            if gantt is not None:
+                check_output(
+                    gantt, inputs=[instance], suffixes=CHART_FORMATS, what="the chart file"
+                )
+            check_distinct({"--output": output, "--gantt": gantt})
+            if workload.nodes is None:
+                workload = replace(workload, nodes=nodes, gpus_per_node=gpus_per_node)
+            names = workload.names(workload.nodes)
+            failures = [Failure.parse(spec, workload.time_unit) for spec in fail]
+            outages = outages_of(failures, names, workload.time_unit)
+            problem = workload_problem(instance, workload.nodes, workload.gpus_per_node)
+            noisy = Noise.parse(noise) if noise is not None else None
+            done: list[tuple[str, Any, Any]] = []
+            for name in ["planner", *baselines]:
+                dispatch = dispatch_of(workload, self.setting, name, None, False, outages, noisy,
+                                       self.power_cap)  # fmt: skip
+                if name == "planner":
+                    dispatch.make = online_planner(problem, self.planner[0], **self.planner[1])
+                run = _run_with_bar(dispatch, seed, name)
+                done.append((name, dispatch, run))
+                if not run.finished:
+                    break
+            solver, options = self.planner
+            limit = options.get("time_limit")
+            per_plan = f", {limit:g} s per re-plan" if limit is not None else ""
+            show(
+                [
+                    (
+                        "instance",
+                        f"{instance} ({len(workload.jobs)} jobs, {workload.nodes} nodes "
+                        f"x {workload.gpus_per_node} GPUs)",
+                    ),
+                    ("model", f"{self.setting.line(done[0][1].model)} (job-level executor)"),
+                    ("noise", f"{noise}, seed {seed} (one factor per job)" if noise else "none"),
+                    ("failures", ", ".join(fail) if fail else "none"),
+                    ("planner", f"re-plans at every arrival with {solver}{per_plan}"),
+                ]
+            )
+            typer.echo("")
+            typer.echo("JCT, makespan and wait in seconds; planner time in seconds per re-plan")
+            header = ["policy", "jobs", "re-plans", "mean JCT", "p99 JCT", "makespan", "mean wait"]
+            typer.echo("".join(f"{h:>14}" for h in [*header, "planner s"]))
+            figures, verdicts = [], []
+            for name, dispatch, run in done:
+                f = _online_row(name, run)
+                wrong = audit(run, dispatch.jobs_of(seed), dispatch.nodes * dispatch.gpus_per_node)
+                verdicts.append("valid" if not wrong else f"INVALID: {wrong[0]}")
+                f["audit"] = verdicts[-1]
+                figures.append(f)
+                cells = [name, f["jobs"], f["replans"], f"{f['mean_jct']:,.0f}",
+                         f"{f['p99_jct']:,.0f}", f"{f['makespan']:,.0f}", f"{f['mean_wait']:,.0f}",
+                         f"{f['planner_mean_seconds']:.3f}"]  # fmt: skip
+                typer.echo("".join(f"{c:>14}" for c in cells))
+            typer.echo(f"audit: {', '.join(verdicts)} (GPUs, groups and every job's work)")
+            interrupted = any(not run.finished for _, _, run in done)
+            if interrupted:
+                typer.echo(
+                    f"interrupted: {len(done)} of {1 + len(baselines)} online runs, the last cut "
+                    "at its last event; the files below hold the first"
+                )
+            main = done[0]
+            if output is not None:
+                data = _run_data(instance, main[1], main[2], self.setting, workload, fail, names,
+                                 noise, seed, False)  # fmt: skip
+                data["online"] = figures
+                output.write_text(json.dumps(data, indent=1) + "\n")
+                typer.echo(f"run written to {output}")
+            if gantt is not None:
+                data = _run_data(instance, main[1], main[2], self.setting, workload, fail, names,
+                                 noise, seed, False)  # fmt: skip
+                sets = save_colocation_chart(data, gantt)
+                typer.echo(f"chart written to {gantt} (the planner's run, {sets} GPU sets)")
+        if any(v != "valid" for v in verdicts):
+            typer.echo("error: a run fails its audit (a bug)", err=True)
+            raise typer.Exit(1)
+        if interrupted:
+            raise typer.Exit(130)
+
+
+def _run_with_bar(dispatch: Any, seed: int, name: str) -> Any:
+    """One job-level run with a progress bar on stderr; Ctrl-C cuts it at the next event."""
+    from tqdm import tqdm
+
+    from planner.interrupt import Halt, run_interruptibly
+
+    halt = Halt()
+    with tqdm(total=len(dispatch.jobs), unit="job", file=sys.stderr, desc=name) as bar:
+
+        def work() -> Any:
+            return dispatch.run(seed, lambda done, _: bar.update(done - bar.n), halt)
+
+        run, _ = run_interruptibly(work, halt.set, name)
+    return run
+
+
+def _online_row(name: str, run: Any) -> dict[str, Any]:
+    """The figures of one run of ``simulate --online`` (seconds)."""
+    import numpy as np
+
+    waits = [run.started[j] - run.release[j] for j in run.finish if j in run.started]
+    planning = run.planning
+    return {
+        "policy": name,
+        "jobs": len(run.finish),
+        "interrupted": not run.finished,
+        "replans": len(planning),
+        "mean_jct": run.mean_jct,
+        "p99_jct": run.p99_jct,
+        "makespan": run.makespan,
+        "mean_wait": float(np.mean(waits)) if waits else 0.0,
+        "planner_mean_seconds": float(np.mean(planning)) if planning else 0.0,
+        "planner_max_seconds": max(planning, default=0.0),
+    }

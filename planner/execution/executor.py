@@ -95,6 +95,8 @@ class PeerRun:
     """When each job that ran first ran."""
     running: dict[str, Where] = field(default_factory=dict)
     """The jobs running when the run ended, on their GPU sets."""
+    planning: list[float] = field(default_factory=list)
+    """Wall time (s) of each plan the policy made (the online planner's re-plans)."""
 
     def residences(self, names: Sequence[str] = ()) -> list[dict[str, object]]:
         """The run as a co-location table: one row per stretch of a job on one GPU set
@@ -233,7 +235,7 @@ def run_policy(
     order = sorted(state, key=lambda s: s.job.release)
     cluster = Cluster(nodes, gpus_per_node)
     periods = Periods(model, jobs)
-    chosen_policy.start(Context(jobs, state, model, periods, nodes, gpus_per_node))
+    chosen_policy.start(Context(jobs, state, model, periods, nodes, gpus_per_node, outages))
     shared = chosen_policy.shared
     runnable: list[JobState] = []
     trace: list[tuple[float, list[tuple[tuple[str, ...], float, Where]]]] = []
@@ -286,7 +288,7 @@ def run_policy(
             finish[s.job.name] = t
             runnable.remove(s)
             s.running = False
-            chosen_policy.finish(s)
+            chosen_policy.finish(s, t)
         while arriving and paused and paused[0][0] == start:
             s = heapq.heappop(paused)[2]
             s.last = t
@@ -354,6 +356,7 @@ def run_policy(
         },
         started=started,
         running={s.job.name: s.where for s in runnable if s.running},
+        planning=chosen_policy.planning_seconds(),
     )
 
 

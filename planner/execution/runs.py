@@ -35,6 +35,7 @@ from planner.execution.simulate import RunSummary
 
 if TYPE_CHECKING:
     from planner.execution.executor import PeerRun
+    from planner.execution.policies import Policy
     from planner.execution.state import State
     from planner.interleave import Interleave
     from planner.interrupt import Halt
@@ -138,6 +139,9 @@ class Dispatch:
     noise: Noise | None = None
     planned: float | None = None
     """The plan's makespan (s), for the optimism."""
+    make: Callable[[], Policy] | None = None
+    """Makes a new policy for every run, where a name is not enough (the online planner:
+    :func:`planner.execution.policies.planner.online_planner`); ``policy`` names it."""
 
     def __post_init__(self) -> None:
         check_jobs(self.jobs, self.nodes, self.gpus_per_node, self.placed)
@@ -164,7 +168,7 @@ class Dispatch:
 
         return run_policy(
             self.jobs_of(seed),
-            self.policy,
+            self.make() if self.make is not None else self.policy,
             self.nodes,
             self.gpus_per_node,
             self.model,
@@ -415,3 +419,23 @@ def state_from_job_run(
             raise InputError(f"job {job!r} finishes at another time than in the run", file)
     iterations = {j.name: j.iterations for j in dispatch.jobs}
     return state_of_run(problem, schedule, run, iterations, at)
+
+
+def workload_problem(path: str | Path, nodes: int = 8, gpus_per_node: int = 8) -> Problem:
+    """The problem the online planner plans for the workload file ``path``: a cluster-form
+    instance compiled, or a Muri trace imported on ``nodes`` x ``gpus_per_node`` GPUs with
+    its jobs placed on nodes (:func:`planner.dl.workloads.import_muri`).
+
+    Raises
+    ------
+    InputError
+        If the file cannot be read or compiled.
+    """
+    from planner.dl.workloads import import_muri
+    from planner.io.instance import load_instance, problem_from_data
+
+    path = Path(path)
+    if path.suffix.lower() == ".csv":
+        data = import_muri(path, nodes, gpus_per_node, placement="node")
+        return problem_from_data(data)
+    return load_instance(path)

@@ -244,7 +244,7 @@ def test_a_replan_under_power_limits_scores_its_energy(tmp_path: Path) -> None:
 def test_power_objectives_survive_online_planning(power: dict[str, Path], name: str) -> None:
     code, out, err = run("simulate", power[name], "--online")
     assert code == 0, err
-    assert "validator: valid" in out
+    assert "audit: valid" in out
 
 
 def test_power_objectives_survive_compare_with_a_simulation(
@@ -279,10 +279,10 @@ def test_the_energy_of_a_run_counts_no_idle_draw_with_switch_off(power: dict[str
     ("args", "message"),
     [
         (["{plan}", "--interleave", "fluid", "--option", "rule=spt"],
-         "--option applies to --online only"),
-        (["--online", "--interleave", "muri"],
-         "--interleave does not apply to --online (it replays task by task)"),
-        (["{plan}", "--solver", "ga"], "--solver applies to --online only"),
+         "--option applies to --online and --policy planner only"),
+        (["--online", "--work-conserving"],
+         "--work-conserving dispatches a plan; --online plans as jobs arrive"),
+        (["{plan}", "--solver", "ga"], "--solver applies to --online and --policy planner only"),
         (["{plan}", "--nodes", "4"], "--nodes applies to --policy on a trace only"),
         (["--policy", "srtf", "--online"],
          "--policy runs a policy; --online runs the planner: give one"),

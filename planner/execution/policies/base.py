@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from planner.dl.catalog import restart_seconds
-from planner.execution.jobs import PeerJob, Where
+from planner.execution.jobs import Outage, PeerJob, Where
 from planner.interleave import Interleave
 
 DEFAULT_OVERHEAD = 10.0
@@ -188,6 +188,8 @@ class Context:
     periods: Periods
     nodes: int
     gpus_per_node: int
+    outages: Sequence[Outage] = ()
+    """The run's node failures: (node, down, back) in seconds."""
 
     @property
     def gpus(self) -> int:
@@ -218,8 +220,8 @@ class Policy:
     def arrive(self, job: JobState) -> None:
         """A job arrives (or comes back from a pause of its plan)."""
 
-    def finish(self, job: JobState) -> None:
-        """A job ends."""
+    def finish(self, job: JobState, t: float) -> None:
+        """A job ends at ``t``."""
 
     def next_event(self) -> float:
         """A time (s) the policy wants to be asked again at, if no other event comes
@@ -231,6 +233,10 @@ class Policy:
         in which groups, on which GPUs of ``cluster`` (call :meth:`Cluster.empty` first
         to place anew). The executor keeps ``jobs``' order: a policy may sort it."""
         raise NotImplementedError
+
+    def planning_seconds(self) -> list[float]:
+        """Wall time of each plan the policy made in the run (none: it plans nothing)."""
+        return []
 
     def size(self, job: JobState, members: Sequence[JobState]) -> int:
         """The size of ``job``'s group ``members`` in the run's report of group sizes."""

@@ -115,6 +115,8 @@ class _SharedGpus:
         self.waiting_on: list[set[int]] = [set() for _ in range(nodes)]
         """Per node, the jobs at hand not placed that may go there."""
         self.down: frozenset[int] = frozenset()
+        self.retry: set[int] = set()
+        """Waiting jobs moved to other nodes: tried at the next event."""
 
     def schedule(self, runnable: list[JobState], down: frozenset[int] = frozenset()) -> Chosen:
         """Drop the finished jobs and those on nodes ``down``, admit the waiting jobs in
@@ -152,6 +154,8 @@ class _SharedGpus:
             freed.update(range(len(self.waiting_on)))
         for k in freed:
             candidates |= self.waiting_on[k]
+        candidates |= self.retry & self.seq.keys()
+        self.retry.clear()
         for idx in sorted(candidates, key=self.seq.__getitem__):
             s = self.by_idx[idx]
             if down.intersection(self.where[idx]):
@@ -182,6 +186,18 @@ class _SharedGpus:
     def _wait(self, idx: int) -> None:
         for k in self.nodes_of[idx]:
             self.waiting_on[k].add(idx)
+
+    def move(self, idx: int, nodes: tuple[int, ...]) -> None:
+        """A job not placed goes to ``nodes`` (none: the first with room) from now on."""
+        waiting = idx in self.seq
+        if waiting:
+            for k in self.nodes_of[idx]:
+                self.waiting_on[k].discard(idx)
+        self.where[idx] = nodes
+        self.nodes_of[idx] = nodes or tuple(range(len(self.waiting_on)))
+        if waiting:
+            self._wait(idx)
+            self.retry.add(idx)
 
     def size(self, idx: int) -> int:
         """The most jobs on one GPU of the placed job ``idx`` (itself included)."""
@@ -304,6 +320,10 @@ class _PlanSets:
             for m in members:
                 chosen[m.idx] = (members, periods[m.idx], cost, gset.where)
         return chosen
+
+    def move(self, idx: int, nodes: tuple[int, ...]) -> None:
+        """A job not placed goes to ``nodes`` (none: the first with room) from now on."""
+        self.where[idx] = nodes
 
     def _admit(self, s: JobState, down: frozenset[int] = frozenset()) -> _GpuSet | None:
         g = s.job.gpus

@@ -32,7 +32,7 @@ class Tiresias(Policy):
         self.level[job.idx] = 0
         self.queues[0].append(job)
 
-    def finish(self, job: JobState) -> None:
+    def finish(self, job: JobState, t: float) -> None:
         """Out of its queue."""
         self.queues[self.level.pop(job.idx)].remove(job)
 
