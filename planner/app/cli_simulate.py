@@ -131,25 +131,31 @@ def simulate_cmd(
     replan_every: Annotated[
         str,
         typer.Option(
-            help="--online: re-plan at every 'arrival', or every PERIOD of the trace: whole "
+            help="--online of a task graph: re-plan at every 'arrival', or every PERIOD: whole "
             "ticks or a time with a unit (30min, 2h)."
         ),
     ] = "arrival",
     solver: Annotated[
-        str, typer.Option("--solver", "-s", help="--online: the solver of every re-plan.")
+        str,
+        typer.Option(
+            "--solver", "-s", help="--online and --policy planner: the solver of every re-plan."
+        ),
     ] = "sgs",
     time_limit: Annotated[
         float | None,
         typer.Option(
             callback=time_limit_option,
-            help=f"--online: seconds per re-plan, for the solvers with a time limit (default "
+            help="--online, --policy planner: seconds per re-plan, for solvers with a limit "
+            f"(default "
             f"{ONLINE_TIME_LIMIT:g}; {TIME_LIMIT_RANGE}); sgs makes one pass and takes none.",
         ),
     ] = None,
     baseline: Annotated[
         list[str] | None,
         typer.Option(
-            "--baseline", help="--online: also replay with this solver, e.g. exclusive-srtf."
+            "--baseline",
+            help="--online: also run this policy on the same jobs (training jobs: muri-s, "
+            "srsf-pack, FILE.py:CLASS, ...), or this solver (task graphs: exclusive-srtf, ...).",
         ),
     ] = None,
     policy: Annotated[
@@ -212,22 +218,23 @@ def simulate_cmd(
         list[str] | None,
         typer.Option(
             "--option",
-            help="--online: an option of --solver as KEY=VALUE (the value read as YAML), "
+            help="--online, --policy planner: an option of --solver as KEY=VALUE (read as YAML), "
             "e.g. rule=spt; repeat for more.",
         ),
     ] = None,
 ) -> None:
-    """Replay a plan under noise, interference and node failures; report what it delivers.
+    """Run a plan, a policy or the planner online; report what it delivers.
 
-    Prints the realized makespan, the mean and p99 JCT, the plan's optimism
-    (realized / planned makespan), utilisation, lost work and the validator's
-    verdict on the realized schedule; with --runs N the distribution of the
-    realized makespan and mean JCT over N seeded runs.
+    Training jobs run in the job-level executor (one model, stated on one line):
+    a plan (SCHEDULE), a policy (--policy), or the planner re-planning at every
+    arrival (--online, beside --baseline policies in one table). Prints the
+    makespan against the model's bounds, the mean and p99 JCT, the energy, the
+    optimism of a plan and the audit's verdict; with --runs N the distribution of
+    the makespan and mean JCT over N seeded runs.
 
-    With --online (and no SCHEDULE) the jobs are planned as they arrive: at every
-    arrival (or every --replan-every seconds) what has not started is re-planned with
-    --solver; prints the mean and p99 JCT, the makespan, the queueing delay and the
-    planner time per re-plan, for the solver and every --baseline.
+    A task graph without training jobs is replayed task by task: the realized
+    makespan, JCTs, utilisation, lost work and the validator's verdict on the
+    realized schedule.
     """
     from planner.app.gantt import FORMATS
     from planner.execution.runs import DEFAULT_SLOWDOWN, Setting, dl_workload
