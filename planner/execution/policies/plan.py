@@ -117,6 +117,9 @@ class _SharedGpus:
         self.down: frozenset[int] = frozenset()
         self.retry: set[int] = set()
         """Waiting jobs moved to other nodes: tried at the next event."""
+        self.short: dict[int, int] = {}
+        """Per node, the fewest GPUs with room a job lacked there at this event: room
+        only shrinks within an event, so a job that needs as many waits too."""
 
     def schedule(self, runnable: list[JobState], down: frozenset[int] = frozenset()) -> Chosen:
         """Drop the finished jobs and those on nodes ``down``, admit the waiting jobs in
@@ -124,6 +127,7 @@ class _SharedGpus:
         residents, or residents' weights, changed get a new entry."""
         live = {s.idx for s in runnable}
         dirty: set[tuple[int, int]] = set()
+        self.short = {}
         # A waiting job is tried again only where room may have grown: on a node a job
         # left, or once the nodes down changed; the others would find none again.
         candidates: set[int] = set()
@@ -231,11 +235,17 @@ class _SharedGpus:
         if on is None:
             return None
         need = self.per_node if len(on) > 1 else g
-        where = []
+        if any(need >= self.short.get(k, need + 1) for k in on):
+            return None  # a node of its set had too little room for as much this event
+        rooms = []
         for k in on:
             room = self._room(k)
             if len(room) < need:
+                self.short[k] = min(need, self.short.get(k, need))
                 return None
+            rooms.append(room)
+        where = []
+        for k, room in zip(on, rooms, strict=True):
             room.sort(
                 key=lambda i: (
                     self._stretch([*self.residents[k][i], s]),
