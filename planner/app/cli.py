@@ -270,7 +270,7 @@ def solve(
 
             gain = interleaving_gain(problem, result.objective)
         rows = summary(problem, result, gain)
-        if result.schedule is not None and problem.jobs and problem.nodes:
+        if result.schedule is not None and problem.jobs:
             executed = _executed(instance, problem, result.schedule)
             rows += [executed] if executed is not None else []
         show(rows)

@@ -327,3 +327,16 @@ def test_groups_on_shared_gpus_keep_to_max_colocated(tmp_path: Path) -> None:
     assert max(done.groups) <= dispatch.model.max_colocated
     assert not audit(done, dispatch.jobs, 16)
     assert math.isfinite(done.makespan)
+
+
+def test_a_pooled_plan_runs_in_the_executor_with_one_number(tmp_path: Path) -> None:
+    batch, plan = tmp_path / "batch.json", tmp_path / "plan.json"
+    assert run("import", "muri", INSTANCES / "muri_trace.csv", "-o", batch)[0] == 0
+    code, out, _ = run("solve", batch, "-s", "sgs", "-o", plan)
+    assert code == 0
+    executed = lines(out)["executed"].split(" s (")[0]
+    code, out, _ = run("simulate", batch, plan)
+    assert code == 0
+    rows = lines(out)
+    assert rows["makespan"].startswith(f"{executed} s (")
+    assert rows["audit"].startswith("valid")
