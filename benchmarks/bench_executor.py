@@ -84,7 +84,7 @@ def online(args: argparse.Namespace, folder: Path) -> None:
 
 
 def monte_carlo(args: argparse.Namespace, folder: Path) -> None:
-    """100 noisy runs of trace3''s sgs plan on 2 processes, through the command line."""
+    """100 noisy runs of the trace3' sgs plan on 2 processes, through the command line."""
     path, plan = folder / "t3.json", folder / "plan.json"
     trace = args.benchmarks / "dl" / "muri_trace3_offline.csv"
     path.write_text(json.dumps(import_muri(trace, placement="node")))
