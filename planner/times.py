@@ -24,6 +24,18 @@ _DURATION = re.compile(r"^(\d+(?:\.\d*)?|\.\d+)(ms|s|min|h|d)$")
 _UNIT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|min|h)\s*$")
 
 
+def seconds_per_tick(time_unit: str) -> float:
+    """Seconds in one tick of ``time_unit``, taking a bare tick (``'1'``, PSPLIB) as one
+    second: what job-level runs, which count seconds, read a plan's ticks as.
+
+    Raises
+    ------
+    ValueError
+        As :func:`tick_seconds`.
+    """
+    return tick_seconds(time_unit) if time_unit != "1" else 1.0
+
+
 def tick_seconds(time_unit: str) -> float:
     """Seconds in one tick of ``time_unit`` (``'100ms'``, ``'1s'``, ``'5min'``, ``'1h'``).
 

@@ -295,10 +295,8 @@ def simulate_cmd(
             gantt,
             histogram,
             replan_every,
-            solver,
-            time_limit,
+            planner,  # type: ignore[arg-type]
             baseline or [],
-            option or [],
         )
         return
     with guard():
@@ -532,26 +530,16 @@ def _online(
     gantt: Path | None,
     histogram: Path | None,
     replan_every: str,
-    solver: str,
-    time_limit: float | None,
+    planner: tuple[str, dict[str, Any]],
     baselines: list[str],
-    option: list[str],
 ) -> None:
-    """``simulate --online``: the solver and each baseline under the same replay."""
+    """``simulate --online`` of a task graph: the solver (``planner``: it and its options,
+    checked) and each baseline under the same replay."""
     from planner.app.gantt import FORMATS
     from planner.solvers.registry import check_options, solver_function
 
     with guard():
-        if schedule is not None:
-            raise InputError("--online plans as jobs arrive: give no SCHEDULE")
-        if runs > 1 or histogram is not None:
-            raise InputError("--online replays once: --runs and --histogram do not apply")
-        if output is not None:
-            check_output(output, inputs=[instance], suffixes=(".json",), what="the run file")
-        if gantt is not None:
-            check_output(gantt, inputs=[instance], suffixes=FORMATS, what="the chart file")
-        check_distinct({"--output": output, "--gantt": gantt})
-        extra = _solver_options(option)
+        _check_online(instance, schedule, runs, histogram, output, gantt, FORMATS)
         problem = load_instance(instance)
         dist = Disturbances.parse(noise, slowdown, fail, work_conserving, problem.time_unit)
         every: str | int = replan_every
@@ -559,13 +547,12 @@ def _online(
             every = parse_ticks(replan_every, problem.time_unit, "--replan-every")
             if every < 1:
                 raise InputError("--replan-every: the period must be at least one tick")
-        chosen = {
-            name: chosen_options(name, time_limit if name == solver else None, ONLINE_TIME_LIMIT)
-            | (extra if name == solver else {})
-            for name in [solver, *baselines]
-        }
-        for name, options in chosen.items():
-            check_options(name, solver_function(name), options)
+        solver, options = planner
+        chosen = {solver: options}
+        for name in baselines:
+            if name not in chosen:
+                chosen[name] = chosen_options(name, None, ONLINE_TIME_LIMIT)
+                check_options(name, solver_function(name), chosen[name])
         runs_done = _online_runs(problem, chosen, every, dist, seed)
         unit = tick_label(problem.time_unit)
         period = "arrival" if every == "arrival" else f"{every} {unit}"
@@ -716,9 +703,11 @@ class _JobLevel:
         ``seed`` too, their distribution printed (and drawn in ``histogram``)."""
         from tqdm import tqdm
 
+        from planner.execution.audit import audit
         from planner.execution.disturbances import Failure
         from planner.execution.jobs import outages_of
         from planner.execution.policies import policy_of
+        from planner.execution.power import run_energy
         from planner.execution.runs import dispatch_of
         from planner.interrupt import Halt, run_interruptibly
 
@@ -762,16 +751,21 @@ class _JobLevel:
             run, _ = run_interruptibly(work, halt.set, dispatch.policy)
         if runs > 1:
             typer.echo(f"The run of seed {seed} (the first of {runs}; their distribution follows)")
-        rows = _run_rows(instance, schedule, dispatch, run, self.setting, noise, seed, fail,
-                         workload)  # fmt: skip
-        show(rows)
-        wrong = rows[-1][1] != _VALID
+        ran = dispatch.jobs_of(seed)
+        violations = audit(run, ran, dispatch.nodes * dispatch.gpus_per_node)
+        energy = None
+        if run.finished or output is not None or gantt is not None:
+            energy = run_energy(run, ran, dispatch.nodes * dispatch.gpus_per_node,
+                                workload.tariff, workload.switch_off)  # fmt: skip
+        show(_run_rows(instance, schedule, dispatch, run, self.setting, noise, seed, fail,
+                       workload, energy, violations))  # fmt: skip
+        wrong = bool(violations)
         if not run.finished:
             typer.echo(f"interrupted: {len(run.finish)} of {len(dispatch.jobs)} jobs had finished")
         study = None
         if runs > 1 and run.finished:
             study = Study(runs)
-            study.add(dispatch.summary(seed, run))
+            study.add(dispatch.summary(seed, run, valid=not violations))
             _more_job_runs(dispatch, seed, runs, jobs, study)
             typer.echo("")
             if study.interrupted:
@@ -782,8 +776,10 @@ class _JobLevel:
             for line in _table(study, "seconds"):
                 typer.echo(line)
             wrong = wrong or bool(study.invalid)
-        data = _run_data(instance, dispatch, run, self.setting, workload, fail, names,
-                         noise, seed, work_conserving)  # fmt: skip
+        data: dict[str, Any] = {}
+        if energy is not None and (output is not None or gantt is not None):
+            data = _run_data(instance, dispatch, run, self.setting, fail, names, noise, seed,
+                             work_conserving, energy)  # fmt: skip
         if output is not None and output.suffix.lower() == ".csv":
             _write_table(output, data["residences"])
             typer.echo(f"co-location table written to {output}")
@@ -805,10 +801,6 @@ class _JobLevel:
             raise typer.Exit(130)
 
 
-_VALID = "valid (GPUs, groups and every job's work, from the run's trace)"
-"""The audit's verdict on a valid run."""
-
-
 def _run_rows(
     instance: Path,
     schedule: Path | None,
@@ -819,11 +811,12 @@ def _run_rows(
     seed: int,
     fail: Sequence[str],
     workload: Any,
+    energy: Any,
+    violations: Sequence[str],
 ) -> list[tuple[str, object]]:
-    """The lines ``simulate`` prints of a job-level run; the audit's verdict last."""
-    from planner.execution.audit import audit
+    """The lines ``simulate`` prints of a job-level run, with its ``energy`` (``None``:
+    not figured) and the audit's ``violations``."""
     from planner.execution.grouping import mix_bound
-    from planner.execution.power import run_energy
     from planner.interleave import binding, model_bound
 
     jobs, model, cap = dispatch.jobs_of(seed), dispatch.model, dispatch.power_cap
@@ -848,8 +841,7 @@ def _run_rows(
             + (", under the power cap)" if cap else ")"),
         ),
     ]
-    if run.finished:
-        energy = run_energy(run, jobs, total, workload.tariff, workload.switch_off)
+    if run.finished and energy is not None:
         rows += [
             (
                 "makespan",
@@ -873,8 +865,12 @@ def _run_rows(
             )
     sizes = sum(run.groups.values()) or 1
     share = ", ".join(f"{k}: {100 * n / sizes:.1f}%" for k, n in sorted(run.groups.items()))
-    wrong = audit(run, jobs, total)
-    verdict = _VALID if not wrong else f"INVALID: {wrong[0]} ({len(wrong)} violations)"
+    wrong = violations
+    verdict = (
+        "valid (GPUs, groups and every job's work, from the run's trace)"
+        if not wrong
+        else f"INVALID: {wrong[0]} ({len(wrong)} violations)"
+    )
     rows += [
         ("groups", f"{share} of job-intervals by group size"),
         ("events", run.events),
@@ -889,21 +885,17 @@ def _run_data(
     dispatch: Any,
     run: Any,
     setting: Any,
-    workload: Any,
     fail: Sequence[str],
     names: Sequence[str],
     noise: str | None,
     seed: int,
     work_conserving: bool,
+    energy: Any,
 ) -> dict[str, Any]:
-    """The run file of a job-level run: its figures, its co-location table, and what
-    runs it again (``planner replan --executed`` re-runs it to T for the executor's
-    state there)."""
-    from planner.execution.power import run_energy
-
+    """The run file of a job-level run: its figures (its ``energy`` among them), its
+    co-location table, and what runs it again (``planner replan --executed`` re-runs it
+    to T for the executor's state there)."""
     model = dispatch.model
-    total = dispatch.nodes * dispatch.gpus_per_node
-    energy = run_energy(run, dispatch.jobs, total, workload.tariff, workload.switch_off)
     return {
         "instance": str(instance),
         "policy": dispatch.policy,
@@ -944,6 +936,27 @@ def _more_job_runs(dispatch: Any, seed: int, runs: int, jobs: int, study: Study)
             if halt.is_set():
                 raise  # the second Ctrl-C
             study.interrupted = True
+
+
+def _check_online(
+    instance: Path,
+    schedule: Path | None,
+    runs: int,
+    histogram: Path | None,
+    output: Path | None,
+    gantt: Path | None,
+    chart_formats: Sequence[str],
+) -> None:
+    """Refuse what ``--online`` does not take, and outputs it cannot write."""
+    if schedule is not None:
+        raise InputError("--online plans as jobs arrive: give no SCHEDULE")
+    if runs > 1 or histogram is not None:
+        raise InputError("--online runs once: --runs and --histogram do not apply")
+    if output is not None:
+        check_output(output, inputs=[instance], suffixes=(".json",), what="the run file")
+    if gantt is not None:
+        check_output(gantt, inputs=[instance], suffixes=chart_formats, what="the chart file")
+    check_distinct({"--output": output, "--gantt": gantt})
 
 
 def _planner_options(
@@ -994,13 +1007,11 @@ class _JobOnline:
         from planner.execution.jobs import outages_of
         from planner.execution.policies import policy_of
         from planner.execution.policies.planner import online_planner
+        from planner.execution.power import run_energy
         from planner.execution.runs import dispatch_of, workload_problem
 
         with guard():
-            if schedule is not None:
-                raise InputError("--online plans as jobs arrive: give no SCHEDULE")
-            if runs > 1 or histogram is not None:
-                raise InputError("--online runs once: --runs and --histogram do not apply")
+            _check_online(instance, schedule, runs, histogram, output, gantt, CHART_FORMATS)
             if replan_every != "arrival":
                 raise InputError("--replan-every: job by job the planner re-plans at every arrival")
             if work_conserving:
@@ -1009,13 +1020,6 @@ class _JobOnline:
                 )
             for name in baselines:
                 policy_of(name)  # a baseline is a policy of the executor
-            if output is not None:
-                check_output(output, inputs=[instance], suffixes=(".json",), what="the run file")
-            if gantt is not None:
-                check_output(
-                    gantt, inputs=[instance], suffixes=CHART_FORMATS, what="the chart file"
-                )
-            check_distinct({"--output": output, "--gantt": gantt})
             if workload.nodes is None:
                 workload = replace(workload, nodes=nodes, gpus_per_node=gpus_per_node)
             names = workload.names(workload.nodes)
@@ -1071,16 +1075,19 @@ class _JobOnline:
                     f"interrupted: {len(done)} of {1 + len(baselines)} online runs, the last cut "
                     "at its last event; the files below hold the first"
                 )
-            main = done[0]
+            _, dispatch, run = done[0]
+            data: dict[str, Any] = {}
+            if output is not None or gantt is not None:
+                total = dispatch.nodes * dispatch.gpus_per_node
+                energy = run_energy(run, dispatch.jobs_of(seed), total, workload.tariff,
+                                    workload.switch_off)  # fmt: skip
+                data = _run_data(instance, dispatch, run, self.setting, fail, names, noise, seed,
+                                 False, energy)  # fmt: skip
             if output is not None:
-                data = _run_data(instance, main[1], main[2], self.setting, workload, fail, names,
-                                 noise, seed, False)  # fmt: skip
                 data["online"] = figures
                 output.write_text(json.dumps(data, indent=1) + "\n")
                 typer.echo(f"run written to {output}")
             if gantt is not None:
-                data = _run_data(instance, main[1], main[2], self.setting, workload, fail, names,
-                                 noise, seed, False)  # fmt: skip
                 sets = save_colocation_chart(data, gantt)
                 typer.echo(f"chart written to {gantt} (the planner's run, {sets} GPU sets)")
         if any(v != "valid" for v in verdicts):

@@ -301,7 +301,7 @@ def plan_of(
     InputError
         If a job has no task in the schedule, or it runs a task under a GPU power limit.
     """
-    from planner.times import tick_seconds
+    from planner.times import seconds_per_tick
 
     limited = next(
         (
@@ -317,7 +317,7 @@ def plan_of(
             f"the executor runs GPUs without power limits; the plan runs {limited}: plan "
             "without power.limits to execute it"
         )
-    tick = tick_seconds(problem.time_unit) if problem.time_unit != "1" else 1.0
+    tick = seconds_per_tick(problem.time_unit)
     index, gpus = machines_of(problem)
     first: dict[str, tuple[int, str]] = {}
     for t in problem.tasks:

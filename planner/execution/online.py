@@ -145,18 +145,18 @@ def simulate_online(
         new = {g for g in groups if arrival[g] <= t and g not in known}
         known |= new
         if current is None:
-            built = prepare(_restrict(problem, known, t), None, t)
+            built = prepare(restrict(problem, known, t), None, t)
             state = State(t, {})
         else:
             state = state_from_run(current, execution.to_json(), t)  # type: ignore[union-attr]
-            events = [Arrival(_restrict(problem, new, t), f"{len(new)} jobs")] if new else []
+            events = [Arrival(restrict(problem, new, t), f"{len(new)} jobs")] if new else []
             built = prepare(current, last, t, events, state)
         result = built.solve(solver, stability, **options)
         if result.schedule is None:
             raise PlannerError(f"online: no re-plan at tick {t}: {result.reason}")
         seconds.append(time.perf_counter() - t0)
         last = result.schedule
-        current = _restrict(problem, known, 0)
+        current = restrict(problem, known, 0)
         started = set(state.started) | set(state.lost)
         for task in current.tasks:
             if task.name not in started:
@@ -205,11 +205,11 @@ def _event_times(arrivals: list[int], every: str | int) -> list[int]:
     return out
 
 
-def _restrict(problem: Problem, groups: set[str], at: int) -> Problem:
+def restrict(problem: Problem, groups: set[str], at: int) -> Problem:
     """The tasks of ``groups`` (jobs; a task without a job is its own group), released
-    at ``at`` at the earliest."""
+    at ``at`` at the earliest (a task released before is copied with that release)."""
     tasks = [
-        t.model_copy(update={"release": max(t.release, at)})
+        t if t.release >= at else t.model_copy(update={"release": at})
         for t in problem.tasks
         if (t.job if t.job is not None else f"\0{t.name}") in groups
     ]

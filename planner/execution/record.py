@@ -266,18 +266,16 @@ def _realized(replay: _Replay) -> tuple[Problem, Schedule, list[TaskRun]]:
         down = replay.outages.get(replay.owner.get(k, ""), [])
         res = replay.res[k] or Resource(name=name, capacity=replay.cap[k])
         resources.append(_with_outages(res, down) if down else res)
+    units = (
+        {
+            name: problem.unit(name if replay.res[k] else name.removeprefix(f"{replay.owner[k]}."))
+            for k, name in enumerate(replay.names)
+        }
+        if problem.units
+        else {}
+    )
     real_problem = Problem(
-        **problem.settings()
-        | {
-            "units": {
-                name: problem.unit(
-                    name if replay.res[k] else name.removeprefix(f"{replay.owner[k]}.")
-                )
-                for k, name in enumerate(replay.names)
-            }
-            if problem.units
-            else {}
-        },
+        **problem.settings() | {"units": units},
         name=f"{problem.name} (realized)",
         resources=[*resources, *problem.nonrenewables],
         tasks=tasks,

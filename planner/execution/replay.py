@@ -132,7 +132,8 @@ class _Replay:
         self.dem = [
             [self._demand(seg.demand, i) for seg in m.segments] for i, m in enumerate(self.modes)
         ]
-        durations = np.array([s.duration for m in self.modes for s in m.segments], dtype=float)
+        planned = np.array([s.duration for m in self.modes for s in m.segments], dtype=float)
+        durations = planned.copy()
         if dist.noise is not None and noise_keys is not None:
             durations *= np.concatenate(
                 [
@@ -149,10 +150,8 @@ class _Replay:
             for t, m in zip(tasks, self.modes, strict=True)
         ]
         if any(self.fixed):
-            planned = [s.duration for m in self.modes for s in m.segments]
-            lengths = [len(m.segments) for m in self.modes]
-            fixed = np.repeat(np.array(self.fixed), lengths)
-            durations[fixed] = np.array(planned, dtype=float)[fixed]
+            fixed = np.repeat(self.fixed, [len(m.segments) for m in self.modes])
+            durations[fixed] = planned[fixed]
         flat = durations.tolist()
         self.work: list[list[float]] = []
         at = 0

@@ -182,11 +182,14 @@ class Dispatch:
             until=until,
         )
 
-    def summary(self, seed: int, run: PeerRun) -> RunSummary:
-        """What a Monte Carlo study keeps of ``run`` (seconds), with its audit's verdict."""
+    def summary(self, seed: int, run: PeerRun, valid: bool | None = None) -> RunSummary:
+        """What a Monte Carlo study keeps of ``run`` (seconds), with its audit's verdict
+        (``valid``, if the caller audited it already)."""
         from planner.execution.audit import audit
 
-        ok = not audit(run, self.jobs_of(seed), self.nodes * self.gpus_per_node)
+        ok = valid
+        if ok is None:
+            ok = not audit(run, self.jobs_of(seed), self.nodes * self.gpus_per_node)
         optimism = run.makespan / self.planned if self.planned else float("nan")
         return RunSummary(seed, run.makespan, optimism, run.mean_jct, run.p99_jct, 0, ok)
 
@@ -214,15 +217,14 @@ def dispatch_of(
     InputError
         As :func:`plan_of` and :func:`check_jobs`.
     """
-    from planner.times import tick_seconds
+    from planner.times import seconds_per_tick
 
     model = setting.model(workload)
     jobs, placed, planned = workload.jobs, None, None
     if plan is not None:
         problem, schedule = plan
         jobs, placed = plan_of(problem, schedule, jobs, work_conserving)
-        unit = problem.time_unit
-        planned = schedule.makespan(problem) * (tick_seconds(unit) if unit != "1" else 1.0)
+        planned = schedule.makespan(problem) * seconds_per_tick(problem.time_unit)
     return Dispatch(
         jobs=list(jobs),
         policy=policy,
@@ -291,9 +293,9 @@ def state_of_run(
     from planner.execution.rebuild import scaled_segments
     from planner.execution.state import Started, State
     from planner.model import Segment
-    from planner.times import tick_seconds
+    from planner.times import seconds_per_tick
 
-    tick = tick_seconds(problem.time_unit) if problem.time_unit != "1" else 1.0
+    tick = seconds_per_tick(problem.time_unit)
     machine = machines_of(problem)[0]
     outages: dict[str, int] = {}
     for k, down, back in run.outages:
@@ -372,7 +374,7 @@ def state_from_job_run(
     """
     from planner.execution.disturbances import Failure
     from planner.execution.jobs import outages_of
-    from planner.times import tick_seconds
+    from planner.times import seconds_per_tick
 
     workload, why = dl_workload(path)
     if workload is None:
@@ -412,8 +414,7 @@ def state_from_job_run(
             f"{dispatch.planned:,.0f} s: give the plan the run executed",
             file,
         )
-    tick = tick_seconds(problem.time_unit) if problem.time_unit != "1" else 1.0
-    run = dispatch.run(seed, until=at * tick)
+    run = dispatch.run(seed, until=at * seconds_per_tick(problem.time_unit))
     for job, end in run.finish.items():
         if not math.isclose(finish.get(job, math.nan), end, rel_tol=1e-9, abs_tol=1e-6):
             raise InputError(f"job {job!r} finishes at another time than in the run", file)

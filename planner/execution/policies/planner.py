@@ -14,50 +14,46 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from planner.errors import PlannerError
 from planner.execution.policies.base import Chosen, Cluster, Context, JobState, Policy
-from planner.execution.policies.plan import _PlanSets, _SharedGpus
+from planner.execution.policies.plan import PlanDispatch
 
 if TYPE_CHECKING:
     from planner.model import Problem
     from planner.schedule import Schedule
 
 
-class OnlinePlanner(Policy):
+class OnlinePlanner(PlanDispatch):
     """Re-plan at arrivals with ``solver`` (its ``options``, e.g. ``time_limit``) on
-    ``problem``, the workload compiled (the jobs' tasks named ``JOB/...``)."""
+    ``problem``, the workload compiled (the jobs' tasks named ``JOB/...``); dispatch as a
+    plan is, the jobs' nodes set by each re-plan."""
 
     name = "planner"
 
     def __init__(self, problem: Problem, solver: str = "sgs", **options: Any) -> None:
+        super().__init__({})
         self.problem, self.solver, self.options = problem, solver, options
         self.seconds: list[float] = []
         """Wall time of every re-plan (building the instance and solving)."""
 
     def start(self, context: Context) -> None:
-        """Nothing planned yet; the dispatch of a plan with no nodes named."""
+        """Nothing planned yet: the dispatch of a plan that names no nodes."""
         from planner.execution.jobs import machines_of
-        from planner.times import tick_seconds
+        from planner.times import seconds_per_tick
 
+        self.plan = {j.name: () for j in context.jobs}
         super().start(context)
-        unit = self.problem.time_unit
-        self.tick = tick_seconds(unit) if unit != "1" else 1.0
+        self.tick = seconds_per_tick(self.problem.time_unit)
         self.machine = machines_of(self.problem)[0]
-        empty: dict[str, tuple[int, ...]] = {j.name: () for j in context.jobs}
-        self.shared = context.model.kind == "fluid"
-        nodes, per_node, state = context.nodes, context.gpus_per_node, context.state
-        self.sets: _SharedGpus | _PlanSets = (
-            _SharedGpus(context.model, nodes, per_node, empty, state)
-            if self.shared
-            else _PlanSets(context.periods, nodes, per_node, empty, state)
-        )
+        self.iterations = {j.name: j.iterations for j in context.jobs}
         self.arrived: list[JobState] = []
         self.known: set[str] = set()
-        self.plan: Schedule | None = None
+        self.last_plan: Schedule | None = None
+        """The plan of every task of the jobs known, as last re-planned."""
         self.planned: Problem | None = None
         self.due: dict[int, float] = {}
         """Per waiting job, when its plan starts it (s)."""
@@ -97,15 +93,9 @@ class OnlinePlanner(Policy):
         """Wall time of every re-plan."""
         return list(self.seconds)
 
-    def size(self, job: JobState, members: Sequence[JobState]) -> int:
-        """As the plan's dispatch counts it."""
-        if isinstance(self.sets, _SharedGpus):
-            return self.sets.size(job.idx)
-        return len(members)
-
     def _replan(self, t: float, jobs: list[JobState]) -> None:
         from planner.execution.events import Arrival
-        from planner.execution.online import _restrict
+        from planner.execution.online import restrict
         from planner.execution.replan import prepare
         from planner.execution.runs import state_of_run
         from planner.schedule import Schedule
@@ -114,20 +104,19 @@ class OnlinePlanner(Policy):
         at = math.floor(t / self.tick + 1e-9)
         new = {s.job.name for s in self.arrived}
         self.arrived = []
-        if self.plan is None or self.planned is None:
-            built = prepare(_restrict(self.problem, new, at), None, at)
+        old = self.last_plan
+        if old is None or self.planned is None:
+            built = prepare(restrict(self.problem, new, at), None, at)
         else:
             snapshot = _Snapshot(self, jobs)
-            iterations = {j.name: j.iterations for j in self.context.jobs}
-            state = state_of_run(self.planned, self.plan, snapshot, iterations, at)  # type: ignore[arg-type]
-            arrival = Arrival(_restrict(self.problem, new, at), f"{len(new)} jobs")
-            built = prepare(self.planned, self.plan, at, [arrival], state)
+            state = state_of_run(self.planned, old, snapshot, self.iterations, at)  # type: ignore[arg-type]
+            arrival = Arrival(restrict(self.problem, new, at), f"{len(new)} jobs")
+            built = prepare(self.planned, old, at, [arrival], state)
         result = built.solve(self.solver, **self.options)
         if result.schedule is None:
             raise PlannerError(f"online: no re-plan at {t:g} s: {result.reason}")
         self.known |= new
-        planned = _restrict(self.problem, self.known, 0)
-        old = self.plan
+        planned = restrict(self.problem, self.known, 0)
         modes = dict(old.modes) if old is not None else {}
         starts = dict(old.starts) if old is not None else {}
         nodes = dict(old.nodes) if old is not None else {}
@@ -137,20 +126,18 @@ class OnlinePlanner(Policy):
             modes[task.name] = result.schedule.modes[task.name]
             starts[task.name] = result.schedule.starts[task.name]
             nodes[task.name] = tuple(result.schedule.nodes.get(task.name, ()))
-        self.plan = Schedule(
-            modes=modes, starts=starts, nodes={k: v for k, v in nodes.items() if v}
-        )
-        self.planned = planned
+        plan = Schedule(modes=modes, starts=starts, nodes={k: v for k, v in nodes.items() if v})
+        self.last_plan, self.planned = plan, planned
         offered = {m.idx for m in self.offered}
         first_task = _first_tasks(planned, built.frozen)
         for s in jobs:
             if s.running or s.job.name not in first_task:
                 continue
             task = first_task[s.job.name]
-            where = tuple(dict.fromkeys(self.machine[n] for n in self.plan.nodes.get(task, ())))
+            where = tuple(dict.fromkeys(self.machine[n] for n in plan.nodes.get(task, ())))
             self.sets.move(s.idx, where)
             if s.idx not in offered:
-                self.due[s.idx] = max(self.plan.starts[task] * self.tick, t)
+                self.due[s.idx] = max(plan.starts[task] * self.tick, t)
         self.seconds.append(time.perf_counter() - t0)
 
 
