@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -128,14 +128,14 @@ class Workload:
         return self.node_names or tuple(f"node{k + 1}" for k in range(nodes))
 
 
-def jobs_from_instance(path: str | Path) -> Workload:
+def jobs_from_instance(path: str | Path, data: Mapping[str, Any] | None = None) -> Workload:
     """The jobs of a workload file, its cluster's nodes and GPUs per node, and its model.
 
     A ``.csv`` file is a Muri trace (:func:`read_trace`; no cluster, no model); another
     is a cluster-form instance (JSON or YAML) whose nodes all have the same number of
-    GPUs. A job's stages are its own or the catalog's for its model, its
-    period alone its ``iteration_time`` (else its stages back to back), its duration
-    its iterations at that period.
+    GPUs (``data``: the file already parsed). A job's stages are its own or the
+    catalog's for its model, its period alone its ``iteration_time`` (else its stages
+    back to back), its duration its iterations at that period.
 
     Raises
     ------
@@ -158,7 +158,8 @@ def jobs_from_instance(path: str | Path) -> Workload:
     if not path.is_file():
         raise InputError("no such file", str(path))
     try:
-        data = parse_native_text(read_text(path), path.suffix.lower() == ".json")
+        if data is None:
+            data = parse_native_text(read_text(path), path.suffix.lower() == ".json")
         if "cluster" not in data:
             raise InputError(
                 "peer policies run training jobs: give a Muri trace (.csv) or a cluster-form "

@@ -114,7 +114,7 @@ def dl_workload(path: str | Path) -> tuple[Workload | None, str]:
     if data.get("interleave") == "phases":
         return None, "interleave: phases runs each block's segments back to back"
     try:
-        return jobs_from_instance(path), ""
+        return jobs_from_instance(path, data), ""
     except InputError as exc:
         return None, f"the executor cannot run it: {exc.cause}"
 
