@@ -70,7 +70,7 @@ def test_a_bad_placement_is_one_line(tmp_path: Path, command: list[str]) -> None
 
 def test_solve_prints_the_spread_of_node_gpu_use(placed: Path, tmp_path: Path) -> None:
     out = tmp_path / "s.json"
-    result = runner.invoke(app, ["solve", str(placed), "-s", "sgs", "-o", str(out)])
+    result = runner.invoke(app, ["solve", str(placed), "-s", "sgs", "--static", "-o", str(out)])
     assert result.exit_code == 0, result.output
     problem = load_instance(placed)
     use = {
@@ -88,7 +88,7 @@ def test_solve_prints_the_spread_of_node_gpu_use(placed: Path, tmp_path: Path) -
 
 
 def test_solve_prints_no_node_line_for_a_pooled_plan() -> None:
-    result = runner.invoke(app, ["solve", str(INSTANCES / "example.yaml"), "-s", "sgs"])
+    result = runner.invoke(app, ["solve", str(INSTANCES / "example.yaml"), "-s", "sgs", "--static"])
     assert result.exit_code == 0, result.output
     assert "utilisation" in lines(result.stdout)
     assert "node GPU use" not in result.stdout
@@ -101,7 +101,7 @@ def test_solve_writes_the_nodes_of_every_task_in_csv_and_json(placed: Path, tmp_
     written = {}
     for name in ("s.csv", "s.json"):
         out = tmp_path / name
-        result = runner.invoke(app, ["solve", str(placed), "-s", "sgs", "-o", str(out)])
+        result = runner.invoke(app, ["solve", str(placed), "-s", "sgs", "--static", "-o", str(out)])
         assert result.exit_code == 0, result.output
         check = runner.invoke(app, ["validate", str(placed), str(out)])
         assert check.exit_code == 0, check.output
@@ -122,7 +122,8 @@ def test_solve_writes_the_nodes_of_every_task_in_csv_and_json(placed: Path, tmp_
 
 def test_validate_refuses_a_finish_that_contradicts_the_start(placed: Path, tmp_path: Path) -> None:
     out = tmp_path / "s.csv"
-    assert runner.invoke(app, ["solve", str(placed), "-s", "sgs", "-o", str(out)]).exit_code == 0
+    args = ["solve", str(placed), "-s", "sgs", "--static", "-o", str(out)]
+    assert runner.invoke(app, args).exit_code == 0
     header, first, *rest = out.read_text().splitlines()
     cells = first.split(",")
     start, finish = int(cells[4]), int(cells[5])

@@ -258,7 +258,7 @@ def test_cli_executes_a_placed_plan_under_a_model(tmp_path: Path) -> None:
     inst, plan = tmp_path / "placed.json", tmp_path / "plan.json"
     args = ["import", "muri", str(SLICE), "--placement", "node", "-o", str(inst)]
     assert runner.invoke(app, args).exit_code == 0
-    solved = runner.invoke(app, ["solve", str(inst), "-s", "sgs", "-o", str(plan)])
+    solved = runner.invoke(app, ["solve", str(inst), "-s", "sgs", "--static", "-o", str(plan)])
     assert solved.exit_code == 0
     result = runner.invoke(
         app, ["simulate", str(inst), str(plan), "--interleave", "muri", "--slowdown", "none",
@@ -449,7 +449,7 @@ def test_solve_says_why_a_plan_cannot_run_job_by_job(tmp_path: Path) -> None:
         "  - {name: big, gpus: 4, iterations: 1000, stages: {data: 1, gpu: 4, sync: 0.1},\n"
         "     alternatives: [{gpus: 8, stages: {data: 0.5, gpu: 2, sync: 0.1}}]}\n"
     )
-    result = CliRunner().invoke(app, ["solve", str(inst), "-s", "cpsat"])
+    result = CliRunner().invoke(app, ["solve", str(inst), "-s", "cpsat", "--static"])
     assert result.exit_code == 0, result.output
     assert lines(result.stdout)["executed"] == (
         "- (the executor cannot run the plan: job 'big': the plan puts it on nodes [0, 1]; it "

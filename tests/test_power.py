@@ -195,7 +195,7 @@ def test_solve_prints_the_peak_under_the_cap(tmp_path: Path) -> None:
     # full speed (240 W), or both at half speed
     path = tmp_path / "capped.json"
     path.write_text(json.dumps({**TWO_JOBS, "power": {"cap": 360}}))
-    result = CliRunner().invoke(app, ["solve", str(path), "-s", "cpsat"])
+    result = CliRunner().invoke(app, ["solve", str(path), "-s", "cpsat", "--static"])
     assert result.exit_code == 0, result.output
     out = lines(result.stdout)
     assert out["makespan"] == "200"

@@ -228,10 +228,47 @@ def solve(
     ] = None,
     gantt: Annotated[
         Path | None,
-        typer.Option(help="Draw the schedule's Gantt chart (.png, .svg, .pdf or .html)."),
+        typer.Option(
+            help="Draw the schedule's Gantt chart (.png, .svg, .pdf or .html); training jobs: "
+            "the plan's co-location chart (.png, .svg or .pdf)."
+        ),
+    ] = None,
+    static: Annotated[
+        bool,
+        typer.Option(
+            "--static",
+            help="Training jobs: plan in the static block model (each block at one speed to "
+            "its end) and report that model's figures, not the executor's.",
+        ),
+    ] = False,
+    interleave: Annotated[
+        str | None,
+        typer.Option(
+            help="Training jobs: the executor's model, muri or fluid (default: the instance's)."
+        ),
+    ] = None,
+    data_slots: Annotated[
+        float | None,
+        typer.Option(min=0.01, max=64, help="Training jobs: data slots per GPU under fluid."),
+    ] = None,
+    slowdown: Annotated[
+        str | None,
+        typer.Option(
+            help="Training jobs: interference slowdown, muri (default), none or a k,factor CSV."
+        ),
+    ] = None,
+    restart: Annotated[
+        bool | None,
+        typer.Option(
+            "--restart/--no-restart", help="Training jobs: charge restart overheads (default: yes)."
+        ),
     ] = None,
 ) -> None:
-    """Solve an instance; print objective, bound, gap, status, runtime and the validator verdict."""
+    """Solve an instance; print objective, bound, gap, status, runtime and the validator verdict.
+
+    An instance with training jobs is planned in the job-level executor's model: the
+    plan is a dispatch the executor runs (its figures are the run's, its validator the
+    executor's audit), unless --static."""
     from planner.app.gantt import FORMATS
     from planner.solvers import solve as run
     from planner.solvers.registry import options_of
@@ -263,6 +300,9 @@ def solve(
             options.setdefault("time_limit", DEFAULT_TIME_LIMIT)
         if initial is not None:
             options["initial_solution"] = load_schedule(initial, problem)
+        if _in_executor(instance, problem, solver, options, static, output, gantt,
+                        (interleave, data_slots, slowdown, restart)):  # fmt: skip
+            return
         result = run(problem, solver, progress=progress_printer(), **options)
         gain = None
         if problem.jobs and result.objective and not solver.startswith("exclusive-"):
@@ -284,6 +324,54 @@ def solve(
 
             save_gantt(problem, result.schedule, gantt)
             typer.echo(f"chart written to {gantt}")
+
+
+def _in_executor(
+    instance: Path,
+    problem: Problem,
+    solver: str,
+    options: dict[str, object],
+    static: bool,
+    output: Path | None,
+    gantt: Path | None,
+    model: tuple[str | None, float | None, str | None, bool | None],
+) -> bool:
+    """Solve an instance with training jobs in the executor's model (:mod:`planner.app.solve_dl`)
+    unless ``static`` or its objective is energy or cost; whether it did. ``model``: the
+    executor's options as given (interleave, data slots, slowdown, restart).
+
+    Raises
+    ------
+    InputError
+        For the executor's options where no plan is made in its model.
+    """
+    from planner.execution.runs import DEFAULT_RESTART, DEFAULT_SLOWDOWN, Setting, dl_workload
+    from planner.execution.search import OBJECTIVES
+
+    interleave, data_slots, slowdown, restart = model
+    given = [name for name, v in zip(("--interleave", "--data-slots", "--slowdown", "--restart"),
+                                      model, strict=True) if v is not None]  # fmt: skip
+    workload = None
+    if not static and problem.jobs and problem.objective in OBJECTIVES:
+        workload, _ = dl_workload(instance)
+    if workload is None:
+        if given:
+            why = "without --static" if static else "with training jobs"
+            raise InputError(f"{given[0]}: the executor's model plans instances {why} "
+                             "(objective makespan or weighted_completion)")  # fmt: skip
+        return False
+    if gantt is not None and gantt.suffix.lower() not in (".png", ".svg", ".pdf"):
+        raise InputError("--gantt: the co-location chart of a plan of training jobs is .png, "
+                         ".svg or .pdf", str(gantt))  # fmt: skip
+    if output is not None and solver == "portfolio" and output.suffix.lower() != ".json":
+        raise InputError("--output: a dispatch file is .json", str(output))
+    from planner.app.solve_dl import solve_in_executor
+
+    setting = Setting(interleave, data_slots, slowdown or DEFAULT_SLOWDOWN,
+                      DEFAULT_RESTART if restart is None else restart)  # fmt: skip
+    setting.model(workload)  # a bad model or slowdown: bad input before the search
+    solve_in_executor(instance, workload, problem, solver, options, setting, output, gantt)
+    return True
 
 
 @app.command("solvers")
@@ -312,6 +400,8 @@ def validate_cmd(
         if schedule is None:
             typer.echo(f"{instance}: valid instance ({len(problem.tasks)} tasks)")
             return
+        if _validate_dispatch(instance, schedule):
+            return
         sched = load_schedule(schedule, problem)
         report = validate(problem, sched)
         for v in report.violations:
@@ -320,6 +410,42 @@ def validate_cmd(
             typer.echo(f"{schedule}: {report}")
             raise typer.Exit(1)
         typer.echo(f"{schedule}: valid, {problem.objective} {sched.objective(problem):g}")
+
+
+def _validate_dispatch(instance: Path, path: Path) -> bool:
+    """Validate a dispatch file of ``instance`` (:mod:`planner.execution.table`): the
+    executor runs it, its audit is the verdict; whether ``path`` is one.
+
+    Raises
+    ------
+    InputError
+        For a dispatch of an instance without training jobs, or a malformed file.
+    typer.Exit
+        With status 1 if the run fails its audit.
+    """
+    from planner.execution.audit import audit
+    from planner.execution.runs import dl_workload
+    from planner.execution.table import DispatchPlan, dispatch_data
+
+    data = dispatch_data(path)
+    if data is None:
+        return False
+    workload, why = dl_workload(instance)
+    if workload is None:
+        raise InputError(f"a dispatch runs training jobs; {instance} is {why}", str(path))
+    dispatch = DispatchPlan.from_data(data, str(path)).dispatch(workload)
+    run = dispatch.run()
+    violations = audit(run, dispatch.jobs, dispatch.nodes * dispatch.gpus_per_node)
+    for v in violations:
+        typer.echo(v)
+    if violations or not run.finished:
+        typer.echo(f"{path}: INVALID ({len(violations)} violations of the executor's audit)")
+        raise typer.Exit(1)
+    typer.echo(
+        f"{path}: valid (the executor's audit of its run), makespan {run.makespan:,.0f} s, "
+        f"mean JCT {run.mean_jct:,.0f} s"
+    )
+    return True
 
 
 @app.command()

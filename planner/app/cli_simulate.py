@@ -38,6 +38,7 @@ from planner.execution.simulate import (
     simulate,
     summarize,
 )
+from planner.execution.table import dispatch_data
 from planner.io.instance import load_instance
 from planner.io.paths import check_distinct, check_output
 from planner.model import Problem
@@ -264,6 +265,7 @@ def simulate_cmd(
         planner = None
         if online or policy == "planner":
             planner = _planner_options(solver, time_limit, option or [])
+    slowdown_given = slowdown
     slowdown = slowdown or DEFAULT_SLOWDOWN
     if online:
         with guard():
@@ -332,6 +334,14 @@ def simulate_cmd(
             check_distinct({"--output": output, "--gantt": gantt, "--histogram": histogram})
             restarts = True if restart is None else restart
             setting = Setting(interleave, data_slots, slowdown, restarts)
+            if schedule is not None and dispatch_data(schedule) is not None:
+                setting = _dispatch_setting(
+                    schedule,
+                    {"--interleave": interleave, "--data-slots": data_slots,
+                     "--slowdown": slowdown_given, "--restart": restart},
+                    {"--noise": noise, "--fail": fail, "--work-conserving": work_conserving,
+                     "--power-cap": power_cap},
+                )  # fmt: skip
             job_level = _JobLevel(setting, power_cap, planner)
             job_level.run(instance, workload, schedule, policy, nodes or 8, gpus_per_node or 8,
                           work_conserving, output, noise, seed, fail or (), runs, jobs,
@@ -391,6 +401,34 @@ def simulate_cmd(
         raise typer.Exit(1)
     if study.interrupted:
         raise typer.Exit(130)
+
+
+def _dispatch_setting(path: Path, model: dict[str, object], others: dict[str, object]) -> Any:
+    """The setting of the dispatch file ``path``: a dispatch runs in the model it was
+    planned in, so the executor's options given (``model``) must be its own, and
+    disturbances (``others``) are refused: it replays its events as planned.
+
+    Raises
+    ------
+    InputError
+        For the file's errors, an option that differs from the dispatch's, or a
+        disturbance.
+    """
+    from planner.execution.table import DispatchPlan
+
+    plan = DispatchPlan.from_data(dispatch_data(path) or {}, str(path))
+    s = plan.setting
+    theirs = {"--interleave": s.interleave, "--data-slots": s.data_slots,
+              "--slowdown": s.slowdown, "--restart": s.restart}  # fmt: skip
+    for flag, mine in model.items():
+        if mine is not None and mine != theirs[flag]:
+            raise InputError(
+                f"{flag} {mine}: the dispatch was planned with {theirs[flag]} and runs in "
+                "the model it was planned in"
+            )
+    _refuse(others, "does not apply to a dispatch, which runs its events as planned (run "
+            "its policy with --policy to disturb it)")  # fmt: skip
+    return s
 
 
 def _refuse(given: dict[str, object], why: str) -> None:
@@ -718,7 +756,8 @@ class _JobLevel:
 
             workload = replace(workload, nodes=nodes, gpus_per_node=gpus_per_node)
         plan = None
-        if schedule is not None:
+        table = dispatch_data(schedule) if schedule is not None else None
+        if schedule is not None and table is None:
             problem = load_instance(instance)
             plan = (problem, load_schedule(schedule, problem))
         names = workload.names(workload.nodes)
@@ -734,6 +773,10 @@ class _JobLevel:
             Noise.parse(noise) if noise is not None else None,
             self.power_cap,
         )
+        if table is not None:
+            from planner.execution.table import DispatchPlan
+
+            dispatch = DispatchPlan.from_data(table, str(schedule)).dispatch(workload)
         if policy == "planner" and self.planner is not None:
             from planner.execution.policies.planner import online_planner
             from planner.execution.runs import workload_problem
@@ -829,7 +872,12 @@ def _run_rows(
         ("instance", f"{instance} ({what})"),
         ("policy", dispatch.policy)
         if schedule is None
-        else ("plan", f"{schedule} (makespan {dispatch.planned:,.0f} s in the static block model)"),
+        else (
+            "plan",
+            f"{schedule} (a dispatch, makespan {dispatch.planned:,.0f} s in this model)"
+            if dispatch.policy == "dispatch"
+            else f"{schedule} (makespan {dispatch.planned:,.0f} s in the static block model)",
+        ),
         ("model", f"{setting.line(model)} (job-level executor)"),
         ("noise", f"{noise}, seed {seed} (one factor per job)" if noise else "none"),
         ("failures", ", ".join(fail) if fail else "none"),
@@ -852,7 +900,7 @@ def _run_rows(
             ("p99 JCT", f"{run.p99_jct:,.0f} s"),
             (
                 "energy",
-                f"{energy.kwh:,.0f} kWh, mean {energy.mean_kw:.1f} kW, peak "
+                f"{energy.kwh:,.1f} kWh, mean {energy.mean_kw:.1f} kW, peak "
                 f"{energy.peak_kw:.1f} kW (GPUs: {run.watts[0]:g} W busy, "
                 f"{run.watts[1]:g} W idle" + (", idle ones off)" if workload.switch_off else ")"),
             ),

@@ -201,7 +201,7 @@ def mix_bound(
     """A lower bound (seconds) on any run of ``jobs`` on ``gpus`` GPUs that groups jobs
     of one GPU count under ``model`` (as every policy here does), and regroups them as
     often as it likes: the group-mix program's makespan on the whole workload, or the
-    longest job with its stages back to back if that is longer. It holds where every
+    longest job at its least period (:func:`longest_job`) if that is longer. It holds where every
     type's jobs share one stage profile (no merged types, no noise). ``power``: the
     watts above idle a power cap leaves, and a GPU's (busy, idle) watts
     (:mod:`planner.execution.power`)."""
@@ -211,5 +211,54 @@ def mix_bound(
     for j, t in zip(jobs, mix.type_of, strict=True):
         left[t] += j.iterations
         count[t] += 1
-    longest = max((j.iterations * j.stages.total for j in jobs), default=0.0)
-    return max(mix.solve(list(left), list(count), gpus)[0], longest)
+    return max(mix.solve(list(left), list(count), gpus)[0], longest_job(jobs, model))
+
+
+def longest_job(jobs: Sequence[PeerJob], model: Interleave) -> float:
+    """The longest job at its least period under ``model`` (seconds): its stages back to
+    back (no group runs a member faster: :func:`~planner.interleave.muri_period`), or under
+    ``muri`` its measured period alone where that is shorter."""
+    least = (
+        (lambda j: min(j.stages.total, j.iteration_time))
+        if model.kind == "muri"
+        else (lambda j: j.stages.total)
+    )
+    return max((j.iterations * least(j) for j in jobs), default=0.0)
+
+
+def exact_types(jobs: Sequence[PeerJob]) -> bool:
+    """Whether the group-mix program's types are exact on ``jobs``: no type merged, and
+    every type's jobs of one stage profile and period alone (so :func:`mix_bound` is a
+    bound)."""
+    types = job_types(jobs)
+    if len(set(types)) != len(set(job_types(jobs, len(jobs) + 1))):
+        return False
+    seen: dict[int, tuple[object, float]] = {}
+    for j, t in zip(jobs, types, strict=True):
+        if seen.setdefault(t, (j.stages, j.iteration_time)) != (j.stages, j.iteration_time):
+            return False
+    return True
+
+
+def executor_bound(
+    jobs: Sequence[PeerJob],
+    model: Interleave,
+    gpus: int,
+    power: tuple[float, tuple[float, float]] | None = None,
+) -> tuple[float, str]:
+    """A lower bound (seconds) on the makespan of any run of ``jobs`` on ``gpus`` GPUs
+    under ``model`` that groups jobs on GPU sets (every policy, every dispatch of
+    ``planner solve``), and what it is: the larger of the per-resource bound
+    (:func:`~planner.interleave.model_bound`; under ``fluid`` only, where every iteration
+    holds its stages) and the group-mix bound (:func:`mix_bound`, where its types are
+    exact: :func:`exact_types`), at least the longest job (:func:`longest_job`)."""
+    from planner.interleave import model_bound
+
+    parts = {"longest job": longest_job(jobs, model)}
+    if model.kind == "fluid":
+        work = [(j.gpus, j.iterations, j.stages) for j in jobs]
+        parts["per resource"] = model_bound(work, gpus, model)["bound"]
+    if exact_types(jobs):
+        parts["group mix"] = mix_bound(jobs, model, gpus, power)
+    label = max(parts, key=parts.__getitem__)
+    return parts[label], label

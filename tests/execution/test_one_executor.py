@@ -91,8 +91,13 @@ def test_one_plan_has_one_makespan_on_every_path(placed: dict[str, Path], tmp_pa
     schedule = load_schedule(plan, problem)
     library = dispatch_of(jobs_from_instance(instance), Setting(), plan=(problem, schedule))
     makespan = library.run().makespan
-    # solve prints it as its executed line, with the model on the same line
+    # solve prints it as the plan's makespan, under the model it states
     code, out, _ = run("solve", instance, "-s", "sgs")
+    assert code == 0
+    assert lines(out)["makespan"] == f"{makespan:,.0f} s"
+    assert lines(out)["model"].startswith("fluid, 1 data slot per GPU, Muri's slowdown")
+    # in the static block model (--static) as its executed line, the model on the same line
+    code, out, _ = run("solve", instance, "-s", "sgs", "--static")
     assert code == 0
     executed = lines(out)["executed"]
     assert executed.startswith(f"{makespan:,.0f} s (fluid, 1 data slot per GPU, Muri's slowdown")
@@ -332,7 +337,7 @@ def test_groups_on_shared_gpus_keep_to_max_colocated(tmp_path: Path) -> None:
 def test_a_pooled_plan_runs_in_the_executor_with_one_number(tmp_path: Path) -> None:
     batch, plan = tmp_path / "batch.json", tmp_path / "plan.json"
     assert run("import", "muri", INSTANCES / "muri_trace.csv", "-o", batch)[0] == 0
-    code, out, _ = run("solve", batch, "-s", "sgs", "-o", plan)
+    code, out, _ = run("solve", batch, "-s", "sgs", "--static", "-o", plan)
     assert code == 0
     executed = lines(out)["executed"].split(" s (")[0]
     code, out, _ = run("simulate", batch, plan)

@@ -15,6 +15,8 @@ jobs, longest first, alone.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from planner.execution.grouping import Column, GroupMix
@@ -34,6 +36,24 @@ class LpGroups(Policy):
     """Groups rounded from the program at every event (see the module docstring)."""
 
     name = "lp-groups"
+
+    def __init__(
+        self,
+        boost: Sequence[float] | None = None,
+        critical: float = CRITICAL,
+        resolve: float = RESOLVE,
+    ) -> None:
+        self.critical, self.resolve = critical, resolve
+        """The policy's :data:`CRITICAL` and :data:`RESOLVE` (a search tunes them)."""
+        self.boost = boost
+        """Per job (index), a factor on its remaining time alone where jobs are ordered
+        and found critical (``None``: 1 for all): a search's priorities
+        (:mod:`planner.execution.search`)."""
+
+    def urgency(self, s: JobState) -> float:
+        """How soon ``s`` runs: its remaining time alone, times its boost."""
+        value = s.remaining * s.alone
+        return value if self.boost is None else value * self.boost[s.idx]
 
     def start(self, context: Context) -> None:
         """The program over the whole workload."""
@@ -58,7 +78,7 @@ class LpGroups(Policy):
             jobs[t] += 1
             pools[t].append(s)
         for pool in pools:
-            pool.sort(key=lambda s: -s.remaining * s.alone)
+            pool.sort(key=lambda s: -self.urgency(s))
         cluster.empty()
         gpus = sum(cluster.free)
         present = tuple(n > 0 for n in jobs)
@@ -66,7 +86,7 @@ class LpGroups(Policy):
             self.last is None
             or present != self.present
             or gpus != self.gpus_up
-            or abs(len(runnable) - self.jobs_then) > RESOLVE * self.jobs_then
+            or abs(len(runnable) - self.jobs_then) > self.resolve * self.jobs_then
         ):
             self.last = mix.solve(left, jobs, gpus)
             self.present, self.gpus_up, self.jobs_then = present, gpus, len(runnable)
@@ -96,8 +116,8 @@ class LpGroups(Policy):
 
         # a job whose own remaining time nears the program's makespan runs first, in the
         # column of highest rate that holds its type
-        critical = [s for s in runnable if s.remaining * s.alone >= CRITICAL * makespan]
-        for s in sorted(critical, key=lambda s: -s.remaining * s.alone):
+        critical = [s for s in runnable if self.urgency(s) >= self.critical * makespan]
+        for s in sorted(critical, key=lambda s: -self.urgency(s)):
             t = mix.type_of[s.idx]
             if s.idx in used:
                 continue
@@ -111,7 +131,7 @@ class LpGroups(Policy):
                 if not take(mix.columns[c]):
                     break
         waiting = [s for s in runnable if s.idx not in used]
-        waiting.sort(key=lambda s: -s.remaining * s.alone)
+        waiting.sort(key=lambda s: -self.urgency(s))
         for s in waiting:
             if not any(cluster.free):
                 break

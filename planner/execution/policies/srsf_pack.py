@@ -25,6 +25,10 @@ class SrsfPack(Policy):
 
     name = "srsf-pack"
 
+    def __init__(self, join: float = JOIN_SHARE) -> None:
+        self.join = join
+        """The policy's :data:`JOIN_SHARE` (a search tunes it)."""
+
     def start(self, context: Context) -> None:
         """The run's model and periods."""
         super().start(context)
@@ -57,7 +61,7 @@ class SrsfPack(Policy):
                     if more > gain:
                         best, gain = k, more
             alone = self.value([s])
-            if best < 0 or gain < JOIN_SHARE * alone:
+            if best < 0 or gain < self.join * alone:
                 where = cluster.place(s.job.gpus) if any(cluster.free) else None
                 if where is not None:
                     by_gpus.setdefault(s.job.gpus, []).append(len(groups))

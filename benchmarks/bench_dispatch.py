@@ -1,0 +1,156 @@
+"""Plans in the executor's model: ``planner solve``'s search (:mod:`planner.execution.search`)
+against the executor's bound, its stages, and the executor's speed.
+
+Parts (``--part``):
+
+- ``trace3``: Muri's trace3' (992 jobs at 0, 8 x 8 GPUs), the search at ``--time-limit``
+  seconds in each setting: ``muri`` with factors 1 and no restart overhead, ``muri``
+  with Muri's factors and overheads, ``fluid`` (1 data slot) with factors 1, and the mean
+  JCT objective under ``muri`` with factors 1 beside ``muri-s``. The static stage plans
+  the trace imported on nodes. Each figure against the executor's bound (the group-mix
+  bound here) and ``lp-groups``'s.
+- ``batch60``: ``generate --jobs 60 --seed 5 --nodes 2 --placement gpu`` under ``fluid``
+  with factors 1 and no overhead, the search at ``--time-limit``, then once with each
+  stage off (what each stage gives).
+- ``speed``: dispatches per second (``lp-groups`` runs of the whole workload) at 100 and
+  1,000 generated jobs and 5,755 (``--seed 4``), all at 0 on 8 x 8 GPUs.
+
+    python benchmarks/bench_dispatch.py --benchmarks ../shared/benchmarks --part trace3 \\
+        --time-limit 300
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+from planner.dl.workloads import generate, import_muri
+from planner.execution.audit import audit
+from planner.execution.jobs import jobs_from_instance
+from planner.execution.runs import Setting, dispatch_of
+from planner.execution.search import STAGES, search_dispatch
+from planner.io.instance import load_instance
+from planner.solvers import solve
+
+
+def _static(problem: object) -> object:
+    """The static stage's plan maker: the static portfolio at a quarter of the time left."""
+
+    def make(limit: float) -> object:
+        result = solve(problem, "portfolio", time_limit=max(0.25 * limit, 0.1))  # type: ignore[arg-type]
+        return None if result.schedule is None else (problem, result.schedule)
+
+    return make
+
+
+def _row(label: str, result: object, base: float, wall: float, dispatch: object) -> str:
+    """One table row of a search result."""
+    best = result.best  # type: ignore[attr-defined]
+    ok = "valid"
+    if best.static is None:
+        ok = "valid" if not audit(best.run, dispatch.jobs, 64) else "INVALID"  # type: ignore[attr-defined]
+    stages = "; ".join(
+        f"{s} {c.value:,.0f}"
+        for s, c in result.stage_best().items()  # type: ignore[attr-defined]
+    )
+    return (
+        f"| {label} | {best.value:,.0f} | {result.bound:,.0f} ({result.bound_kind}) | "  # type: ignore[attr-defined]
+        f"{best.value / result.bound:.4f} | {base:,.0f} ({base / result.bound:.4f}) | "  # type: ignore[attr-defined]
+        f"{best.source} | {stages} | {len(result.tried)} | {ok} | {wall:.0f} |"  # type: ignore[attr-defined]
+    )
+
+
+HEADER = (
+    "| case | plan (s) | executor's bound (s) | x bound | policy (s, x bound) | plan from |"
+    " stages' best (s) | dispatches | audit | wall (s) |\n"
+    "|---|---|---|---|---|---|---|---|---|---|"
+)
+
+
+def trace3(args: argparse.Namespace, folder: Path) -> None:
+    """The search on trace3' in each setting."""
+    trace = args.benchmarks / "dl" / "muri_trace3_offline.csv"
+    print(HEADER)
+    cases = (
+        ("muri, factors 1", "muri", "node", "none", False, "makespan", "lp-groups"),
+        ("muri, Muri's factors and overheads", "muri", "node", "muri", True, "makespan",
+         "lp-groups"),
+        ("fluid, 1 data slot, single GPUs, factors 1", "fluid", "gpu", "none", False,
+         "makespan", "lp-groups"),
+        ("mean JCT, muri, factors 1", "muri", "node", "none", False, "weighted_completion",
+         "muri-s"),
+    )  # fmt: skip
+    for label, kind, placement, slowdown, restart, objective, peer in cases:
+        path = folder / f"trace3-{kind}-{placement}-{objective}.json"
+        data = import_muri(trace, placement=placement)
+        data["interleave"] = kind
+        data["objective"] = objective
+        path.write_text(json.dumps(data))
+        workload = jobs_from_instance(path)
+        problem = load_instance(path)
+        setting = Setting(kind, None, slowdown, restart)
+        dispatch = dispatch_of(workload, setting, peer)
+        base_run = dispatch.run()
+        base = base_run.makespan if objective == "makespan" else base_run.mean_jct
+        t0 = time.perf_counter()
+        result = search_dispatch(dispatch, setting, objective, time_limit=args.time_limit,
+                                 static=_static(problem))  # type: ignore[arg-type]  # fmt: skip
+        wall = time.perf_counter() - t0
+        print(_row(f"{label} ({peer})", result, base, wall, dispatch), flush=True)
+
+
+def batch60(args: argparse.Namespace, folder: Path) -> None:
+    """The 60-job batch, with every stage and with each stage off."""
+    path = folder / "batch60.json"
+    path.write_text(json.dumps(generate(60, seed=5, nodes=2, placement="gpu")))
+    workload = jobs_from_instance(path)
+    problem = load_instance(path)
+    setting = Setting("fluid", None, "none", False)
+    dispatch = dispatch_of(workload, setting, "lp-groups")
+    base = dispatch.run().makespan
+    print(HEADER)
+    runs = [("all stages", STAGES)] + [
+        (f"without {s}", tuple(x for x in STAGES if x != s)) for s in STAGES
+    ]
+    for label, stages in runs:
+        t0 = time.perf_counter()
+        result = search_dispatch(dispatch, setting, time_limit=args.time_limit, stages=stages,
+                                 static=_static(problem))  # type: ignore[arg-type]  # fmt: skip
+        wall = time.perf_counter() - t0
+        print(_row(f"60 jobs, {label}", result, base, wall, dispatch), flush=True)
+
+
+def speed(args: argparse.Namespace, folder: Path) -> None:
+    """Dispatches per second at 100, 1,000 and 5,755 jobs."""
+    print("| jobs | model | runs | seconds per run | dispatches per second |")
+    print("|---|---|---|---|---|")
+    for jobs, seed in ((100, 0), (1000, 0), (5755, 4)):
+        path = folder / f"gen{jobs}.json"
+        path.write_text(json.dumps(generate(jobs, seed=seed, placement="node")))
+        workload = jobs_from_instance(path)
+        for kind in ("muri", "fluid"):
+            dispatch = dispatch_of(workload, Setting(kind, None, "none", False), "lp-groups")
+            count = 3 if jobs > 1000 else 5
+            t0 = time.perf_counter()
+            for _ in range(count):
+                dispatch.run()
+            per = (time.perf_counter() - t0) / count
+            print(f"| {jobs:,} | {kind} | {count} | {per:.2f} | {1 / per:.2f} |", flush=True)
+
+
+def main() -> None:
+    """Run the part asked for."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--benchmarks", type=Path, required=True)
+    parser.add_argument("--part", choices=("trace3", "batch60", "speed"), required=True)
+    parser.add_argument("--time-limit", type=float, default=60.0)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        {"trace3": trace3, "batch60": batch60, "speed": speed}[args.part](args, Path(tmp))
+
+
+if __name__ == "__main__":
+    main()

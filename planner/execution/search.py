@@ -1,0 +1,347 @@
+"""Planning in the executor's model: the best dispatch of a workload with training jobs.
+
+For an instance with training jobs the plan is what the job-level executor runs
+(:mod:`planner.execution.table`), so the search evaluates every candidate by running it
+there, under the run's own model (``fluid`` or ``muri``, slowdown factors, restart
+overheads). Its stages, in order, each within what is left of the time limit:
+
+1. **policies**: the executor's policies as construction stages (for the makespan
+   ``lp-groups`` first, for the completion time ``srsf-pack`` and ``muri-s`` first);
+2. **static**: a static block-model plan (the caller's, e.g. the static portfolio's
+   on the problem compiled from the file) as the executor dispatches it
+   (:class:`~planner.execution.policies.PlanDispatch`);
+3. **tune**: ``lp-groups`` (makespan) or ``srsf-pack`` (completion time) with their
+   parameters searched: a fixed grid, then random draws while time is left, until
+   :data:`PATIENCE` draws in a row find nothing better.
+
+The best run by the objective (the makespan, or the mean completion time weighted by
+the jobs' ``weight``) is the plan. Its status and gap are against the executor's bound
+(:func:`~planner.execution.grouping.executor_bound`; for the completion time, every job
+at its least period from its release): ``optimal`` only where the gap is 0.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from planner.errors import InputError
+from planner.interrupt import Halt
+from planner.result import Progress
+
+if TYPE_CHECKING:
+    from planner.execution.executor import PeerRun
+    from planner.execution.jobs import PeerJob
+    from planner.execution.policies import Policy
+    from planner.execution.runs import Dispatch, Setting
+    from planner.execution.table import DispatchPlan
+    from planner.model import Problem
+    from planner.schedule import Schedule
+
+STAGES = ("policies", "static", "tune")
+"""The search's stages, in the order they run (see the module docstring)."""
+
+OBJECTIVES = ("makespan", "weighted_completion")
+"""The objectives the search takes."""
+
+MAKESPAN_POLICIES = ("lp-groups", "muri-l", "tiresias", "muri-s", "srsf-pack")
+"""The policies stage 1 runs for the makespan, in order."""
+COMPLETION_POLICIES = ("srsf-pack", "muri-s", "srtf", "srsf", "muri-l", "tiresias")
+"""The policies stage 1 runs for the completion time, in order."""
+
+LP_GRID = ((0.95, 0.01), (0.7, 0.0), (1.0, 0.01), (0.95, 0.0), (0.8, 0.005), (0.9, 0.005))
+"""``lp-groups``' (critical share, re-solve share) tried first in stage 3."""
+PACK_GRID = (0.6, 1.0, 0.4, 0.9, 0.7)
+"""``srsf-pack``'s join shares tried first in stage 3."""
+
+PATIENCE = 40
+"""Stage 3 stops after this many draws in a row without a better dispatch (or at a
+proven optimum, or at the time limit)."""
+
+DEFAULT_TIME_LIMIT = 60.0
+"""Seconds of search unless told otherwise."""
+
+
+@dataclass
+class Candidate:
+    """One dispatch the search ran: what made it, its objective, its run."""
+
+    source: str
+    stage: str
+    value: float
+    run: PeerRun
+    static: tuple[Problem, Schedule] | None = None
+    """The static plan it dispatches (stage ``static``); ``None``: a policy's groups."""
+
+
+@dataclass
+class DispatchResult:
+    """What the search returns: the best dispatch, its run, the bound and every stage."""
+
+    objective: str
+    best: Candidate | None
+    bound: float
+    bound_kind: str
+    runtime: float
+    tried: list[Candidate] = field(default_factory=list)
+    """Every finished candidate, in the order run."""
+    interrupted: bool = False
+
+    @property
+    def value(self) -> float | None:
+        """The best candidate's objective (seconds)."""
+        return None if self.best is None else self.best.value
+
+    @property
+    def gap(self) -> float | None:
+        """``(value - bound) / value``: 0 where the bound proves the dispatch optimal."""
+        if self.best is None or self.best.value <= 0:
+            return None
+        return max(0.0, (self.best.value - self.bound) / self.best.value)
+
+    @property
+    def status(self) -> str:
+        """``optimal`` where the gap to the executor's bound is 0, else ``feasible``
+        (``no solution`` without a dispatch)."""
+        if self.best is None:
+            return "no solution"
+        return "optimal" if self.gap is not None and self.gap <= 1e-9 else "feasible"
+
+    def stage_best(self) -> dict[str, Candidate]:
+        """The best candidate of each stage that ran."""
+        out: dict[str, Candidate] = {}
+        for c in self.tried:
+            if c.stage not in out or c.value < out[c.stage].value:
+                out[c.stage] = c
+        return out
+
+    def plan(self, setting: Setting) -> DispatchPlan | None:
+        """The best dispatch as a plan the executor runs again (``None``: a static plan's
+        dispatch, whose plan is its schedule, or no dispatch)."""
+        from planner.execution.table import DispatchPlan
+
+        if self.best is None or self.best.static is not None:
+            return None
+        return DispatchPlan.of_run(self.best.run, setting, self.best.source)
+
+
+class _Deadline(Halt):
+    """A halt that is also set once a time has passed."""
+
+    def __init__(self, deadline: float, outer: Halt | None) -> None:
+        super().__init__()
+        self.deadline, self.outer = deadline, outer
+
+    def is_set(self) -> bool:
+        """Whether the time has passed or the caller asked to stop."""
+        return (
+            super().is_set()
+            or time.perf_counter() >= self.deadline
+            or (self.outer is not None and self.outer.is_set())
+        )
+
+
+def objective_value(run: PeerRun, objective: str, weights: Mapping[str, float]) -> float:
+    """The run's ``objective``: its makespan, or its mean JCT weighted by ``weights``
+    (seconds)."""
+    if objective == "makespan":
+        return run.makespan
+    total = sum(weights.get(j, 1.0) for j in run.finish)
+    return sum(weights.get(j, 1.0) * (f - run.release[j]) for j, f in run.finish.items()) / total
+
+
+def completion_bound(jobs: Sequence[PeerJob], model: object, weights: Mapping[str, float]) -> float:
+    """A lower bound on the weighted mean JCT: every job at its least period from its
+    release (:func:`~planner.execution.grouping.longest_job` of the job alone)."""
+    from planner.execution.grouping import longest_job
+
+    total = sum(weights.get(j.name, 1.0) for j in jobs) or 1.0
+    return sum(weights.get(j.name, 1.0) * longest_job([j], model) for j in jobs) / total  # type: ignore[arg-type]
+
+
+def search_dispatch(
+    dispatch: Dispatch,
+    setting: Setting,
+    objective: str = "makespan",
+    weights: Mapping[str, float] | None = None,
+    time_limit: float = DEFAULT_TIME_LIMIT,
+    seed: int = 0,
+    stages: Sequence[str] = STAGES,
+    static: Callable[[float], tuple[Problem, Schedule] | None] | None = None,
+    progress: Callable[[Progress], None] | None = None,
+    halt: Halt | None = None,
+) -> DispatchResult:
+    """The best dispatch of ``dispatch``'s jobs on its cluster under its model (see the
+    module docstring).
+
+    Parameters
+    ----------
+    dispatch
+        The workload's run setting (its jobs, cluster, model, power cap); its policy is
+        not used.
+    setting
+        The model's setting, for the plan (:meth:`DispatchResult.plan`).
+    objective
+        ``makespan`` or ``weighted_completion`` (:data:`OBJECTIVES`).
+    weights
+        Job name -> weight of its completion time (default 1).
+    time_limit
+        Seconds for every stage together; the first policy always runs to its end.
+    seed
+        Seeds the random draws of stage 3.
+    stages
+        The stages to run (:data:`STAGES`), to measure what each one gives.
+    static
+        Makes the static plan of stage 2 within a time limit (seconds); ``None`` or a
+        ``None`` plan: stage 2 is skipped.
+    progress
+        Called with every new best (its objective and the bound).
+    halt
+        Checked between and within runs: once set, the search returns its best.
+
+    Raises
+    ------
+    InputError
+        For an unknown objective or stage, or a negative time limit.
+    """
+    from planner.execution.grouping import executor_bound
+    from planner.execution.policies import POLICIES
+
+    if objective not in OBJECTIVES:
+        raise InputError(
+            f"the executor's model plans for {' or '.join(OBJECTIVES)}, not {objective!r}"
+        )
+    unknown = [s for s in stages if s not in STAGES]
+    if unknown:
+        raise InputError(f"unknown stage {unknown[0]!r}; choose from {', '.join(STAGES)}")
+    if not time_limit >= 0:
+        raise InputError(f"time limit {time_limit:g} s: give 0 or more")
+    weights = dict(weights or {})
+    t0 = time.perf_counter()
+    deadline = _Deadline(t0 + time_limit, halt)
+    jobs, model = dispatch.jobs, dispatch.model
+    gpus = dispatch.nodes * dispatch.gpus_per_node
+    if objective == "makespan":
+        budget = None
+        if dispatch.power_cap is not None:
+            budget = (dispatch.power_cap - gpus * dispatch.watts[1], dispatch.watts)
+        bound, kind = executor_bound(jobs, model, gpus, budget)
+    else:
+        bound, kind = completion_bound(jobs, model, weights), "each job at its least period"
+    out = DispatchResult(objective, None, bound, kind, 0.0)
+
+    def run(policy: Policy, source: str, stage: str, first: bool = False) -> None:
+        from planner.execution.executor import run_policy
+
+        result = run_policy(
+            jobs, policy, dispatch.nodes, dispatch.gpus_per_node, model, dispatch.restart,
+            halt=halt if first else deadline, power_cap=dispatch.power_cap,
+            watts=dispatch.watts,
+        )  # fmt: skip
+        if result.finished:
+            _keep(out, Candidate(source, stage, objective_value(result, objective, weights),
+                                 result), progress, t0)  # fmt: skip
+
+    names = MAKESPAN_POLICIES if objective == "makespan" else COMPLETION_POLICIES
+    if "policies" in stages:
+        for k, name in enumerate(names):
+            if k and (deadline.is_set() or out.status == "optimal"):
+                break
+            run(POLICIES[name](), name, "policies", first=k == 0)
+    if (
+        "static" in stages
+        and static is not None
+        and not deadline.is_set()
+        and out.status != "optimal"
+    ):
+        _static(out, dispatch, static, t0 + time_limit, objective, weights, progress, t0)
+    if "tune" in stages:
+        _tune(out, run, objective, seed, deadline, first=not out.tried)
+    out.runtime = time.perf_counter() - t0
+    out.interrupted = halt is not None and halt.is_set()
+    return out
+
+
+def _keep(
+    out: DispatchResult,
+    candidate: Candidate,
+    progress: Callable[[Progress], None] | None,
+    t0: float,
+) -> None:
+    """Record ``candidate``; report it if it is the new best."""
+    out.tried.append(candidate)
+    if out.best is None or candidate.value < out.best.value:
+        out.best = candidate
+        if progress is not None:
+            progress(
+                Progress(time.perf_counter() - t0, candidate.value, out.bound, candidate.source)
+            )
+
+
+def _static(
+    out: DispatchResult,
+    dispatch: Dispatch,
+    static: Callable[[float], tuple[Problem, Schedule] | None],
+    deadline: float,
+    objective: str,
+    weights: Mapping[str, float],
+    progress: Callable[[Progress], None] | None,
+    t0: float,
+) -> None:
+    """Stage 2: the static plan, dispatched by the executor where its jobs run in groups."""
+    from planner.execution.jobs import plan_of
+    from planner.execution.runs import Dispatch
+
+    plan = static(max(deadline - time.perf_counter(), 0.0))
+    if plan is None:
+        return
+    problem, schedule = plan
+    jobs, placed = plan_of(problem, schedule, dispatch.jobs)
+    run = Dispatch(
+        jobs=jobs, policy="plan", nodes=dispatch.nodes, gpus_per_node=dispatch.gpus_per_node,
+        model=dispatch.model, restart=dispatch.restart, placed=placed,
+        power_cap=dispatch.power_cap, watts=dispatch.watts,
+    ).run()  # fmt: skip
+    if run.finished:
+        value = objective_value(run, objective, weights)
+        _keep(out, Candidate("static plan", "static", value, run, plan), progress, t0)
+
+
+def _tune(
+    out: DispatchResult,
+    run: Callable[..., None],
+    objective: str,
+    seed: int,
+    deadline: Halt,
+    first: bool,
+) -> None:
+    """Stage 3: the tuned policy's grid, then random draws, while time is left."""
+    from planner.execution.policies.lp_groups import LpGroups
+    from planner.execution.policies.srsf_pack import SrsfPack
+
+    rng = np.random.default_rng(seed)
+    k = since = 0
+    while first or not deadline.is_set():
+        if out.status == "optimal" or since >= PATIENCE:
+            break
+        best = out.value
+        if objective == "makespan":
+            critical, resolve = (
+                LP_GRID[k]
+                if k < len(LP_GRID)
+                else (float(rng.uniform(0.6, 1.1)), float(rng.choice([0.0, 0.005, 0.01, 0.02])))
+            )
+            policy: Policy = LpGroups(critical=critical, resolve=resolve)
+            source = f"lp-groups (critical {critical:.3f}, re-solve {resolve:g})"
+        else:
+            share = PACK_GRID[k] if k < len(PACK_GRID) else float(rng.uniform(0.2, 1.2))
+            policy = SrsfPack(join=share)
+            source = f"srsf-pack (join {share:.3f})"
+        run(policy, source, "tune", first=first)
+        first = False
+        k += 1
+        since = 0 if out.value != best else since + 1

@@ -1,0 +1,219 @@
+"""A dispatch as a plan: the groups a job-level run ran, event by event, as a file the
+executor runs again.
+
+For an instance with training jobs, ``planner solve`` returns what the job-level
+executor (:mod:`planner.execution.executor`) runs: at every event of the run, which
+jobs run in which groups on which GPUs. :class:`DispatchPlan` holds those events with the
+model they ran in (:class:`~planner.execution.runs.Setting`); :class:`TablePolicy` is the
+policy that runs them again, so the executor's replay of a dispatch gives the same run,
+to the second (its makespan, JCTs and energy are the plan's). Its audit
+(:func:`planner.execution.audit.audit`) is the plan's validator.
+
+A dispatch file (``planner solve INSTANCE -o plan.json``) is JSON: ``kind`` is
+``dispatch``, ``setting`` the model, ``source`` what made it, ``makespan`` and
+``mean_jct`` its figures (seconds), ``events`` per event its time and its groups (member
+names, GPU set as ``[[node, [gpu, ..]], ..]``), and ``table`` the co-location table
+(job, GPUs, start, end, partners) for readers.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from planner.errors import InputError
+from planner.execution.jobs import Where
+from planner.execution.policies.base import Chosen, Cluster, Context, JobState, Policy
+
+if TYPE_CHECKING:
+    from planner.execution.executor import PeerRun
+    from planner.execution.jobs import Workload
+    from planner.execution.runs import Dispatch, Setting
+
+KIND = "dispatch"
+"""The ``kind`` of a dispatch file."""
+
+Event = tuple[float, tuple[tuple[tuple[str, ...], Where], ...]]
+"""An event of a dispatch: its time (s) and its groups (member names, GPU set)."""
+
+
+class TablePolicy(Policy):
+    """Runs the groups of a dispatch's events again (see the module docstring): at each
+    event, the groups of the last event of the dispatch at or before it, with the
+    interleaving model's periods; it asks to be called at every event time of the
+    dispatch."""
+
+    name = KIND
+
+    def __init__(self, events: Sequence[Event]) -> None:
+        self.events = events
+        self.at = 0
+
+    def start(self, context: Context) -> None:
+        """Index the jobs by name."""
+        super().start(context)
+        self.index = {j.name: k for k, j in enumerate(context.jobs)}
+        self.at = 0
+
+    def next_event(self) -> float:
+        """The next event time of the dispatch."""
+        return self.events[self.at][0] if self.at < len(self.events) else math.inf
+
+    def schedule(self, t: float, jobs: list[JobState], cluster: Cluster) -> Chosen:
+        """The groups of the dispatch's last event at or before ``t``, of the jobs at hand."""
+        while self.at < len(self.events) and self.events[self.at][0] <= t + 1e-9:
+            self.at += 1
+        if self.at == 0:
+            return {}
+        here = {s.idx: s for s in jobs}
+        chosen: Chosen = {}
+        for names, where in self.events[self.at - 1][1]:
+            members = [here[k] for k in (self.index[n] for n in names) if k in here]
+            if members:
+                chosen.update(self.group(members, where))
+        return chosen
+
+
+@dataclass(frozen=True)
+class DispatchPlan:
+    """A dispatch with the model it runs in (see the module docstring)."""
+
+    setting: Setting
+    source: str
+    """What made it (a policy, a solver's stage)."""
+    events: tuple[Event, ...]
+    makespan: float
+    mean_jct: float
+
+    @classmethod
+    def of_run(cls, run: PeerRun, setting: Setting, source: str) -> DispatchPlan:
+        """The dispatch of ``run``: its events' groups (a run on shared GPUs has none:
+        replay its plan instead)."""
+        if run.shared:
+            raise InputError("a run on shared GPUs is its plan's dispatch: keep the plan")
+        events = tuple(
+            (t, tuple((tuple(names), where) for names, _, where in groups))
+            for t, groups in run.trace
+        )
+        return cls(setting, source, events, run.makespan, run.mean_jct)
+
+    def dispatch(self, workload: Workload) -> Dispatch:
+        """The executor's run of this dispatch over ``workload`` (its jobs by name).
+
+        Raises
+        ------
+        InputError
+            If a job of the dispatch is not one of the workload's, or the dispatch misses
+            one of the workload's jobs.
+        """
+        from planner.execution.runs import dispatch_of
+
+        names = {j.name for j in workload.jobs}
+        used = {n for _, groups in self.events for members, _ in groups for n in members}
+        if used - names:
+            raise InputError(
+                f"the dispatch runs job {min(used - names)!r}, which the instance does not have"
+            )
+        if names - used:
+            raise InputError(f"the dispatch never runs job {min(names - used)!r}")
+        out = dispatch_of(workload, self.setting, KIND)
+        out.make = functools.partial(TablePolicy, self.events)
+        out.planned = self.makespan
+        return out
+
+    def to_data(self, run: PeerRun, names: Sequence[str] = ()) -> dict[str, Any]:
+        """The dispatch file's data, with ``run``'s co-location table (``names`` name the
+        nodes)."""
+        s = self.setting
+        return {
+            "kind": KIND,
+            "setting": {
+                "interleave": s.interleave,
+                "data_slots": s.data_slots,
+                "slowdown": s.slowdown,
+                "restart": s.restart,
+            },
+            "source": self.source,
+            "makespan": self.makespan,
+            "mean_jct": self.mean_jct,
+            "events": [
+                [
+                    t,
+                    [
+                        [list(members), [[k, list(g)] for k, g in where]]
+                        for members, where in groups
+                    ],
+                ]
+                for t, groups in self.events
+            ],
+            "table": run.residences(names),
+        }
+
+    def save(self, path: Path, run: PeerRun, names: Sequence[str] = ()) -> None:
+        """Write the dispatch file (:meth:`to_data`)."""
+        path.write_text(json.dumps(self.to_data(run, names)) + "\n")
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any], file: str | None = None) -> DispatchPlan:
+        """The dispatch of a dispatch file's ``data``.
+
+        Raises
+        ------
+        InputError
+            If it is not a dispatch file, or a field is missing or malformed.
+        """
+        from planner.execution.runs import Setting
+
+        if data.get("kind") != KIND:
+            raise InputError("not a dispatch file of planner solve (kind: dispatch)", file)
+        try:
+            s = data["setting"]
+            slots = s["data_slots"]
+            setting = Setting(
+                None if s["interleave"] is None else str(s["interleave"]),
+                None if slots is None else float(slots),
+                str(s["slowdown"]),
+                bool(s["restart"]),
+            )
+            events = tuple(
+                (
+                    float(t),
+                    tuple(
+                        (
+                            tuple(str(n) for n in members),
+                            tuple((int(k), tuple(int(g) for g in gpus)) for k, gpus in where),
+                        )
+                        for members, where in groups
+                    ),
+                )
+                for t, groups in data["events"]
+            )
+            plan = cls(
+                setting, str(data["source"]), events, float(data["makespan"]),
+                float(data["mean_jct"]),
+            )  # fmt: skip
+        except (KeyError, TypeError, ValueError):
+            raise InputError(
+                "a malformed dispatch file (setting, source, makespan, mean_jct, events)", file
+            ) from None
+        times = [t for t, _ in events]
+        if any(b < a for a, b in itertools.pairwise(times)):
+            raise InputError("a dispatch's events are out of time order", file)
+        return plan
+
+
+def dispatch_data(path: Path) -> dict[str, Any] | None:
+    """The data of ``path`` if it is a dispatch file (JSON whose ``kind`` is ``dispatch``)."""
+    if path.suffix.lower() != ".json" or not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) and data.get("kind") == KIND else None
