@@ -253,7 +253,8 @@ def run_policy(
             start = min(start, paused[0][0])
         end = ends[0][0] if ends else math.inf
         turn = changes[change] if change < len(changes) else math.inf
-        if start == math.inf and end == math.inf and turn == math.inf:
+        jump = chosen_policy.next_event()
+        if start == math.inf and end == math.inf and turn == math.inf and jump == math.inf:
             raise InputError("the cluster cannot run the jobs left")  # pragma: no cover
         if end < math.inf and math.isclose(end, start, abs_tol=1e-4):
             t, ending, arriving = start, ends[0][1], True
@@ -261,7 +262,6 @@ def run_policy(
             t, ending, arriving = end, ends[0][1], False
         else:
             t, ending, arriving = start, [], True
-        jump = chosen_policy.next_event()
         if t > jump:
             t, ending, arriving = jump, [], False
         if t > turn:

@@ -5,6 +5,10 @@ For an instance with training jobs the plan is what the job-level executor runs
 there, under the run's own model (``fluid`` or ``muri``, slowdown factors, restart
 overheads). Its stages, in order, each within what is left of the time limit:
 
+0. **exact** (makespan): the configuration program
+   (:mod:`planner.execution.configurations`) on workloads small enough to enumerate: its
+   optimum bounds every dispatch in groups, and its phases run in the executor (without
+   restart overheads they attain it: a proof);
 1. **policies**: the executor's policies as construction stages (for the makespan
    ``lp-groups`` first, for the completion time ``srsf-pack`` and ``muri-s`` first);
 2. **static**: a static block-model plan (the caller's, e.g. the static portfolio's
@@ -16,8 +20,9 @@ overheads). Its stages, in order, each within what is left of the time limit:
 
 The best run by the objective (the makespan, or the mean completion time weighted by
 the jobs' ``weight``) is the plan. Its status and gap are against the executor's bound
-(:func:`~planner.execution.grouping.executor_bound`; for the completion time, every job
-at its least period from its release): ``optimal`` only where the gap is 0.
+(:func:`~planner.execution.grouping.executor_bound`, or the configuration program's
+optimum where it ran; for the completion time, every job at its least period from its
+release): ``optimal`` only where the gap is 0 (below :data:`OPTIMAL_GAP`).
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ if TYPE_CHECKING:
     from planner.model import Problem
     from planner.schedule import Schedule
 
-STAGES = ("policies", "static", "tune")
+STAGES = ("exact", "policies", "static", "tune")
 """The search's stages, in the order they run (see the module docstring)."""
 
 OBJECTIVES = ("makespan", "weighted_completion")
@@ -57,6 +62,10 @@ LP_GRID = ((0.95, 0.01), (0.7, 0.0), (1.0, 0.01), (0.95, 0.0), (0.8, 0.005), (0.
 """``lp-groups``' (critical share, re-solve share) tried first in stage 3."""
 PACK_GRID = (0.6, 1.0, 0.4, 0.9, 0.7)
 """``srsf-pack``'s join shares tried first in stage 3."""
+
+OPTIMAL_GAP = 1e-6
+"""A gap this small is 0: the LP solver's tolerance (the configuration program's
+optimum is met to it)."""
 
 PATIENCE = 40
 """Stage 3 stops after this many draws in a row without a better dispatch (or at a
@@ -109,7 +118,7 @@ class DispatchResult:
         (``no solution`` without a dispatch)."""
         if self.best is None:
             return "no solution"
-        return "optimal" if self.gap is not None and self.gap <= 1e-9 else "feasible"
+        return "optimal" if self.gap is not None and self.gap <= OPTIMAL_GAP else "feasible"
 
     def stage_best(self) -> dict[str, Candidate]:
         """The best candidate of each stage that ran."""
@@ -246,12 +255,14 @@ def search_dispatch(
             _keep(out, Candidate(source, stage, objective_value(result, objective, weights),
                                  result), progress, t0)  # fmt: skip
 
+    if "exact" in stages and objective == "makespan":
+        _exact(out, dispatch, progress, t0, halt)
     names = MAKESPAN_POLICIES if objective == "makespan" else COMPLETION_POLICIES
     if "policies" in stages:
-        for k, name in enumerate(names):
-            if k and (deadline.is_set() or out.status == "optimal"):
+        for name in names:
+            if out.tried and (deadline.is_set() or out.status == "optimal"):
                 break
-            run(POLICIES[name](), name, "policies", first=k == 0)
+            run(POLICIES[name](), name, "policies", first=not out.tried)
     if (
         "static" in stages
         and static is not None
@@ -280,6 +291,36 @@ def _keep(
             progress(
                 Progress(time.perf_counter() - t0, candidate.value, out.bound, candidate.source)
             )
+
+
+def _exact(
+    out: DispatchResult,
+    dispatch: Dispatch,
+    progress: Callable[[Progress], None] | None,
+    t0: float,
+    halt: Halt | None,
+) -> None:
+    """Stage 0: the configuration program (:mod:`planner.execution.configurations`) where
+    the workload is small enough; its optimum bounds every dispatch in groups, and its
+    phases run in the executor."""
+    from planner.execution.configurations import configuration_plan
+    from planner.execution.executor import run_policy
+    from planner.execution.table import TablePolicy
+
+    plan = configuration_plan(dispatch.jobs, dispatch.model, dispatch.nodes,
+                              dispatch.gpus_per_node)  # fmt: skip
+    if plan is None:
+        return
+    if plan.makespan > out.bound:
+        out.bound, out.bound_kind = plan.makespan, "configuration program"
+    policy = TablePolicy(plan.events(dispatch.jobs))
+    result = run_policy(
+        dispatch.jobs, policy, dispatch.nodes, dispatch.gpus_per_node, dispatch.model,
+        dispatch.restart, halt=halt, power_cap=dispatch.power_cap, watts=dispatch.watts,
+    )  # fmt: skip
+    if result.finished:
+        source = f"configuration program ({plan.configurations:,} configurations)"
+        _keep(out, Candidate(source, "exact", result.makespan, result), progress, t0)
 
 
 def _static(

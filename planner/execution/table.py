@@ -47,7 +47,8 @@ class TablePolicy(Policy):
     """Runs the groups of a dispatch's events again (see the module docstring): at each
     event, the groups of the last event of the dispatch at or before it, with the
     interleaving model's periods; it asks to be called at every event time of the
-    dispatch."""
+    dispatch. Past its last event, jobs with work left run alone (a run of a dispatch
+    never has any; phases of the configuration program run with restart overheads do)."""
 
     name = KIND
 
@@ -77,6 +78,15 @@ class TablePolicy(Policy):
             members = [here[k] for k in (self.index[n] for n in names) if k in here]
             if members:
                 chosen.update(self.group(members, where))
+        if self.at == len(self.events) and len(chosen) < len(jobs):
+            # past its last event with work left (a plan made without restart overheads,
+            # run with them): the jobs left run alone, first-fit, longest first
+            chosen = {}
+            cluster.empty()
+            for s in sorted(jobs, key=lambda s: -s.remaining * s.alone):
+                where = cluster.place(s.job.gpus)
+                if where is not None:
+                    chosen.update(self.alone(s, where))
         return chosen
 
 
