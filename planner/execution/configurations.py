@@ -9,11 +9,11 @@ counts divide one another and the node size, as in every trace here). While it r
 each member progresses at its period in its group (the interleaving model's).
 
 A run that regroups at will (no restart overhead) is a sequence of configurations with
-durations ``d_k``; its makespan is ``sum d_k`` and job ``j`` is done when
-``sum_k d_k / period_j(k) = iterations_j``. So the least makespan of every dispatch in
+durations ``d_k``; its makespan is ``sum d_k`` and job ``j`` is done once
+``sum_k d_k / period_j(k) >= iterations_j``. So the least makespan of every dispatch in
 groups is the linear program
 
-    minimise sum_k d_k  subject to  sum_{k holds j} d_k / period_j(k) = iterations_j,  d >= 0
+    minimise sum_k d_k  subject to  sum_{k holds j} d_k / period_j(k) >= iterations_j,  d >= 0
 
 over every configuration (:func:`configuration_plan`; GLOP, from OR-Tools). Its optimum
 is a lower bound on any run of the jobs in groups (restart overheads only add time), and
@@ -123,6 +123,84 @@ def _configurations(
     return out if grow(0, [], 0) else None
 
 
+def _solve(
+    jobs: Sequence[PeerJob],
+    model: Interleave,
+    configs: Sequence[tuple[tuple[tuple[int, ...], Where], ...]],
+) -> ConfigurationPlan | None:
+    """The configuration program over ``configs`` (``None``: no solution, a job that no
+    configuration holds)."""
+    from ortools.linear_solver import pywraplp
+
+    solver = pywraplp.Solver.CreateSolver("GLOP")
+    if solver is None:  # pragma: no cover - GLOP ships with OR-Tools
+        raise InputError("the LP solver GLOP is not available")
+    periods = Periods(model, jobs)
+    rows = [solver.Constraint(float(j.iterations), solver.infinity()) for j in jobs]
+    durations = []
+    objective = solver.Objective()
+    for k, config in enumerate(configs):
+        d = solver.NumVar(0.0, solver.infinity(), f"d{k}")
+        durations.append(d)
+        objective.SetCoefficient(d, 1.0)
+        for members, _ in config:
+            for j, period in periods(members).items():
+                rows[j].SetCoefficient(d, 1.0 / period)
+    objective.SetMinimization()
+    if solver.Solve() != pywraplp.Solver.OPTIMAL:
+        return None
+    value = objective.Value()
+    chosen = [
+        (d.solution_value(), config)
+        for d, config in zip(durations, configs, strict=True)
+        if d.solution_value() > 1e-9
+    ]
+    # the solver meets the rows to its tolerance: stretch the phases until every job's
+    # progress reaches its iterations
+    done = [0.0] * len(jobs)
+    for d, config in chosen:
+        for members, _ in config:
+            for j, period in periods(members).items():
+                done[j] += d / period
+    stretch = max(1.0, *(j.iterations / max(x, 1e-300) for j, x in zip(jobs, done, strict=True)))
+    phases = tuple((d * stretch, config) for d, config in chosen)
+    return ConfigurationPlan(value, phases, len(configs))
+
+
+def recombined_plan(
+    jobs: Sequence[PeerJob],
+    model: Interleave,
+    runs: Sequence[Sequence[tuple[float, Sequence[tuple[Sequence[str], object, Where]]]]],
+) -> ConfigurationPlan | None:
+    """The configuration program over the configurations that ``runs`` (their traces:
+    per event its time and groups) ran, each ordered by when it first ran: the best
+    mix of what the runs did, whose value is at most the best of them where no restart
+    overhead is charged (each run is one solution of it). ``None`` where a job is
+    released after 0, or the runs ran nothing.
+
+    Raises
+    ------
+    InputError
+        If the LP solver is not available (a broken OR-Tools).
+    """
+    if not jobs or any(j.release > 0 for j in jobs):
+        return None
+    index = {j.name: k for k, j in enumerate(jobs)}
+    first: dict[tuple[tuple[tuple[int, ...], Where], ...], float] = {}
+    for trace in runs:
+        end = trace[-1][0] if trace else 0.0
+        for t, groups in trace:
+            if groups:
+                config = tuple(
+                    sorted((tuple(sorted(index[n] for n in names)), where)
+                           for names, _, where in groups)
+                )  # fmt: skip
+                first[config] = min(first.get(config, t / max(end, 1e-300)), t / max(end, 1e-300))
+    if not first:
+        return None
+    return _solve(jobs, model, sorted(first, key=first.__getitem__))
+
+
 def configuration_plan(
     jobs: Sequence[PeerJob], model: Interleave, nodes: int, per_node: int
 ) -> ConfigurationPlan | None:
@@ -140,37 +218,4 @@ def configuration_plan(
     configs = _configurations(jobs, model.max_colocated, nodes, per_node)
     if not configs:
         return None
-    from ortools.linear_solver import pywraplp
-
-    solver = pywraplp.Solver.CreateSolver("GLOP")
-    if solver is None:  # pragma: no cover - GLOP ships with OR-Tools
-        raise InputError("the LP solver GLOP is not available")
-    periods = Periods(model, jobs)
-    rows = [solver.Constraint(float(j.iterations), float(j.iterations)) for j in jobs]
-    durations = []
-    for k, config in enumerate(configs):
-        d = solver.NumVar(0.0, solver.infinity(), f"d{k}")
-        durations.append(d)
-        solver.Objective().SetCoefficient(d, 1.0)
-        for members, _ in config:
-            for j, period in periods(members).items():
-                rows[j].SetCoefficient(d, 1.0 / period)
-    solver.Objective().SetMinimization()
-    if solver.Solve() != pywraplp.Solver.OPTIMAL:
-        return None  # a job no configuration holds (larger than the cluster)
-    value = solver.Objective().Value()
-    chosen = [
-        (d.solution_value(), config)
-        for d, config in zip(durations, configs, strict=True)
-        if d.solution_value() > 1e-9
-    ]
-    # the solver meets the rows to its tolerance: stretch the phases until every job's
-    # progress reaches its iterations
-    done = [0.0] * len(jobs)
-    for d, config in chosen:
-        for members, _ in config:
-            for j, period in periods(members).items():
-                done[j] += d / period
-    stretch = max(1.0, *(j.iterations / max(x, 1e-300) for j, x in zip(jobs, done, strict=True)))
-    phases = tuple((d * stretch, config) for d, config in chosen)
-    return ConfigurationPlan(value, phases, len(configs))
+    return _solve(jobs, model, configs)

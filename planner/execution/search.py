@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from planner.model import Problem
     from planner.schedule import Schedule
 
-STAGES = ("exact", "policies", "static", "tune")
+STAGES = ("exact", "policies", "static", "tune", "recombine")
 """The search's stages, in the order they run (see the module docstring)."""
 
 OBJECTIVES = ("makespan", "weighted_completion")
@@ -62,6 +62,9 @@ LP_GRID = ((0.95, 0.01), (0.7, 0.0), (1.0, 0.01), (0.95, 0.0), (0.8, 0.005), (0.
 """``lp-groups``' (critical share, re-solve share) tried first in stage 3."""
 PACK_GRID = (0.6, 1.0, 0.4, 0.9, 0.7)
 """``srsf-pack``'s join shares tried first in stage 3."""
+
+RECOMBINE_SHARE = 0.1
+"""The share of the time limit the tuning stage leaves to the recombining stage."""
 
 OPTIMAL_GAP = 1e-6
 """A gap this small is 0: the LP solver's tolerance (the configuration program's
@@ -270,8 +273,13 @@ def search_dispatch(
         and out.status != "optimal"
     ):
         _static(out, dispatch, static, t0 + time_limit, objective, weights, progress, t0)
+    recombine = "recombine" in stages and objective == "makespan"
     if "tune" in stages:
-        _tune(out, run, objective, seed, deadline, first=not out.tried)
+        share = 1.0 - RECOMBINE_SHARE if recombine else 1.0
+        tuning = _Deadline(t0 + share * time_limit, halt)
+        _tune(out, run, objective, seed, tuning, first=not out.tried)
+    if recombine and out.status != "optimal" and not deadline.is_set():
+        _recombine(out, dispatch, progress, t0, deadline)
     out.runtime = time.perf_counter() - t0
     out.interrupted = halt is not None and halt.is_set()
     return out
@@ -321,6 +329,34 @@ def _exact(
     if result.finished:
         source = f"configuration program ({plan.configurations:,} configurations)"
         _keep(out, Candidate(source, "exact", result.makespan, result), progress, t0)
+
+
+def _recombine(
+    out: DispatchResult,
+    dispatch: Dispatch,
+    progress: Callable[[Progress], None] | None,
+    t0: float,
+    halt: Halt | None,
+) -> None:
+    """Stage 4: the configuration program over the configurations every dispatch so far
+    ran in groups (:func:`~planner.execution.configurations.recombined_plan`), its phases
+    run in the executor."""
+    from planner.execution.configurations import recombined_plan
+    from planner.execution.executor import run_policy
+    from planner.execution.table import TablePolicy
+
+    traces = [c.run.trace for c in out.tried if c.static is None and not c.run.shared]
+    plan = recombined_plan(dispatch.jobs, dispatch.model, traces)
+    if plan is None or (halt is not None and halt.is_set()):
+        return
+    result = run_policy(
+        dispatch.jobs, TablePolicy(plan.events(dispatch.jobs)), dispatch.nodes,
+        dispatch.gpus_per_node, dispatch.model, dispatch.restart, halt=halt,
+        power_cap=dispatch.power_cap, watts=dispatch.watts,
+    )  # fmt: skip
+    if result.finished:
+        source = f"recombined ({len(plan.phases):,} of {plan.configurations:,} configurations)"
+        _keep(out, Candidate(source, "recombine", result.makespan, result), progress, t0)
 
 
 def _static(

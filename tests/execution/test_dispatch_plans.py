@@ -18,7 +18,7 @@ from planner.app.cli import app
 from planner.errors import InputError
 from planner.execution.audit import audit
 from planner.execution.grouping import executor_bound, longest_job, mix_bound
-from planner.execution.jobs import PeerJob, jobs_from_instance, read_trace
+from planner.execution.jobs import PeerJob, Workload, jobs_from_instance, read_trace
 from planner.execution.runs import Dispatch, Setting, dispatch_of
 from planner.execution.search import STAGES, search_dispatch
 from planner.execution.table import DispatchPlan
@@ -185,7 +185,7 @@ def test_each_stage_runs_alone_and_the_objectives_pick_their_policies() -> None:
         search_dispatch(dispatch, setting, stages=("lns",))
     with pytest.raises(InputError, match="plans for makespan or weighted_completion, not 'energy'"):
         search_dispatch(dispatch, setting, "energy")
-    assert STAGES == ("exact", "policies", "static", "tune")
+    assert STAGES == ("exact", "policies", "static", "tune", "recombine")
 
 
 def test_the_executors_bound_under_muri_takes_a_jobs_measured_period() -> None:
@@ -279,3 +279,20 @@ def test_the_configuration_program_proves_the_optimum_known_by_enumeration() -> 
     assert audit(result.best.run, jobs, 1) == []
     # the group-mix bound alone would not prove it
     assert executor_bound(jobs, model, 1)[0] < 0.96 * known
+
+
+def test_recombined_runs_are_a_dispatch_the_executor_audits_and_replays() -> None:
+    jobs = read_trace(INSTANCES / "muri_trace3_40.csv")
+    dispatch = dispatch_of_jobs(jobs, Interleave("muri"), nodes=8)
+    setting = Setting("muri", slowdown="none", restart=False)
+    result = search_dispatch(dispatch, setting, stages=("policies", "recombine"), time_limit=60)
+    best = result.stage_best()
+    assert set(best) == {"policies", "recombine"}
+    mixed = best["recombine"]
+    assert mixed.source.startswith("recombined (")
+    assert audit(mixed.run, jobs, 64) == []
+    assert result.value == min(best["policies"].value, mixed.value)
+    # the dispatch file of the mix replays it
+    plan = result.plan(setting)
+    assert plan is not None
+    assert plan.dispatch(Workload(jobs, 8, 8)).run().makespan == result.value
