@@ -201,3 +201,30 @@ def test_the_energy_of_a_run_by_hand() -> None:
     assert (energy.mean_kw, energy.peak_kw) == (pytest.approx(watts / 1000),) * 2
     # on a 16-GPU cluster the 8 GPUs left idle draw 60 W each as well
     assert run_energy(run, jobs, 16).kwh == pytest.approx((watts + 8 * 60) * 1000 / 3.6e6)
+
+
+def test_an_abnormal_end_of_glop_is_solved_again_by_its_dual_simplex(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ortools.linear_solver import pywraplp
+
+    jobs = read_trace(INSTANCES / "muri_trace3_40.csv")
+    model = Interleave("muri")
+    mix = GroupMix(jobs, model)
+    first = mix._solve
+    calls = []
+
+    def abnormal_once(*args: object) -> int:
+        calls.append(args)
+        status = first(*args)  # type: ignore[arg-type]
+        return pywraplp.Solver.ABNORMAL if len(calls) == 1 else status
+
+    monkeypatch.setattr(mix, "_solve", abnormal_once)
+    left = [0.0] * len(mix.gpus)
+    count = [0] * len(mix.gpus)
+    for j, t in zip(jobs, mix.type_of, strict=True):
+        left[t] += j.iterations
+        count[t] += 1
+    makespan, _ = mix.solve(left, count, 64)
+    assert len(calls) == 2
+    assert makespan == pytest.approx(GroupMix(jobs, model).solve(left, count, 64)[0], rel=1e-6)

@@ -176,7 +176,8 @@ def _rows(
         f"{c.stage} {c.value:,.0f} s ({c.source})" for c in result.stage_best().values()
     )
     how = (
-        "in the executor's model: policies, a static plan, tuned policies"
+        "in the executor's model: configuration program, policies, a static plan, tuned "
+        "policies, recombined"
         if solver == "portfolio"
         else "a static engine; its plan as the executor runs it"
     )

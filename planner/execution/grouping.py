@@ -161,6 +161,19 @@ class GroupMix:
         self.counts = [0] * count
         self.gpus_up = 0
 
+    def _solve(self, left: Sequence[float], jobs: Sequence[int], gpus: int) -> int:
+        """Set what changed since the last solve (GLOP then starts from its last basis)
+        and solve; GLOP's status."""
+        for t, (need, n) in enumerate(zip(left, jobs, strict=True)):
+            self.work[t].SetLb(float(need))
+            if self.counts[t] != n:
+                self.once[t].SetCoefficient(self.makespan, -float(n))
+                self.counts[t] = n
+        if self.gpus_up != gpus:
+            self.capacity.SetCoefficient(self.makespan, -float(gpus))
+            self.gpus_up = gpus
+        return self.solver.Solve()
+
     def solve(
         self, left: Sequence[float], jobs: Sequence[int], gpus: int
     ) -> tuple[float, np.ndarray]:
@@ -171,16 +184,14 @@ class GroupMix:
 
         if not any(v > 0 for v in left):
             return 0.0, np.zeros(len(self.columns))
-        # only what changed is set: GLOP then re-solves from its last basis
-        for t, (need, n) in enumerate(zip(left, jobs, strict=True)):
-            self.work[t].SetLb(float(need))
-            if self.counts[t] != n:
-                self.once[t].SetCoefficient(self.makespan, -float(n))
-                self.counts[t] = n
-        if self.gpus_up != gpus:
-            self.capacity.SetCoefficient(self.makespan, -float(gpus))
-            self.gpus_up = gpus
-        status = self.solver.Solve()
+        status = self._solve(left, jobs, gpus)
+        if status != pywraplp.Solver.OPTIMAL:
+            # GLOP's primal simplex can end ABNORMAL on these rows (5,755 generated jobs,
+            # seed 0, mid-run); its dual simplex solves them: from here on, the program
+            # is built anew and solved with it
+            self._build()
+            self.solver.SetSolverSpecificParametersAsString("use_dual_simplex: true")
+            status = self._solve(left, jobs, gpus)
         if status != pywraplp.Solver.OPTIMAL:
             raise InputError("the group-mix program has no solution (a bug)")  # pragma: no cover
         from ortools.linear_solver import linear_solver_pb2
