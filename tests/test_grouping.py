@@ -203,7 +203,7 @@ def test_the_energy_of_a_run_by_hand() -> None:
     assert run_energy(run, jobs, 16).kwh == pytest.approx((watts + 8 * 60) * 1000 / 3.6e6)
 
 
-def test_an_abnormal_end_of_glop_is_solved_again_by_its_dual_simplex(
+def test_an_abnormal_end_of_glop_is_solved_again_by_clp(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from ortools.linear_solver import pywraplp
@@ -227,4 +227,5 @@ def test_an_abnormal_end_of_glop_is_solved_again_by_its_dual_simplex(
         count[t] += 1
     makespan, _ = mix.solve(left, count, 64)
     assert len(calls) == 2
+    assert mix.backend == "CLP"
     assert makespan == pytest.approx(GroupMix(jobs, model).solve(left, count, 64)[0], rel=1e-6)

@@ -63,6 +63,10 @@ LP_GRID = ((0.95, 0.01), (0.7, 0.0), (1.0, 0.01), (0.95, 0.0), (0.8, 0.005), (0.
 PACK_GRID = (0.6, 1.0, 0.4, 0.9, 0.7)
 """``srsf-pack``'s join shares tried first in stage 3."""
 
+RECOMBINED_EVENTS = 10_000
+"""The recombining stage takes the configurations of the best runs, up to this many
+events in all (on trace3', 88 runs' worth took minutes to build and solve)."""
+
 RECOMBINE_SHARE = 0.1
 """The share of the time limit the tuning stage leaves to the recombining stage."""
 
@@ -338,14 +342,22 @@ def _recombine(
     t0: float,
     halt: Halt | None,
 ) -> None:
-    """Stage 4: the configuration program over the configurations every dispatch so far
-    ran in groups (:func:`~planner.execution.configurations.recombined_plan`), its phases
-    run in the executor."""
+    """Stage 4: the configuration program over the configurations the best dispatches so
+    far ran in groups, up to :data:`RECOMBINED_EVENTS` events
+    (:func:`~planner.execution.configurations.recombined_plan`); its phases run in the
+    executor."""
     from planner.execution.configurations import recombined_plan
     from planner.execution.executor import run_policy
     from planner.execution.table import TablePolicy
 
-    traces = [c.run.trace for c in out.tried if c.static is None and not c.run.shared]
+    runs = sorted((c for c in out.tried if c.static is None and not c.run.shared),
+                  key=lambda c: c.value)  # fmt: skip
+    traces, events = [], 0
+    for c in runs:  # the best runs' configurations, up to a program GLOP builds in seconds
+        if traces and events + len(c.run.trace) > RECOMBINED_EVENTS:
+            break
+        traces.append(c.run.trace)
+        events += len(c.run.trace)
     plan = recombined_plan(dispatch.jobs, dispatch.model, traces)
     if plan is None or (halt is not None and halt.is_set()):
         return
