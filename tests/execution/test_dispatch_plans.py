@@ -132,13 +132,15 @@ def test_optimal_where_the_bound_proves_it(tmp_path: Path) -> None:
     assert field(out, "gap") == "0.00%"
 
 
-@pytest.mark.parametrize("solver", ["portfolio", "sgs", "cpsat", "ga", "pso"])
+@pytest.mark.parametrize(
+    "solver", ["portfolio", "sgs", "cpsat", "ga", "pso", "milp", "exclusive-srtf"]
+)
 def test_the_printed_makespan_is_the_executors_replay_of_the_plan(
     solver: str, tmp_path: Path
 ) -> None:
     instance = INSTANCES / "example.yaml"
     plan = tmp_path / "plan.json"
-    limit = () if solver == "sgs" else ("-t", "2")
+    limit = () if solver in ("sgs", "exclusive-srtf") else ("-t", "2")
     code, out, err = run("solve", instance, "-s", solver, *limit, "-o", plan)
     assert code == 0, err
     printed = field(out, "makespan")
