@@ -410,6 +410,39 @@ def validate_cmd(
             typer.echo(f"{schedule}: {report}")
             raise typer.Exit(1)
         typer.echo(f"{schedule}: valid, {problem.objective} {sched.objective(problem):g}")
+        _audit_static_plan(instance, problem, sched)
+
+
+def _audit_static_plan(instance: Path, problem: Problem, schedule: Schedule) -> None:
+    """The executor's audit of a static plan of an instance with training jobs: the plan
+    run with the default model (nothing for another instance).
+
+    Raises
+    ------
+    typer.Exit
+        With status 1 if the run fails its audit.
+    """
+    from planner.execution.audit import audit
+    from planner.execution.runs import Setting, dispatch_of, dl_workload
+
+    workload, _ = dl_workload(instance)
+    if workload is None:
+        return
+    setting = Setting()
+    try:
+        dispatch = dispatch_of(workload, setting, plan=(problem, schedule))
+    except InputError as exc:
+        typer.echo(f"executor's audit: - (the executor cannot run the plan: {exc})")
+        return
+    run = dispatch.run()
+    wrong = audit(run, dispatch.jobs, dispatch.nodes * dispatch.gpus_per_node)
+    if wrong:
+        typer.echo(f"executor's audit: INVALID: {wrong[0]} ({len(wrong)} violations)")
+        raise typer.Exit(1)
+    typer.echo(
+        f"executor's audit: valid, its run {run.makespan:,.0f} s "
+        f"({setting.line(dispatch.model)})"
+    )
 
 
 def _validate_dispatch(instance: Path, path: Path) -> bool:

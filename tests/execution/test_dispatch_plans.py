@@ -298,3 +298,14 @@ def test_recombined_runs_are_a_dispatch_the_executor_audits_and_replays() -> Non
     plan = result.plan(setting)
     assert plan is not None
     assert plan.dispatch(Workload(jobs, 8, 8)).run().makespan == result.value
+
+
+def test_validate_gives_a_static_plan_of_training_jobs_the_executors_audit(tmp_path: Path) -> None:
+    instance = INSTANCES / "example.yaml"
+    plan = tmp_path / "plan.json"
+    assert run("solve", instance, "-s", "sgs", "-o", plan)[0] == 0
+    code, out, err = run("validate", instance, plan)
+    assert code == 0, err
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("executor's audit: valid, its run ")
+    assert last.endswith("(fluid, 1 data slot per GPU, Muri's slowdown factors, restart overheads)")
