@@ -369,7 +369,8 @@ def _in_executor(
 
     setting = Setting(interleave, data_slots, slowdown or DEFAULT_SLOWDOWN,
                       DEFAULT_RESTART if restart is None else restart)  # fmt: skip
-    setting.model(workload)  # a bad model or slowdown: bad input before the search
+    if setting.model(workload).kind != "fluid" and data_slots is not None:
+        raise InputError("--data-slots: data slots are fluid's; muri loads over two of four slots")
     solve_in_executor(instance, workload, problem, solver, options, setting, output, gantt)
     return True
 
@@ -440,8 +441,7 @@ def _audit_static_plan(instance: Path, problem: Problem, schedule: Schedule) -> 
         typer.echo(f"executor's audit: INVALID: {wrong[0]} ({len(wrong)} violations)")
         raise typer.Exit(1)
     typer.echo(
-        f"executor's audit: valid, its run {run.makespan:,.0f} s "
-        f"({setting.line(dispatch.model)})"
+        f"executor's audit: valid, its run {run.makespan:,.0f} s ({setting.line(dispatch.model)})"
     )
 
 

@@ -334,6 +334,10 @@ def simulate_cmd(
             check_distinct({"--output": output, "--gantt": gantt, "--histogram": histogram})
             restarts = True if restart is None else restart
             setting = Setting(interleave, data_slots, slowdown, restarts)
+            if data_slots is not None and setting.model(workload).kind != "fluid":
+                raise InputError(
+                    "--data-slots: data slots are fluid's; muri loads over two of four slots"
+                )
             if schedule is not None and dispatch_data(schedule) is not None:
                 setting = _dispatch_setting(
                     schedule,

@@ -212,6 +212,8 @@ def test_the_executors_bound_under_muri_takes_a_jobs_measured_period() -> None:
          "--gantt: the co-location chart of a plan of training jobs is .png, .svg or .pdf"),
         (("--static", "--slowdown", "none", INSTANCES / "example.yaml"),
          "--slowdown: the executor's model plans instances without --static"),
+        (("--interleave", "muri", "--data-slots", "2", INSTANCES / "example.yaml"),
+         "--data-slots: data slots are fluid's; muri loads over two of four slots"),
     ],
 )  # fmt: skip
 def test_options_that_do_not_apply_are_refused(
