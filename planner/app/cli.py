@@ -312,7 +312,12 @@ def solve(
         rows = summary(problem, result, gain)
         if result.schedule is not None and problem.jobs:
             executed = _executed(instance, problem, result.schedule)
-            rows += [executed] if executed is not None else []
+            if executed is not None:
+                why = "--static" if static else f"objective {problem.objective}"
+                rows.insert(1, ("model", f"static block model ({why}; each block at one "
+                                         "speed to its end): the figures below are its own, "
+                                         "the executed line the executor's"))  # fmt: skip
+                rows.append(executed)
         show(rows)
         if result.schedule is None:
             raise typer.Exit(1)

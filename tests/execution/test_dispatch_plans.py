@@ -311,3 +311,10 @@ def test_validate_gives_a_static_plan_of_training_jobs_the_executors_audit(tmp_p
     last = out.strip().splitlines()[-1]
     assert last.startswith("executor's audit: valid, its run ")
     assert last.endswith("(fluid, 1 data slot per GPU, Muri's slowdown factors, restart overheads)")
+
+
+def test_the_static_block_model_says_so(tmp_path: Path) -> None:
+    code, out, err = run("solve", INSTANCES / "example.yaml", "--static", "-s", "sgs")
+    assert code == 0, err
+    assert field(out, "model").startswith("static block model (--static; each block at one")
+    assert field(out, "executed").endswith("planned 8,160 s in the static block model)")
