@@ -16,7 +16,15 @@ overheads). Its stages, in order, each within what is left of the time limit:
    (:class:`~planner.execution.policies.PlanDispatch`);
 3. **tune**: ``lp-groups`` (makespan) or ``srsf-pack`` (completion time) with their
    parameters searched: a fixed grid, then random draws while time is left, until
-   :data:`PATIENCE` draws in a row find nothing better.
+   :data:`PATIENCE` draws in a row find nothing better;
+4. **recombine** (makespan, every job released at 0): the configuration program over the
+   configurations the best runs so far used
+   (:func:`~planner.execution.configurations.recombined_plan`): the best mix of them, its
+   phases run in the executor;
+5. **evolve** (makespan): a genetic algorithm over lp-groups' keys (a priority boost per
+   job, the critical and re-solve shares), every key decoded by a run in the executor
+   (simulation-based decoding), from the best tuned runs, to the time limit; tuning then
+   stops at :data:`TUNE_SHARE` of the limit.
 
 The best run by the objective (the makespan, or the mean completion time weighted by
 the jobs' ``weight``) is the plan. Its status and gap are against the executor's bound
@@ -47,7 +55,7 @@ if TYPE_CHECKING:
     from planner.model import Problem
     from planner.schedule import Schedule
 
-STAGES = ("exact", "policies", "static", "tune", "recombine")
+STAGES = ("exact", "policies", "static", "tune", "recombine", "evolve")
 """The search's stages, in the order they run (see the module docstring)."""
 
 OBJECTIVES = ("makespan", "weighted_completion")
@@ -63,12 +71,25 @@ LP_GRID = ((0.95, 0.01), (0.7, 0.0), (1.0, 0.01), (0.95, 0.0), (0.8, 0.005), (0.
 PACK_GRID = (0.6, 1.0, 0.4, 0.9, 0.7)
 """``srsf-pack``'s join shares tried first in stage 3."""
 
-RECOMBINED_EVENTS = 10_000
+POPULATION = 12
+"""The genetic algorithm's population (stage ``evolve``)."""
+SIGMA = 0.3
+"""The spread of a new member's log boosts, and of a mutation."""
+MUTATION = 0.1
+"""The chance that a child's boost (or its critical share) mutates."""
+KEEP_RUNS = 100
+"""The search keeps the traces of this many of its best runs of groups (for
+recombining and the plan); of the others, only their figures."""
+
+RECOMBINED_EVENTS = 20_000
 """The recombining stage takes the configurations of the best runs, up to this many
 events in all (on trace3', 88 runs' worth took minutes to build and solve)."""
 
 RECOMBINE_SHARE = 0.1
-"""The share of the time limit the tuning stage leaves to the recombining stage."""
+"""The share of the time limit the tuning stage leaves to recombining (without
+``evolve``)."""
+TUNE_SHARE = 0.5
+"""The share of the time limit the tuning stage may take where ``evolve`` follows."""
 
 OPTIMAL_GAP = 1e-6
 """A gap this small is 0: the LP solver's tolerance (the configuration program's
@@ -89,9 +110,13 @@ class Candidate:
     source: str
     stage: str
     value: float
-    run: PeerRun
+    run: PeerRun | None
+    """Its run (``None`` once it is not among the :data:`KEEP_RUNS` best)."""
     static: tuple[Problem, Schedule] | None = None
     """The static plan it dispatches (stage ``static``); ``None``: a policy's groups."""
+    genes: tuple[np.ndarray | None, float, float] | None = None
+    """lp-groups' per-job log boosts (``None``: none), critical and re-solve shares, where
+    it is a run of lp-groups (stages ``tune`` and ``evolve``)."""
 
 
 @dataclass
@@ -250,7 +275,13 @@ def search_dispatch(
         bound, kind = completion_bound(jobs, model, weights), "each job at its least period"
     out = DispatchResult(objective, None, bound, kind, 0.0)
 
-    def run(policy: Policy, source: str, stage: str, first: bool = False) -> None:
+    def run(
+        policy: Policy,
+        source: str,
+        stage: str,
+        first: bool = False,
+        genes: tuple[np.ndarray | None, float, float] | None = None,
+    ) -> Candidate | None:
         from planner.execution.executor import run_policy
 
         result = run_policy(
@@ -258,9 +289,12 @@ def search_dispatch(
             halt=halt if first else deadline, power_cap=dispatch.power_cap,
             watts=dispatch.watts,
         )  # fmt: skip
-        if result.finished:
-            _keep(out, Candidate(source, stage, objective_value(result, objective, weights),
-                                 result), progress, t0)  # fmt: skip
+        if not result.finished:
+            return None
+        value = objective_value(result, objective, weights)
+        candidate = Candidate(source, stage, value, result, genes=genes)
+        _keep(out, candidate, progress, t0)
+        return candidate
 
     if "exact" in stages and objective == "makespan":
         _exact(out, dispatch, progress, t0, halt)
@@ -277,13 +311,16 @@ def search_dispatch(
         and out.status != "optimal"
     ):
         _static(out, dispatch, static, t0 + time_limit, objective, weights, progress, t0)
-    recombine = "recombine" in stages and objective == "makespan"
+    makespan = objective == "makespan"
+    evolve = "evolve" in stages and makespan
+    share = TUNE_SHARE if evolve else 1.0 - RECOMBINE_SHARE if "recombine" in stages else 1.0
     if "tune" in stages:
-        share = 1.0 - RECOMBINE_SHARE if recombine else 1.0
-        tuning = _Deadline(t0 + share * time_limit, halt)
-        _tune(out, run, objective, seed, tuning, first=not out.tried)
-    if recombine and out.status != "optimal" and not deadline.is_set():
+        _tune(out, run, objective, seed, _Deadline(t0 + share * time_limit, halt),
+              first=not out.tried)  # fmt: skip
+    if "recombine" in stages and makespan and out.status != "optimal" and not deadline.is_set():
         _recombine(out, dispatch, progress, t0, deadline)
+    if evolve and out.status != "optimal":
+        _evolve(out, run, len(jobs), seed, deadline)
     out.runtime = time.perf_counter() - t0
     out.interrupted = halt is not None and halt.is_set()
     return out
@@ -295,7 +332,8 @@ def _keep(
     progress: Callable[[Progress], None] | None,
     t0: float,
 ) -> None:
-    """Record ``candidate``; report it if it is the new best."""
+    """Record ``candidate``; report it if it is the new best. Past :data:`KEEP_RUNS`
+    runs of groups, the worst one's trace goes (never the best's)."""
     out.tried.append(candidate)
     if out.best is None or candidate.value < out.best.value:
         out.best = candidate
@@ -303,6 +341,9 @@ def _keep(
             progress(
                 Progress(time.perf_counter() - t0, candidate.value, out.bound, candidate.source)
             )
+    kept = [c for c in out.tried if c.run is not None and c.static is None and c is not out.best]
+    if len(kept) >= KEEP_RUNS:
+        max(kept, key=lambda c: c.value).run = None
 
 
 def _exact(
@@ -350,7 +391,8 @@ def _recombine(
     from planner.execution.executor import run_policy
     from planner.execution.table import TablePolicy
 
-    runs = sorted((c for c in out.tried if c.static is None and not c.run.shared),
+    runs = sorted((c for c in out.tried
+                   if c.run is not None and c.static is None and not c.run.shared),
                   key=lambda c: c.value)  # fmt: skip
     traces, events = [], 0
     for c in runs:  # the best runs' configurations, up to a program GLOP builds in seconds
@@ -400,6 +442,68 @@ def _static(
         _keep(out, Candidate("static plan", "static", value, run, plan), progress, t0)
 
 
+def _evolve(
+    out: DispatchResult,
+    run: Callable[..., Candidate | None],
+    count: int,
+    seed: int,
+    deadline: Halt,
+) -> None:
+    """Stage 5: a steady-state genetic algorithm over lp-groups' keys, each decoded by a
+    run in the executor: per job a log boost on its priority, and the critical and
+    re-solve shares. The population starts from the best runs of lp-groups so far and
+    random keys around them; every child (uniform crossover of two tournament winners,
+    each boost mutated with probability :data:`MUTATION`) replaces the worst member if
+    it is better."""
+    from planner.execution.policies.lp_groups import LpGroups
+
+    rng = np.random.default_rng(seed + 1)
+    known = sorted((c for c in out.tried if c.genes is not None), key=lambda c: c.value)
+    if not known:
+        return
+    zero = np.zeros(count)
+    pop: list[tuple[np.ndarray, float, float]] = []
+    fit: list[float] = []
+    for c in known[: POPULATION // 2]:
+        boosts, critical, resolve = c.genes  # type: ignore[misc]
+        pop.append((zero if boosts is None else boosts, critical, resolve))
+        fit.append(c.value)
+
+    def decode(genes: tuple[np.ndarray, float, float]) -> float | None:
+        boosts, critical, resolve = genes
+        policy = LpGroups(list(np.exp(boosts)), critical=critical, resolve=resolve)
+        source = f"lp-groups, evolved priorities (critical {critical:.3f}, re-solve {resolve:g})"
+        c = run(policy, source, "evolve", genes=genes)
+        return None if c is None else c.value
+
+    while len(pop) < POPULATION and not deadline.is_set():
+        _, critical, resolve = pop[int(rng.integers(len(pop)))]
+        genes = (rng.normal(0.0, SIGMA, count), critical, resolve)
+        value = decode(genes)
+        if value is not None:
+            pop.append(genes)
+            fit.append(value)
+    while not deadline.is_set() and out.status != "optimal":
+        a, b = (_tournament(rng, fit) for _ in range(2))
+        mask = rng.random(count) < 0.5
+        boosts = np.where(mask, pop[a][0], pop[b][0])
+        boosts = boosts + (rng.random(count) < MUTATION) * rng.normal(0.0, SIGMA, count)
+        critical = pop[a][1] if rng.random() < 0.5 else pop[b][1]
+        if rng.random() < MUTATION:
+            critical = float(np.clip(critical + rng.normal(0.0, 0.05), 0.5, 1.2))
+        resolve = pop[a][2] if rng.random() < 0.5 else pop[b][2]
+        value = decode((boosts, critical, resolve))
+        worst = int(np.argmax(fit))
+        if value is not None and value < fit[worst]:
+            pop[worst], fit[worst] = (boosts, critical, resolve), value
+
+
+def _tournament(rng: np.random.Generator, fit: Sequence[float]) -> int:
+    """The better of two members drawn at random (a binary tournament)."""
+    a, b = (int(x) for x in rng.integers(len(fit), size=2))
+    return a if fit[a] <= fit[b] else b
+
+
 def _tune(
     out: DispatchResult,
     run: Callable[..., None],
@@ -426,11 +530,13 @@ def _tune(
             )
             policy: Policy = LpGroups(critical=critical, resolve=resolve)
             source = f"lp-groups (critical {critical:.3f}, re-solve {resolve:g})"
+            genes: tuple[np.ndarray | None, float, float] | None = (None, critical, resolve)
         else:
             share = PACK_GRID[k] if k < len(PACK_GRID) else float(rng.uniform(0.2, 1.2))
             policy = SrsfPack(join=share)
             source = f"srsf-pack (join {share:.3f})"
-        run(policy, source, "tune", first=first)
+            genes = None
+        run(policy, source, "tune", first=first, genes=genes)
         first = False
         k += 1
         since = 0 if out.value != best else since + 1

@@ -187,7 +187,7 @@ def test_each_stage_runs_alone_and_the_objectives_pick_their_policies() -> None:
         search_dispatch(dispatch, setting, stages=("lns",))
     with pytest.raises(InputError, match="plans for makespan or weighted_completion, not 'energy'"):
         search_dispatch(dispatch, setting, "energy")
-    assert STAGES == ("exact", "policies", "static", "tune", "recombine")
+    assert STAGES == ("exact", "policies", "static", "tune", "recombine", "evolve")
 
 
 def test_the_executors_bound_under_muri_takes_a_jobs_measured_period() -> None:
@@ -318,3 +318,18 @@ def test_the_static_block_model_says_so(tmp_path: Path) -> None:
     assert code == 0, err
     assert field(out, "model").startswith("static block model (--static; each block at one")
     assert field(out, "executed").endswith("planned 8,160 s in the static block model)")
+
+
+def test_the_genetic_algorithm_decodes_keys_in_the_executor() -> None:
+    jobs = read_trace(INSTANCES / "muri_trace3_40.csv")
+    dispatch = dispatch_of_jobs(jobs, Interleave("muri"), nodes=8)
+    setting = Setting("muri", slowdown="none", restart=False)
+    result = search_dispatch(dispatch, setting, stages=("tune", "evolve"), time_limit=4)
+    evolved = [c for c in result.tried if c.stage == "evolve"]
+    assert evolved
+    assert all(c.genes is not None and c.genes[0] is not None for c in evolved)
+    assert all(c.source.startswith("lp-groups, evolved priorities (") for c in evolved)
+    best = min(evolved, key=lambda c: c.value)
+    assert best.run is not None
+    assert audit(best.run, jobs, 64) == []
+    assert result.value == min(c.value for c in result.tried)

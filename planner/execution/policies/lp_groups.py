@@ -91,7 +91,8 @@ class LpGroups(Policy):
             self.last = mix.solve(left, jobs, gpus)
             self.present, self.gpus_up, self.jobs_then = present, gpus, len(runnable)
         makespan, rates = self.last
-        order = [int(c) for c in np.argsort(-rates, kind="stable") if rates[c] > 1e-9]
+        ranked = np.argsort(-rates, kind="stable")
+        order = ranked[rates[ranked] > 1e-9].tolist()
         used: set[int] = set()
         chosen: Chosen = {}
 
