@@ -34,7 +34,8 @@ DEFAULT_SOLVER = "portfolio"
 """The solver of ``planner solve`` when none is named."""
 
 SUMMARIES: dict[str, str] = {
-    "portfolio": "heuristics warm-start CP-SAT searches within one time limit",
+    "portfolio": "heuristics warm-start CP-SAT searches within one time limit; on training "
+    "jobs, 'planner solve' searches dispatches in the executor's model instead",
     "cpsat": "the exact CP-SAT model alone (optional initial_solution)",
     "milp": "the time-indexed MILP (PuLP), warm-started by SGS passes",
     "ga": "genetic algorithm: activity list, serial SGS, justification",

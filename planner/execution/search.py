@@ -47,6 +47,7 @@ from planner.interrupt import Halt
 from planner.result import Progress
 
 if TYPE_CHECKING:
+    from planner.execution.configurations import ConfigurationPlan
     from planner.execution.executor import PeerRun
     from planner.execution.jobs import PeerJob
     from planner.execution.policies import Policy
@@ -357,8 +358,6 @@ def _exact(
     the workload is small enough; its optimum bounds every dispatch in groups, and its
     phases run in the executor."""
     from planner.execution.configurations import configuration_plan
-    from planner.execution.executor import run_policy
-    from planner.execution.table import TablePolicy
 
     plan = configuration_plan(dispatch.jobs, dispatch.model, dispatch.nodes,
                               dispatch.gpus_per_node)  # fmt: skip
@@ -366,14 +365,32 @@ def _exact(
         return
     if plan.makespan > out.bound:
         out.bound, out.bound_kind = plan.makespan, "configuration program"
-    policy = TablePolicy(plan.events(dispatch.jobs))
+    source = f"configuration program ({plan.configurations:,} configurations)"
+    _run_phases(out, dispatch, plan, source, "exact", progress, t0, halt)
+
+
+def _run_phases(
+    out: DispatchResult,
+    dispatch: Dispatch,
+    plan: ConfigurationPlan,
+    source: str,
+    stage: str,
+    progress: Callable[[Progress], None] | None,
+    t0: float,
+    halt: Halt | None,
+) -> None:
+    """Run the phases of a configuration program's ``plan`` in the executor and keep the
+    run as a candidate of ``stage``."""
+    from planner.execution.executor import run_policy
+    from planner.execution.table import TablePolicy
+
     result = run_policy(
-        dispatch.jobs, policy, dispatch.nodes, dispatch.gpus_per_node, dispatch.model,
-        dispatch.restart, halt=halt, power_cap=dispatch.power_cap, watts=dispatch.watts,
+        dispatch.jobs, TablePolicy(plan.events(dispatch.jobs)), dispatch.nodes,
+        dispatch.gpus_per_node, dispatch.model, dispatch.restart, halt=halt,
+        power_cap=dispatch.power_cap, watts=dispatch.watts,
     )  # fmt: skip
     if result.finished:
-        source = f"configuration program ({plan.configurations:,} configurations)"
-        _keep(out, Candidate(source, "exact", result.makespan, result), progress, t0)
+        _keep(out, Candidate(source, stage, result.makespan, result), progress, t0)
 
 
 def _recombine(
@@ -388,8 +405,6 @@ def _recombine(
     (:func:`~planner.execution.configurations.recombined_plan`); its phases run in the
     executor."""
     from planner.execution.configurations import recombined_plan
-    from planner.execution.executor import run_policy
-    from planner.execution.table import TablePolicy
 
     runs = sorted((c for c in out.tried
                    if c.run is not None and c.static is None and not c.run.shared),
@@ -403,14 +418,8 @@ def _recombine(
     plan = recombined_plan(dispatch.jobs, dispatch.model, traces)
     if plan is None or (halt is not None and halt.is_set()):
         return
-    result = run_policy(
-        dispatch.jobs, TablePolicy(plan.events(dispatch.jobs)), dispatch.nodes,
-        dispatch.gpus_per_node, dispatch.model, dispatch.restart, halt=halt,
-        power_cap=dispatch.power_cap, watts=dispatch.watts,
-    )  # fmt: skip
-    if result.finished:
-        source = f"recombined ({len(plan.phases):,} of {plan.configurations:,} configurations)"
-        _keep(out, Candidate(source, "recombine", result.makespan, result), progress, t0)
+    source = f"recombined ({len(plan.phases):,} of {plan.configurations:,} configurations)"
+    _run_phases(out, dispatch, plan, source, "recombine", progress, t0, halt)
 
 
 def _static(
