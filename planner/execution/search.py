@@ -23,8 +23,9 @@ overheads). Its stages, in order, each within what is left of the time limit:
    phases run in the executor;
 5. **evolve** (makespan): a genetic algorithm over lp-groups' keys (a priority boost per
    job, the critical and re-solve shares), every key decoded by a run in the executor
-   (simulation-based decoding), from the best tuned runs, to the time limit; tuning then
-   stops at :data:`TUNE_SHARE` of the limit.
+   (simulation-based decoding), from the best tuned runs, to the time limit or
+   :data:`EVOLVE_PATIENCE` children without a better dispatch; tuning then stops at
+   :data:`TUNE_SHARE` of the limit.
 
 The best run by the objective (the makespan, or the mean completion time weighted by
 the jobs' ``weight``) is the plan. Its status and gap are against the executor's bound
@@ -78,6 +79,9 @@ SIGMA = 0.3
 """The spread of a new member's log boosts, and of a mutation."""
 MUTATION = 0.1
 """The chance that a child's boost (or its critical share) mutates."""
+EVOLVE_PATIENCE = 200
+"""The genetic algorithm stops after this many children in a row without a better
+dispatch (or at the time limit)."""
 KEEP_RUNS = 100
 """The search keeps the traces of this many of its best runs of groups (for
 recombining and the plan); of the others, only their figures."""
@@ -459,7 +463,8 @@ def _evolve(
     deadline: Halt,
 ) -> None:
     """Stage 5: a steady-state genetic algorithm over lp-groups' keys, each decoded by a
-    run in the executor: per job a log boost on its priority, and the critical and
+    run in the executor, to the time limit or :data:`EVOLVE_PATIENCE` children without a
+    better dispatch: per job a log boost on its priority, and the critical and
     re-solve shares. The population starts from the best runs of lp-groups so far and
     random keys around them; every child (uniform crossover of two tournament winners,
     each boost mutated with probability :data:`MUTATION`) replaces the worst member if
@@ -492,7 +497,8 @@ def _evolve(
         if value is not None:
             pop.append(genes)
             fit.append(value)
-    while not deadline.is_set() and out.status != "optimal":
+    since, best = 0, out.value
+    while not deadline.is_set() and out.status != "optimal" and since < EVOLVE_PATIENCE:
         a, b = (_tournament(rng, fit) for _ in range(2))
         mask = rng.random(count) < 0.5
         boosts = np.where(mask, pop[a][0], pop[b][0])
@@ -505,6 +511,8 @@ def _evolve(
         worst = int(np.argmax(fit))
         if value is not None and value < fit[worst]:
             pop[worst], fit[worst] = (boosts, critical, resolve), value
+        since = 0 if out.value != best else since + 1
+        best = out.value
 
 
 def _tournament(rng: np.random.Generator, fit: Sequence[float]) -> int:
