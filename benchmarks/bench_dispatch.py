@@ -27,23 +27,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from planner.app.solve_dl import static_portfolio
 from planner.dl.workloads import generate, import_muri
 from planner.execution.audit import audit
 from planner.execution.jobs import jobs_from_instance
 from planner.execution.runs import Setting, dispatch_of
 from planner.execution.search import STAGES, search_dispatch
 from planner.io.instance import load_instance
-from planner.solvers import solve
-
-
-def _static(problem: object) -> object:
-    """The static stage's plan maker: the static portfolio at a quarter of the time left."""
-
-    def make(limit: float) -> object:
-        result = solve(problem, "portfolio", time_limit=max(0.25 * limit, 0.1))  # type: ignore[arg-type]
-        return None if result.schedule is None else (problem, result.schedule)
-
-    return make
 
 
 def _row(label: str, result: object, base: float, wall: float, dispatch: object) -> str:
@@ -97,7 +87,7 @@ def trace3(args: argparse.Namespace, folder: Path) -> None:
         base = base_run.makespan if objective == "makespan" else base_run.mean_jct
         t0 = time.perf_counter()
         result = search_dispatch(dispatch, setting, objective, time_limit=args.time_limit,
-                                 static=_static(problem))  # type: ignore[arg-type]  # fmt: skip
+                                 static=static_portfolio(problem))  # fmt: skip
         wall = time.perf_counter() - t0
         print(_row(f"{label} ({peer})", result, base, wall, dispatch), flush=True)
 
@@ -118,7 +108,7 @@ def batch60(args: argparse.Namespace, folder: Path) -> None:
     for label, stages in runs:
         t0 = time.perf_counter()
         result = search_dispatch(dispatch, setting, time_limit=args.time_limit, stages=stages,
-                                 static=_static(problem))  # type: ignore[arg-type]  # fmt: skip
+                                 static=static_portfolio(problem))  # fmt: skip
         wall = time.perf_counter() - t0
         print(_row(f"60 jobs, {label}", result, base, wall, dispatch), flush=True)
 

@@ -81,30 +81,6 @@ def summary(
     return rows
 
 
-def _executed(instance: Path, problem: Problem, schedule: Schedule) -> tuple[str, str] | None:
-    """The ``executed`` line of a placed plan of an instance with training jobs: its
-    makespan when the job-level executor runs it with the defaults ``planner simulate
-    INSTANCE PLAN`` runs it with (:class:`planner.execution.runs.Setting`), the model on
-    the same line, beside the planned one; ``None`` for a task graph without training
-    jobs."""
-    from planner.execution.runs import Setting, dispatch_of, dl_workload
-
-    workload, _ = dl_workload(instance)
-    if workload is None:
-        return None
-    setting = Setting()
-    try:
-        dispatch = dispatch_of(workload, setting, plan=(problem, schedule))
-    except InputError as exc:  # a plan the job-level executor cannot take, e.g. pooled
-        return ("executed", f"- (the executor cannot run the plan: {exc})")
-    run = dispatch.run()
-    return (
-        "executed",
-        f"{run.makespan:,.0f} s ({setting.line(dispatch.model)}; planned "
-        f"{dispatch.planned:,.0f} s in the static block model)",
-    )
-
-
 def _bound_text(result: Result) -> str:
     """The best bound, and where it comes from when the core's and the solver's differ."""
     if result.lower_bound is None:
@@ -300,7 +276,9 @@ def solve(
             options.setdefault("time_limit", DEFAULT_TIME_LIMIT)
         if initial is not None:
             options["initial_solution"] = load_schedule(initial, problem)
-        if _in_executor(instance, problem, solver, options, static, output, gantt,
+        from planner.app.solve_dl import executed_line, plan_in_executor
+
+        if plan_in_executor(instance, problem, solver, options, static, output, gantt,
                         (interleave, data_slots, slowdown, restart)):  # fmt: skip
             return
         result = run(problem, solver, progress=progress_printer(), **options)
@@ -311,7 +289,7 @@ def solve(
             gain = interleaving_gain(problem, result.objective)
         rows = summary(problem, result, gain)
         if result.schedule is not None and problem.jobs:
-            executed = _executed(instance, problem, result.schedule)
+            executed = executed_line(instance, problem, result.schedule)
             if executed is not None:
                 why = "--static" if static else f"objective {problem.objective}"
                 rows.insert(1, ("model", f"static block model ({why}; each block at one "
@@ -329,55 +307,6 @@ def solve(
 
             save_gantt(problem, result.schedule, gantt)
             typer.echo(f"chart written to {gantt}")
-
-
-def _in_executor(
-    instance: Path,
-    problem: Problem,
-    solver: str,
-    options: dict[str, object],
-    static: bool,
-    output: Path | None,
-    gantt: Path | None,
-    model: tuple[str | None, float | None, str | None, bool | None],
-) -> bool:
-    """Solve an instance with training jobs in the executor's model (:mod:`planner.app.solve_dl`)
-    unless ``static`` or its objective is energy or cost; whether it did. ``model``: the
-    executor's options as given (interleave, data slots, slowdown, restart).
-
-    Raises
-    ------
-    InputError
-        For the executor's options where no plan is made in its model.
-    """
-    from planner.execution.runs import DEFAULT_RESTART, DEFAULT_SLOWDOWN, Setting, dl_workload
-    from planner.execution.search import OBJECTIVES
-
-    interleave, data_slots, slowdown, restart = model
-    given = [name for name, v in zip(("--interleave", "--data-slots", "--slowdown", "--restart"),
-                                      model, strict=True) if v is not None]  # fmt: skip
-    workload = None
-    if not static and problem.jobs and problem.objective in OBJECTIVES:
-        workload, _ = dl_workload(instance)
-    if workload is None:
-        if given:
-            why = "without --static" if static else "with training jobs"
-            raise InputError(f"{given[0]}: the executor's model plans instances {why} "
-                             "(objective makespan or weighted_completion)")  # fmt: skip
-        return False
-    if gantt is not None and gantt.suffix.lower() not in (".png", ".svg", ".pdf"):
-        raise InputError("--gantt: the co-location chart of a plan of training jobs is .png, "
-                         ".svg or .pdf", str(gantt))  # fmt: skip
-    if output is not None and solver == "portfolio" and output.suffix.lower() != ".json":
-        raise InputError("--output: a dispatch file is .json", str(output))
-    from planner.app.solve_dl import solve_in_executor
-
-    setting = Setting(interleave, data_slots, slowdown or DEFAULT_SLOWDOWN,
-                      DEFAULT_RESTART if restart is None else restart)  # fmt: skip
-    if setting.model(workload).kind != "fluid" and data_slots is not None:
-        raise InputError("--data-slots: data slots are fluid's; muri loads over two of four slots")
-    solve_in_executor(instance, workload, problem, solver, options, setting, output, gantt)
-    return True
 
 
 @app.command("solvers")
@@ -406,7 +335,9 @@ def validate_cmd(
         if schedule is None:
             typer.echo(f"{instance}: valid instance ({len(problem.tasks)} tasks)")
             return
-        if _validate_dispatch(instance, schedule):
+        from planner.app.solve_dl import audit_static_plan, validate_dispatch
+
+        if validate_dispatch(instance, schedule):
             return
         sched = load_schedule(schedule, problem)
         report = validate(problem, sched)
@@ -416,74 +347,7 @@ def validate_cmd(
             typer.echo(f"{schedule}: {report}")
             raise typer.Exit(1)
         typer.echo(f"{schedule}: valid, {problem.objective} {sched.objective(problem):g}")
-        _audit_static_plan(instance, problem, sched)
-
-
-def _audit_static_plan(instance: Path, problem: Problem, schedule: Schedule) -> None:
-    """The executor's audit of a static plan of an instance with training jobs: the plan
-    run with the default model (nothing for another instance).
-
-    Raises
-    ------
-    typer.Exit
-        With status 1 if the run fails its audit.
-    """
-    from planner.execution.audit import audit
-    from planner.execution.runs import Setting, dispatch_of, dl_workload
-
-    workload, _ = dl_workload(instance)
-    if workload is None:
-        return
-    setting = Setting()
-    try:
-        dispatch = dispatch_of(workload, setting, plan=(problem, schedule))
-    except InputError as exc:
-        typer.echo(f"executor's audit: - (the executor cannot run the plan: {exc})")
-        return
-    run = dispatch.run()
-    wrong = audit(run, dispatch.jobs, dispatch.nodes * dispatch.gpus_per_node)
-    if wrong:
-        typer.echo(f"executor's audit: INVALID: {wrong[0]} ({len(wrong)} violations)")
-        raise typer.Exit(1)
-    typer.echo(
-        f"executor's audit: valid, its run {run.makespan:,.0f} s ({setting.line(dispatch.model)})"
-    )
-
-
-def _validate_dispatch(instance: Path, path: Path) -> bool:
-    """Validate a dispatch file of ``instance`` (:mod:`planner.execution.table`): the
-    executor runs it, its audit is the verdict; whether ``path`` is one.
-
-    Raises
-    ------
-    InputError
-        For a dispatch of an instance without training jobs, or a malformed file.
-    typer.Exit
-        With status 1 if the run fails its audit.
-    """
-    from planner.execution.audit import audit
-    from planner.execution.runs import dl_workload
-    from planner.execution.table import DispatchPlan, dispatch_data
-
-    data = dispatch_data(path)
-    if data is None:
-        return False
-    workload, why = dl_workload(instance)
-    if workload is None:
-        raise InputError(f"a dispatch runs training jobs; {instance} is {why}", str(path))
-    dispatch = DispatchPlan.from_data(data, str(path)).dispatch(workload)
-    run = dispatch.run()
-    violations = audit(run, dispatch.jobs, dispatch.nodes * dispatch.gpus_per_node)
-    for v in violations:
-        typer.echo(v)
-    if violations or not run.finished:
-        typer.echo(f"{path}: INVALID ({len(violations)} violations of the executor's audit)")
-        raise typer.Exit(1)
-    typer.echo(
-        f"{path}: valid (the executor's audit of its run), makespan {run.makespan:,.0f} s, "
-        f"mean JCT {run.mean_jct:,.0f} s"
-    )
-    return True
+        audit_static_plan(instance, problem, sched)
 
 
 @app.command()

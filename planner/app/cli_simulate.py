@@ -338,15 +338,16 @@ def simulate_cmd(
                 raise InputError(
                     "--data-slots: data slots are fluid's; muri loads over two of four slots"
                 )
-            if schedule is not None and dispatch_data(schedule) is not None:
+            table = _dispatch_file(schedule) if schedule is not None else None
+            if table is not None:
                 setting = _dispatch_setting(
-                    schedule,
+                    table,
                     {"--interleave": interleave, "--data-slots": data_slots,
                      "--slowdown": slowdown_given, "--restart": restart},
                     {"--noise": noise, "--fail": fail, "--work-conserving": work_conserving,
                      "--power-cap": power_cap},
                 )  # fmt: skip
-            job_level = _JobLevel(setting, power_cap, planner)
+            job_level = _JobLevel(setting, power_cap, planner, table)
             job_level.run(instance, workload, schedule, policy, nodes or 8, gpus_per_node or 8,
                           work_conserving, output, noise, seed, fail or (), runs, jobs,
                           histogram, gantt)  # fmt: skip
@@ -407,20 +408,31 @@ def simulate_cmd(
         raise typer.Exit(130)
 
 
-def _dispatch_setting(path: Path, model: dict[str, object], others: dict[str, object]) -> Any:
-    """The setting of the dispatch file ``path``: a dispatch runs in the model it was
-    planned in, so the executor's options given (``model``) must be its own, and
-    disturbances (``others``) are refused: it replays its events as planned.
+def _dispatch_file(path: Path) -> Any:
+    """The :class:`~planner.execution.table.DispatchPlan` of ``path`` if it is a dispatch
+    file of ``planner solve`` (``None``: another file).
 
     Raises
     ------
     InputError
-        For the file's errors, an option that differs from the dispatch's, or a
-        disturbance.
+        For a malformed dispatch file.
     """
     from planner.execution.table import DispatchPlan
 
-    plan = DispatchPlan.from_data(dispatch_data(path) or {}, str(path))
+    data = dispatch_data(path)
+    return None if data is None else DispatchPlan.from_data(data, str(path))
+
+
+def _dispatch_setting(plan: Any, model: dict[str, object], others: dict[str, object]) -> Any:
+    """The setting of the dispatch ``plan``: a dispatch runs in the model it was planned
+    in, so the executor's options given (``model``) must be its own, and disturbances
+    (``others``) are refused: it replays its events as planned.
+
+    Raises
+    ------
+    InputError
+        For an option that differs from the dispatch's, or a disturbance.
+    """
     s = plan.setting
     theirs = {"--interleave": s.interleave, "--data-slots": s.data_slots,
               "--slowdown": s.slowdown, "--restart": s.restart}  # fmt: skip
@@ -720,6 +732,9 @@ class _JobLevel:
     """Watts (``None``: the instance's cap, if any)."""
     planner: tuple[str, dict[str, Any]] | None = None
     """``--policy planner`` and ``--online``: the solver and its options."""
+    table: Any = None
+    """The :class:`~planner.execution.table.DispatchPlan` of the plan file, if it is a
+    dispatch file."""
 
     def run(
         self,
@@ -760,27 +775,25 @@ class _JobLevel:
 
             workload = replace(workload, nodes=nodes, gpus_per_node=gpus_per_node)
         plan = None
-        table = dispatch_data(schedule) if schedule is not None else None
-        if schedule is not None and table is None:
+        if schedule is not None and self.table is None:
             problem = load_instance(instance)
             plan = (problem, load_schedule(schedule, problem))
         names = workload.names(workload.nodes)
         failures = [Failure.parse(spec, workload.time_unit) for spec in fail]
         outages = outages_of(failures, names, workload.time_unit)
-        dispatch = dispatch_of(
-            workload,
-            self.setting,
-            policy or "plan",
-            plan,
-            work_conserving,
-            outages,
-            Noise.parse(noise) if noise is not None else None,
-            self.power_cap,
-        )
-        if table is not None:
-            from planner.execution.table import DispatchPlan
-
-            dispatch = DispatchPlan.from_data(table, str(schedule)).dispatch(workload)
+        if self.table is not None:
+            dispatch = self.table.dispatch(workload)
+        else:
+            dispatch = dispatch_of(
+                workload,
+                self.setting,
+                policy or "plan",
+                plan,
+                work_conserving,
+                outages,
+                Noise.parse(noise) if noise is not None else None,
+                self.power_cap,
+            )
         if policy == "planner" and self.planner is not None:
             from planner.execution.policies.planner import online_planner
             from planner.execution.runs import workload_problem

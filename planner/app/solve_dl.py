@@ -1,14 +1,19 @@
-"""``planner solve`` of an instance with training jobs: a plan in the executor's model.
+"""Plans of instances with training jobs in the executor's model: ``planner solve`` and
+``planner validate`` of them.
 
 The plan of such an instance is what the job-level executor runs: the best dispatch
 the search finds (:mod:`planner.execution.search`), or a static engine's plan as the
 executor dispatches it. Every figure printed is the executor's run of the plan, under
 the model stated on the ``model`` line; status and gap are against the executor's bound.
+A static plan (``--static``, or an energy or cost objective) gets the ``executed`` line
+of its run; ``validate`` runs a dispatch file, and gives a static plan of training jobs
+the executor's audit of its run.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,12 +27,29 @@ if TYPE_CHECKING:
     from planner.execution.runs import Setting
     from planner.execution.search import DispatchResult
     from planner.model import Problem
+    from planner.schedule import Schedule
 
 STATIC_SHARE = 0.25
 """The share of the time left that the search's static stage gives the static portfolio."""
 
 STATIC_ONLY = ("rule", "scheme", "schedules", "backend", "workers", "log", "initial_solution")
 """Options of the static engines that the search in the executor's model does not take."""
+
+
+def static_portfolio(
+    problem: Problem, seed: int = 0
+) -> Callable[[float], tuple[Problem, Schedule] | None]:
+    """The search's static stage (:func:`~planner.execution.search.search_dispatch`'s
+    ``static``): the static portfolio's plan of ``problem`` in :data:`STATIC_SHARE` of the
+    time it is given."""
+
+    def make(limit: float) -> tuple[Problem, Schedule] | None:
+        from planner.solvers import solve
+
+        plan = solve(problem, "portfolio", time_limit=max(STATIC_SHARE * limit, 0.1), seed=seed)
+        return None if plan.schedule is None else (problem, plan.schedule)
+
+    return make
 
 
 def solve_in_executor(
@@ -78,13 +100,6 @@ def solve_in_executor(
                 "take it; name a static engine (--solver) or add --static"
             )
 
-        def static(limit: float) -> tuple[Problem, Any] | None:
-            from planner.solvers import solve as run
-
-            share = max(STATIC_SHARE * limit, 0.1)
-            plan = run(problem, "portfolio", time_limit=share, seed=options.get("seed", 0))
-            return None if plan.schedule is None else (problem, plan.schedule)
-
         result = search_dispatch(
             dispatch,
             setting,
@@ -92,7 +107,7 @@ def solve_in_executor(
             weights,
             time_limit=options.get("time_limit", DEFAULT_TIME_LIMIT),
             seed=options.get("seed", 0),
-            static=static,
+            static=static_portfolio(problem, options.get("seed", 0)),
             progress=printer,
         )
         static_line = None
@@ -124,11 +139,8 @@ def solve_in_executor(
     if best is None:
         show(_rows(instance, dispatch, setting, solver, result, None, None, None))
         raise typer.Exit(1)
-    jobs, gpus = dispatch.jobs, dispatch.nodes * dispatch.gpus_per_node
-    if best.static is not None:
-        from planner.execution.jobs import plan_of
-
-        jobs = plan_of(best.static[0], best.static[1], dispatch.jobs)[0]
+    jobs = best.ran if best.ran is not None else dispatch.jobs
+    gpus = dispatch.nodes * dispatch.gpus_per_node
     violations = audit(best.run, jobs, gpus)
     energy = run_energy(best.run, jobs, gpus, workload.tariff, workload.switch_off)
     rows = _rows(instance, dispatch, setting, solver, result, violations, energy,
@@ -215,3 +227,149 @@ def _rows(
         )
         rows.append(("audit", verdict))
     return rows
+
+
+def plan_in_executor(
+    instance: Path,
+    problem: Problem,
+    solver: str,
+    options: dict[str, object],
+    static: bool,
+    output: Path | None,
+    gantt: Path | None,
+    model: tuple[str | None, float | None, str | None, bool | None],
+) -> bool:
+    """Solve an instance with training jobs in the executor's model (:mod:`planner.app.solve_dl`)
+    unless ``static`` or its objective is energy or cost; whether it did. ``model``: the
+    executor's options as given (interleave, data slots, slowdown, restart).
+
+    Raises
+    ------
+    InputError
+        For the executor's options where no plan is made in its model.
+    """
+    from planner.execution.runs import DEFAULT_RESTART, DEFAULT_SLOWDOWN, Setting, dl_workload
+    from planner.execution.search import OBJECTIVES
+
+    interleave, data_slots, slowdown, restart = model
+    given = [name for name, v in zip(("--interleave", "--data-slots", "--slowdown", "--restart"),
+                                      model, strict=True) if v is not None]  # fmt: skip
+    workload = None
+    if not static and problem.jobs and problem.objective in OBJECTIVES:
+        workload, _ = dl_workload(instance)
+    if workload is None:
+        if given:
+            why = "without --static" if static else "with training jobs"
+            raise InputError(f"{given[0]}: the executor's model plans instances {why} "
+                             "(objective makespan or weighted_completion)")  # fmt: skip
+        return False
+    if gantt is not None and gantt.suffix.lower() not in (".png", ".svg", ".pdf"):
+        raise InputError("--gantt: the co-location chart of a plan of training jobs is .png, "
+                         ".svg or .pdf", str(gantt))  # fmt: skip
+    if output is not None and solver == "portfolio" and output.suffix.lower() != ".json":
+        raise InputError("--output: a dispatch file is .json", str(output))
+    setting = Setting(interleave, data_slots, slowdown or DEFAULT_SLOWDOWN,
+                      DEFAULT_RESTART if restart is None else restart)  # fmt: skip
+    if setting.model(workload).kind != "fluid" and data_slots is not None:
+        raise InputError("--data-slots: data slots are fluid's; muri loads over two of four slots")
+    solve_in_executor(instance, workload, problem, solver, options, setting, output, gantt)
+    return True
+
+
+def default_run(instance: Path, problem: Problem, schedule: Schedule) -> Any:
+    """A static plan of an instance with training jobs run in the job-level executor with
+    the defaults ``planner simulate INSTANCE PLAN`` runs it with
+    (:class:`planner.execution.runs.Setting`): the setting, the dispatch and the run;
+    why the executor cannot run the plan (a string, e.g. a pooled plan's); or ``None``
+    for a task graph without training jobs."""
+    from planner.execution.runs import Setting, dispatch_of, dl_workload
+
+    workload, _ = dl_workload(instance)
+    if workload is None:
+        return None
+    setting = Setting()
+    try:
+        dispatch = dispatch_of(workload, setting, plan=(problem, schedule))
+    except InputError as exc:
+        return f"the executor cannot run the plan: {exc}"
+    return setting, dispatch, dispatch.run()
+
+
+def executed_line(instance: Path, problem: Problem, schedule: Schedule) -> tuple[str, str] | None:
+    """The ``executed`` line of a plan of an instance with training jobs: its makespan in
+    the executor (:func:`default_run`), the model on the same line, beside the planned
+    one; ``None`` for a task graph without training jobs."""
+    ran = default_run(instance, problem, schedule)
+    if ran is None:
+        return None
+    if isinstance(ran, str):
+        return ("executed", f"- ({ran})")
+    setting, dispatch, run = ran
+    return (
+        "executed",
+        f"{run.makespan:,.0f} s ({setting.line(dispatch.model)}; planned "
+        f"{dispatch.planned:,.0f} s in the static block model)",
+    )
+
+
+def audit_static_plan(instance: Path, problem: Problem, schedule: Schedule) -> None:
+    """The executor's audit of a static plan of an instance with training jobs, run with
+    the default model (:func:`default_run`; nothing for another instance).
+
+    Raises
+    ------
+    typer.Exit
+        With status 1 if the run fails its audit.
+    """
+    from planner.execution.audit import audit
+
+    ran = default_run(instance, problem, schedule)
+    if ran is None:
+        return
+    if isinstance(ran, str):
+        typer.echo(f"executor's audit: - ({ran})")
+        return
+    setting, dispatch, run = ran
+    wrong = audit(run, dispatch.jobs, dispatch.nodes * dispatch.gpus_per_node)
+    if wrong:
+        typer.echo(f"executor's audit: INVALID: {wrong[0]} ({len(wrong)} violations)")
+        raise typer.Exit(1)
+    typer.echo(
+        f"executor's audit: valid, its run {run.makespan:,.0f} s ({setting.line(dispatch.model)})"
+    )
+
+
+def validate_dispatch(instance: Path, path: Path) -> bool:
+    """Validate a dispatch file of ``instance`` (:mod:`planner.execution.table`): the
+    executor runs it, its audit is the verdict; whether ``path`` is one.
+
+    Raises
+    ------
+    InputError
+        For a dispatch of an instance without training jobs, or a malformed file.
+    typer.Exit
+        With status 1 if the run fails its audit.
+    """
+    from planner.execution.audit import audit
+    from planner.execution.runs import dl_workload
+    from planner.execution.table import DispatchPlan, dispatch_data
+
+    data = dispatch_data(path)
+    if data is None:
+        return False
+    workload, why = dl_workload(instance)
+    if workload is None:
+        raise InputError(f"a dispatch runs training jobs; {instance} is {why}", str(path))
+    dispatch = DispatchPlan.from_data(data, str(path)).dispatch(workload)
+    run = dispatch.run()
+    violations = audit(run, dispatch.jobs, dispatch.nodes * dispatch.gpus_per_node)
+    for v in violations:
+        typer.echo(v)
+    if violations or not run.finished:
+        typer.echo(f"{path}: INVALID ({len(violations)} violations of the executor's audit)")
+        raise typer.Exit(1)
+    typer.echo(
+        f"{path}: valid (the executor's audit of its run), makespan {run.makespan:,.0f} s, "
+        f"mean JCT {run.mean_jct:,.0f} s"
+    )
+    return True

@@ -27,6 +27,7 @@ all released at 0, and gives up past :data:`MAX_CONFIGURATIONS`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -188,14 +189,14 @@ def recombined_plan(
     index = {j.name: k for k, j in enumerate(jobs)}
     first: dict[tuple[tuple[tuple[int, ...], Where], ...], float] = {}
     for trace in runs:
-        end = trace[-1][0] if trace else 0.0
+        end = max(trace[-1][0], 1e-300) if trace else 1.0
         for t, groups in trace:
             if groups:
                 config = tuple(
                     sorted((tuple(sorted(index[n] for n in names)), where)
                            for names, _, where in groups)
                 )  # fmt: skip
-                first[config] = min(first.get(config, t / max(end, 1e-300)), t / max(end, 1e-300))
+                first[config] = min(first.get(config, math.inf), t / end)
     if not first:
         return None
     return _solve(jobs, model, sorted(first, key=first.__getitem__))

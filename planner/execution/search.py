@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from planner.execution.policies import Policy
     from planner.execution.runs import Dispatch, Setting
     from planner.execution.table import DispatchPlan
+    from planner.interleave import Interleave
     from planner.model import Problem
     from planner.schedule import Schedule
 
@@ -119,6 +120,9 @@ class Candidate:
     """Its run (``None`` once it is not among the :data:`KEEP_RUNS` best)."""
     static: tuple[Problem, Schedule] | None = None
     """The static plan it dispatches (stage ``static``); ``None``: a policy's groups."""
+    ran: Sequence[PeerJob] | None = None
+    """The jobs as the static plan dispatches them (what its run's audit checks);
+    ``None``: the workload's."""
     genes: tuple[np.ndarray | None, float, float] | None = None
     """lp-groups' per-job log boosts (``None``: none), critical and re-solve shares, where
     it is a run of lp-groups (stages ``tune`` and ``evolve``)."""
@@ -200,13 +204,15 @@ def objective_value(run: PeerRun, objective: str, weights: Mapping[str, float]) 
     return sum(weights.get(j, 1.0) * (f - run.release[j]) for j, f in run.finish.items()) / total
 
 
-def completion_bound(jobs: Sequence[PeerJob], model: object, weights: Mapping[str, float]) -> float:
+def completion_bound(
+    jobs: Sequence[PeerJob], model: Interleave, weights: Mapping[str, float]
+) -> float:
     """A lower bound on the weighted mean JCT: every job at its least period from its
     release (:func:`~planner.execution.grouping.longest_job` of the job alone)."""
     from planner.execution.grouping import longest_job
 
     total = sum(weights.get(j.name, 1.0) for j in jobs) or 1.0
-    return sum(weights.get(j.name, 1.0) * longest_job([j], model) for j in jobs) / total  # type: ignore[arg-type]
+    return sum(weights.get(j.name, 1.0) * longest_job([j], model) for j in jobs) / total
 
 
 def search_dispatch(
@@ -287,13 +293,7 @@ def search_dispatch(
         first: bool = False,
         genes: tuple[np.ndarray | None, float, float] | None = None,
     ) -> Candidate | None:
-        from planner.execution.executor import run_policy
-
-        result = run_policy(
-            jobs, policy, dispatch.nodes, dispatch.gpus_per_node, model, dispatch.restart,
-            halt=halt if first else deadline, power_cap=dispatch.power_cap,
-            watts=dispatch.watts,
-        )  # fmt: skip
+        result = _execute(dispatch, policy, halt if first else deadline)
         if not result.finished:
             return None
         value = objective_value(result, objective, weights)
@@ -318,17 +318,28 @@ def search_dispatch(
         _static(out, dispatch, static, t0 + time_limit, objective, weights, progress, t0)
     makespan = objective == "makespan"
     evolve = "evolve" in stages and makespan
-    share = TUNE_SHARE if evolve else 1.0 - RECOMBINE_SHARE if "recombine" in stages else 1.0
+    recombine = "recombine" in stages and makespan
+    share = TUNE_SHARE if evolve else 1.0 - RECOMBINE_SHARE if recombine else 1.0
     if "tune" in stages:
         _tune(out, run, objective, seed, _Deadline(t0 + share * time_limit, halt),
               first=not out.tried)  # fmt: skip
-    if "recombine" in stages and makespan and out.status != "optimal" and not deadline.is_set():
+    if recombine and out.status != "optimal" and not deadline.is_set():
         _recombine(out, dispatch, progress, t0, deadline)
     if evolve and out.status != "optimal":
         _evolve(out, run, len(jobs), seed, deadline)
     out.runtime = time.perf_counter() - t0
     out.interrupted = halt is not None and halt.is_set()
     return out
+
+
+def _execute(dispatch: Dispatch, policy: Policy, halt: Halt | None) -> PeerRun:
+    """``policy``'s run of ``dispatch``'s jobs on its cluster, under its model."""
+    from planner.execution.executor import run_policy
+
+    return run_policy(
+        dispatch.jobs, policy, dispatch.nodes, dispatch.gpus_per_node, dispatch.model,
+        dispatch.restart, halt=halt, power_cap=dispatch.power_cap, watts=dispatch.watts,
+    )  # fmt: skip
 
 
 def _keep(
@@ -385,14 +396,9 @@ def _run_phases(
 ) -> None:
     """Run the phases of a configuration program's ``plan`` in the executor and keep the
     run as a candidate of ``stage``."""
-    from planner.execution.executor import run_policy
     from planner.execution.table import TablePolicy
 
-    result = run_policy(
-        dispatch.jobs, TablePolicy(plan.events(dispatch.jobs)), dispatch.nodes,
-        dispatch.gpus_per_node, dispatch.model, dispatch.restart, halt=halt,
-        power_cap=dispatch.power_cap, watts=dispatch.watts,
-    )  # fmt: skip
+    result = _execute(dispatch, TablePolicy(plan.events(dispatch.jobs)), halt)
     if result.finished:
         _keep(out, Candidate(source, stage, result.makespan, result), progress, t0)
 
@@ -436,23 +442,18 @@ def _static(
     progress: Callable[[Progress], None] | None,
     t0: float,
 ) -> None:
-    """Stage 2: the static plan, dispatched by the executor where its jobs run in groups."""
+    """Stage 2: the static plan, as the executor dispatches it."""
     from planner.execution.jobs import plan_of
-    from planner.execution.runs import Dispatch
 
     plan = static(max(deadline - time.perf_counter(), 0.0))
     if plan is None:
         return
-    problem, schedule = plan
-    jobs, placed = plan_of(problem, schedule, dispatch.jobs)
-    run = Dispatch(
-        jobs=jobs, policy="plan", nodes=dispatch.nodes, gpus_per_node=dispatch.gpus_per_node,
-        model=dispatch.model, restart=dispatch.restart, placed=placed,
-        power_cap=dispatch.power_cap, watts=dispatch.watts,
-    ).run()  # fmt: skip
+    jobs, placed = plan_of(plan[0], plan[1], dispatch.jobs)
+    run = replace(dispatch, jobs=jobs, policy="plan", placed=placed, make=None).run()
     if run.finished:
         value = objective_value(run, objective, weights)
-        _keep(out, Candidate("static plan", "static", value, run, plan), progress, t0)
+        candidate = Candidate("static plan", "static", value, run, plan, ran=jobs)
+        _keep(out, candidate, progress, t0)
 
 
 def _evolve(
@@ -523,7 +524,7 @@ def _tournament(rng: np.random.Generator, fit: Sequence[float]) -> int:
 
 def _tune(
     out: DispatchResult,
-    run: Callable[..., None],
+    run: Callable[..., Candidate | None],
     objective: str,
     seed: int,
     deadline: Halt,
