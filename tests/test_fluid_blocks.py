@@ -171,7 +171,7 @@ def test_the_executor_divides_a_gpu_as_the_plan_does(tmp_path: Path) -> None:
     path.write_text(json.dumps(data))
     workload = jobs_from_instance(path)
     jobs, placed = plan_of(p, plan, workload.jobs)
-    assert [j.weight for j in jobs] == [1.0, 0.25]
+    assert [j.share for j in jobs] == [1.0, 0.25]
     run = run_policy(jobs, "plan", 1, 1, Interleave("fluid"), restart=False, plan=placed)
     assert run.finish == {"a": pytest.approx(100.0), "b": pytest.approx(175.0)}
     assert audit(run, jobs, 1) == []
@@ -235,8 +235,8 @@ def test_a_job_takes_the_speed_of_each_block_of_its_plan(tmp_path: Path) -> None
     path = tmp_path / "speeds.json"
     path.write_text(json.dumps(data))
     jobs, placed = plan_of(p, plan, jobs_from_instance(path).jobs)
-    assert (jobs[0].weight, jobs[0].reweights) == (0.5, ((50.0, 1.0),))
-    assert (jobs[0].weight_at(100.0), jobs[0].weight_at(50.0), jobs[0].weight_at(10.0)) == (
+    assert (jobs[0].share, jobs[0].reweights) == (0.5, ((50.0, 1.0),))
+    assert (jobs[0].share_at(100.0), jobs[0].share_at(50.0), jobs[0].share_at(10.0)) == (
         0.5,
         1.0,
         1.0,

@@ -137,11 +137,15 @@ def simulate_cmd(
         ),
     ] = "arrival",
     solver: Annotated[
-        str,
+        str | None,
         typer.Option(
-            "--solver", "-s", help="--online and --policy planner: the solver of every re-plan."
+            "--solver",
+            "-s",
+            help="--online and --policy planner: the solver of every re-plan (training jobs: "
+            "portfolio, the default, searches in the executor's model; a static engine "
+            "plans in the static block model; task graphs: sgs by default).",
         ),
-    ] = "sgs",
+    ] = None,
     time_limit: Annotated[
         float | None,
         typer.Option(
@@ -252,7 +256,7 @@ def simulate_cmd(
         trace_only = {"--nodes": nodes is not None, "--gpus-per-node": gpus_per_node is not None}
         online_only = {"--replan-every": replan_every != "arrival", "--baseline": bool(baseline)}
         planner_only = {
-            "--solver": solver != "sgs",
+            "--solver": solver is not None,
             "--time-limit": time_limit is not None,
             "--option": bool(option),
         }
@@ -263,8 +267,8 @@ def simulate_cmd(
         if policy is None:
             _refuse(trace_only, "applies to --policy on a trace only")
         planner = None
-        if online or policy == "planner":
-            planner = _planner_options(solver, time_limit, option or [])
+        if policy == "planner" and not online:
+            planner = _planner_options(solver, time_limit, option or [], job_level=True)
     slowdown_given = slowdown
     slowdown = slowdown or DEFAULT_SLOWDOWN
     if online:
@@ -272,6 +276,7 @@ def simulate_cmd(
             if policy is not None:
                 raise InputError("--policy runs a policy; --online runs the planner: give one")
             workload, why = dl_workload(instance)
+            planner = _planner_options(solver, time_limit, option or [], workload is not None)
             if workload is not None:
                 setting = Setting(
                     interleave, data_slots, slowdown, True if restart is None else restart
@@ -798,8 +803,10 @@ class _JobLevel:
             from planner.execution.policies.planner import online_planner
             from planner.execution.runs import workload_problem
 
-            problem = workload_problem(instance, dispatch.nodes, dispatch.gpus_per_node)
             solver, options = self.planner
+            problem = None
+            if solver != "portfolio":
+                problem = workload_problem(instance, dispatch.nodes, dispatch.gpus_per_node)
             dispatch.make = online_planner(problem, solver, **options)
         halt = Halt()
         bar = tqdm(total=len(dispatch.jobs), unit="job", file=sys.stderr, desc=dispatch.policy)
@@ -876,6 +883,7 @@ def _run_rows(
 ) -> list[tuple[str, object]]:
     """The lines ``simulate`` prints of a job-level run, with its ``energy`` (``None``:
     not figured) and the audit's ``violations``."""
+    from planner.execution.fairness import fairness, fairness_rows
     from planner.execution.grouping import mix_bound
     from planner.interleave import binding, model_bound
 
@@ -915,6 +923,7 @@ def _run_rows(
             ),
             ("mean JCT", f"{run.mean_jct:,.0f} s"),
             ("p99 JCT", f"{run.p99_jct:,.0f} s"),
+            *fairness_rows(fairness(run, jobs, total)),
             (
                 "energy",
                 f"{energy.kwh:,.1f} kWh, mean {energy.mean_kw:.1f} kW, peak "
@@ -936,6 +945,15 @@ def _run_rows(
         if not wrong
         else f"INVALID: {wrong[0]} ({len(wrong)} violations)"
     )
+    if run.planning:
+        plans = run.planning
+        rows.append(
+            (
+                "re-plans",
+                f"{len(plans)}, mean {sum(plans) / len(plans):.3f} s, longest {max(plans):.3f} s "
+                "(wall time)",
+            )
+        )
     rows += [
         ("groups", f"{share} of job-intervals by group size"),
         ("events", run.events),
@@ -1025,13 +1043,26 @@ def _check_online(
 
 
 def _planner_options(
-    solver: str, time_limit: float | None, specs: list[str]
+    solver: str | None, time_limit: float | None, specs: list[str], job_level: bool
 ) -> tuple[str, dict[str, Any]]:
     """The online planner's solver and its options (``--time-limit``, ``--option``),
-    checked against the solver's."""
+    checked against the solver's. On training jobs (``job_level``) the default is
+    ``portfolio``: the search in the executor's model
+    (:class:`~planner.execution.policies.planner.SearchPlanner`), which takes
+    ``time_limit`` and ``seed``; on task graphs ``sgs``."""
+    from planner.execution.policies.planner import SEARCH_OPTIONS
     from planner.solvers.registry import check_options, solver_function
 
+    solver = solver or ("portfolio" if job_level else "sgs")
     options = chosen_options(solver, time_limit, ONLINE_TIME_LIMIT) | _solver_options(specs)
+    if job_level and solver == "portfolio":
+        unknown = sorted(set(options) - set(SEARCH_OPTIONS))
+        if unknown:
+            raise InputError(
+                f"--option {unknown[0]}: the planner in the executor's model takes "
+                f"{' and '.join(SEARCH_OPTIONS)} only"
+            )
+        return solver, options
     check_options(solver, solver_function(solver), options)
     return solver, options
 
@@ -1090,7 +1121,9 @@ class _JobOnline:
             names = workload.names(workload.nodes)
             failures = [Failure.parse(spec, workload.time_unit) for spec in fail]
             outages = outages_of(failures, names, workload.time_unit)
-            problem = workload_problem(instance, workload.nodes, workload.gpus_per_node)
+            problem = None
+            if self.planner[0] != "portfolio":
+                problem = workload_problem(instance, workload.nodes, workload.gpus_per_node)
             noisy = Noise.parse(noise) if noise is not None else None
             done: list[tuple[str, Any, Any]] = []
             for name in ["planner", *baselines]:
@@ -1115,7 +1148,14 @@ class _JobOnline:
                     ("model", f"{self.setting.line(done[0][1].model)} (job-level executor)"),
                     ("noise", f"{noise}, seed {seed} (one factor per job)" if noise else "none"),
                     ("failures", ", ".join(fail) if fail else "none"),
-                    ("planner", f"re-plans at every arrival with {solver}{per_plan}"),
+                    (
+                        "planner",
+                        f"re-plans at every event in the executor's model ({solver}: the "
+                        f"search's policies and tuning{per_plan}, else srsf-pack decides)"
+                        if solver == "portfolio"
+                        else f"re-plans at every arrival with {solver}{per_plan} (static "
+                        "block model)",
+                    ),
                 ]
             )
             typer.echo("")

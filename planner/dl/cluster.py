@@ -338,7 +338,16 @@ class TrainingJob(_Spec):
     gpu_mem_per_gpu: NonNegInt = 0
     stage_in: Seconds = Field(default=0.0, description="Seconds of storage I/O before training.")
     checkpoint: Seconds = Field(default=0.0, description="Seconds of storage I/O after training.")
-    weight: Annotated[float, Field(gt=0, allow_inf_nan=False)] = 1.0
+    weight: Annotated[float, Field(gt=0, allow_inf_nan=False)] = Field(
+        default=1.0,
+        description="The weight of its completion time: in the weighted_completion objective, "
+        "and where the executor's JCT policies order jobs (Smith's rule).",
+    )
+    priority: NonNegInt = Field(
+        default=0,
+        description="Its class: the executor schedules the jobs of a higher class first, on "
+        "the whole cluster, and the lower classes on the GPUs left (strict classes).",
+    )
     release: Seconds = 0.0
     deadline: Seconds | None = None
     power_limits: bool = Field(

@@ -28,7 +28,10 @@ MURI_COLUMNS = (
     "resource_time_1",
     "resource_time_2",
 )
-"""Columns a Muri trace must have (times in ms; ``submit_time`` and ``job_id`` are optional)."""
+"""Columns a Muri trace must have (times in ms; ``submit_time``, ``job_id``, ``duration``,
+``iteration_time``, ``class`` and ``weight`` are optional). Muri's traces also carry a
+``priority`` column (0 or 1) that its simulator does not schedule by: it is not read; a
+job's class is the ``class`` column."""
 
 PLACEMENTS = ("pooled", "node", "gpu")
 """Placements of the cluster form (:mod:`planner.dl.cluster`) the workloads can ask for."""
@@ -115,6 +118,10 @@ def import_muri(
             job["migrate"] = True
         if row.release:
             job["release"] = row.release
+        if row.priority:
+            job["priority"] = row.priority
+        if row.weight != 1:
+            job["weight"] = row.weight
         jobs.append(job)
     path = Path(path)
     return {
@@ -143,6 +150,11 @@ class TraceRow:
     """The trace's ``duration``; 0 when it has none."""
     release: float
     """``submit_time``; 0 when the trace has none."""
+    priority: int = 0
+    """Its class (column ``class``; higher classes are served first); 0 when the trace has
+    none."""
+    weight: float = 1.0
+    """The weight of its completion time (``weight``); 1 when the trace has none."""
 
 
 def read_muri_trace(path: str | Path) -> list[TraceRow]:
@@ -188,6 +200,8 @@ def read_muri_trace(path: str | Path) -> list[TraceRow]:
                 iteration_time=seconds("iteration_time"),
                 duration=seconds("duration"),
                 release=seconds("submit_time"),
+                priority=cell.level("class") if "class" in header else 0,
+                weight=cell.positive("weight") if "weight" in header else 1.0,
             )
         )
     if not out:
@@ -264,6 +278,28 @@ class _Cells:
         if not number.is_integer() or not 1 <= number <= MAX_INT:
             self.fail(column, f"expected a whole number from 1 to 2**40, got {value!r}")
         return int(number)
+
+    def level(self, column: str) -> int:
+        """A whole number from 0; an empty cell is 0."""
+        value = self.values[column].strip()
+        try:
+            number = float(value or 0)
+        except ValueError:
+            number = math.nan
+        if not number.is_integer() or not 0 <= number <= MAX_INT:
+            self.fail(column, f"expected a whole number from 0 to 2**40, got {value!r}")
+        return int(number)
+
+    def positive(self, column: str) -> float:
+        """A finite number above 0; an empty cell is 1."""
+        value = self.values[column].strip()
+        try:
+            number = float(value or 1)
+        except ValueError:
+            number = math.nan
+        if not math.isfinite(number) or number <= 0:
+            self.fail(column, f"expected a finite number > 0, got {value!r}")
+        return number
 
     def time(self, column: str) -> float:
         """Milliseconds; an empty cell is 0."""

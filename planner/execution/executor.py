@@ -237,6 +237,9 @@ def run_policy(
     periods = Periods(model, jobs)
     chosen_policy.start(Context(jobs, state, model, periods, nodes, gpus_per_node, outages))
     shared = chosen_policy.shared
+    classes = sorted({j.priority for j in jobs}, reverse=True)
+    if len(classes) < 2 or plan is not None or shared or chosen_policy.ranks_classes:
+        classes = []
     runnable: list[JobState] = []
     trace: list[tuple[float, list[tuple[tuple[str, ...], float, Where]]]] = []
     ends: list[tuple[float, list[JobState]]] = []
@@ -308,7 +311,10 @@ def run_policy(
                 s.remaining_time = s.remaining * s.alone
             s.last = t
             s.settle()
-        chosen = chosen_policy.schedule(t, runnable, cluster)
+        if classes:
+            chosen = by_class(chosen_policy, t, runnable, cluster, classes)
+        else:
+            chosen = chosen_policy.schedule(t, runnable, cluster)
         speed = _speed(chosen, total, power_cap, watts, shared)
         throttles.append(speed)
         running: dict[tuple[str, ...], tuple[float, Where]] = {}
@@ -358,6 +364,34 @@ def run_policy(
         running={s.job.name: s.where for s in runnable if s.running},
         planning=chosen_policy.planning_seconds(),
     )
+
+
+def by_class(
+    policy: Policy, t: float, runnable: list[JobState], cluster: Cluster, classes: list[int]
+) -> Chosen:
+    """The policy's answer class by class, highest first: each class on the GPUs the
+    classes above it left (strict classes)."""
+    chosen: Chosen = {}
+    held = [0] * len(cluster.free)
+    for level in classes:
+        jobs = [s for s in runnable if s.job.priority == level]
+        if not jobs:
+            continue
+        cluster.held = list(held)
+        part = policy.schedule(t, jobs, cluster)
+        for idx, (members, _, _, where) in part.items():
+            if where:
+                for k, gpus in where:
+                    held[k] = max(held[k], max(gpus) + 1)
+            elif members[0].idx == idx:  # GPUs counted, not placed: hold them first-fit
+                need = members[0].job.gpus
+                for k in range(len(held)):
+                    take = min(need, cluster.per_node - held[k])
+                    held[k] += take
+                    need -= take
+        chosen.update(part)
+    cluster.held = [0] * len(held)
+    return chosen
 
 
 def _speed(

@@ -45,7 +45,7 @@ class PeerJob:
     """The trace's duration (s): what Muri-S takes as a new job's remaining time."""
     model: str = ""
     release: float = 0.0
-    weight: float = 1.0
+    share: float = 1.0
     """Its weight where it shares GPUs under ``fluid`` (a plan's speed for it:
     :func:`plan_of`); 1 for all: every co-resident slows alike."""
     holds: tuple[tuple[float, float], ...] = ()
@@ -54,13 +54,18 @@ class PeerJob:
     on: Where = ()
     """The GPUs a plan on single GPUs puts it on (:func:`plan_of`); empty where the plan
     names nodes only."""
+    weight: float = 1.0
+    """The weight of its completion time (the instance's ``weight``): the JCT policies
+    order by remaining service over it (Smith's rule)."""
+    priority: int = 0
+    """Its class: the executor serves higher classes first (strict classes)."""
     reweights: tuple[tuple[float, float], ...] = ()
     """Where a plan changes its speed (:func:`plan_of`): per later block of another speed,
-    the iterations left when the block starts and its weight (``weight`` before)."""
+    the iterations left when the block starts and its weight (``share`` before)."""
 
-    def weight_at(self, left: float) -> float:
+    def share_at(self, left: float) -> float:
         """Its weight with ``left`` iterations left: the weight of the block it is in."""
-        weight = self.weight
+        weight = self.share
         for start, w in self.reweights:
             if left > start + 1e-6:
                 break
@@ -94,6 +99,8 @@ def read_trace(path: str | Path) -> list[PeerJob]:
                 duration=row.duration or row.iterations * alone,
                 model=row.model,
                 release=row.release,
+                weight=row.weight,
+                priority=row.priority,
             )
         )
     return out
@@ -188,6 +195,8 @@ def jobs_from_instance(path: str | Path, data: Mapping[str, Any] | None = None) 
                 duration=iterations * alone,
                 model=job.model or "",
                 release=job.release,
+                weight=job.weight,
+                priority=job.priority,
             )
         )
     names = tuple(name for name, _ in inst.cluster.node_names())
@@ -354,7 +363,7 @@ def plan_of(
                 by_node.setdefault(index[n], []).append(gpus[n])
             where = tuple((k, tuple(sorted(ids))) for k, ids in by_node.items())
         out.append(
-            replace(j, release=release, weight=weight, holds=holds, on=where, reweights=reweights)
+            replace(j, release=release, share=weight, holds=holds, on=where, reweights=reweights)
         )
     return out, nodes
 
@@ -501,7 +510,7 @@ def shared_periods(
     rates: dict[tuple[int, int], dict[str, float]] = {}
     for gpu, names in residents.items():
         members = [by_name[n] for n in names]
-        weights = tuple(m.weight_at(m.iterations - done[m.name]) for m in members)
+        weights = tuple(m.share_at(m.iterations - done[m.name]) for m in members)
         key = (tuple(names), weights)
         if key not in memo:
             speeds = fluid_rates([m.stages for m in members], weights, model.data_slots)

@@ -179,7 +179,7 @@ class DispatchResult:
         return DispatchPlan.of_run(self.best.run, setting, self.best.source)
 
 
-class _Deadline(Halt):
+class Deadline(Halt):
     """A halt that is also set once a time has passed."""
 
     def __init__(self, deadline: float, outer: Halt | None) -> None:
@@ -274,7 +274,7 @@ def search_dispatch(
         raise InputError(f"time limit {time_limit:g} s: give 0 or more")
     weights = dict(weights or {})
     t0 = time.perf_counter()
-    deadline = _Deadline(t0 + time_limit, halt)
+    deadline = Deadline(t0 + time_limit, halt)
     jobs, model = dispatch.jobs, dispatch.model
     gpus = dispatch.nodes * dispatch.gpus_per_node
     if objective == "makespan":
@@ -321,7 +321,7 @@ def search_dispatch(
     recombine = "recombine" in stages and makespan
     share = TUNE_SHARE if evolve else 1.0 - RECOMBINE_SHARE if recombine else 1.0
     if "tune" in stages:
-        _tune(out, run, objective, seed, _Deadline(t0 + share * time_limit, halt),
+        _tune(out, run, objective, seed, Deadline(t0 + share * time_limit, halt),
               first=not out.tried)  # fmt: skip
     if recombine and out.status != "optimal" and not deadline.is_set():
         _recombine(out, dispatch, progress, t0, deadline)

@@ -51,8 +51,8 @@ class JobState:
         "reweighing",
         "reweights",
         "running",
+        "share",
         "sort_val",
-        "weight",
         "where",
     )  # fmt: skip
 
@@ -74,13 +74,13 @@ class JobState:
         self.pausing = False
         self.reweights = list(job.reweights)
         self.reweighing = False
-        self.weight = job.weight
+        self.share = job.share
         self.where: Where = ()
 
     def settle(self) -> None:
         """Take the weight of the block of its plan it is in."""
         while self.reweights and self.reweights[0][0] >= self.remaining - 1e-6:
-            self.weight = self.reweights.pop(0)[1]
+            self.share = self.reweights.pop(0)[1]
 
     def next_event(self, t: float) -> float:
         """When the running job next ends (from ``t``, at its period): its end, the end
@@ -117,16 +117,20 @@ def where_label(where: Where, names: Sequence[str] = ()) -> str:
 
 
 class Cluster:
-    """Free GPUs per node, placed first-fit (Muri's ``yarn``), none on nodes down."""
+    """Free GPUs per node, placed first-fit (Muri's ``yarn``), none on nodes down, none
+    of those a higher class holds (``held``: per node, its lowest GPUs)."""
 
     def __init__(self, nodes: int, per_node: int) -> None:
         self.per_node = per_node
         self.free = [per_node] * nodes
         self.down: frozenset[int] = frozenset()
+        self.held = [0] * nodes
 
     def empty(self) -> None:
-        """Free every GPU of the nodes up."""
-        self.free = [0 if k in self.down else self.per_node for k in range(len(self.free))]
+        """Free every GPU of the nodes up but those a higher class holds."""
+        self.free = [
+            0 if k in self.down else self.per_node - self.held[k] for k in range(len(self.free))
+        ]
 
     def place(self, gpus: int) -> Where | None:
         """Take ``gpus`` GPUs first-fit; where they were found (``None``: nowhere).
@@ -209,6 +213,9 @@ class Policy:
 
     name = "policy"
     """What the run is called (``--policy``)."""
+    ranks_classes = False
+    """Whether the policy serves the jobs' classes (``priority``) itself; else the
+    executor asks it class by class, highest first, each on the GPUs left."""
     shared = False
     """Whether every answer's entry is one job on GPUs of its own that others may share
     (its group: the jobs on its GPUs), not a group on one GPU set."""

@@ -81,6 +81,11 @@ class LpGroups(Policy):
             pool.sort(key=lambda s: -self.urgency(s))
         cluster.empty()
         gpus = sum(cluster.free)
+        for k, size in enumerate(mix.gpus):
+            if size > gpus:  # a higher class holds the GPUs it needs: it waits
+                left[k], jobs[k], pools[k] = 0.0, 0, []
+        if not any(jobs):
+            return {}
         present = tuple(n > 0 for n in jobs)
         if (
             self.last is None

@@ -42,8 +42,8 @@ class MuriS(Policy):
         job.remaining_time = job.job.duration
 
     def key(self, job: JobState) -> float:
-        """Remaining service: remaining time x GPUs."""
-        return job.remaining_time * job.job.gpus
+        """Remaining service (remaining time x GPUs) over the job's weight."""
+        return job.remaining_time * job.job.gpus / job.job.weight
 
     def schedule(self, t: float, jobs: list[JobState], cluster: Cluster) -> Chosen:
         """Order the jobs, then group and place them (see the module docstring)."""
@@ -59,8 +59,8 @@ class MuriL(MuriS):
     name = "muri-l"
 
     def key(self, job: JobState) -> float:
-        """Attained service: running wall time x GPUs."""
-        return job.executed * job.job.gpus
+        """Attained service (running wall time x GPUs) over the job's weight."""
+        return job.executed * job.job.gpus / job.job.weight
 
 
 class _Grouping:
@@ -88,6 +88,7 @@ class _Grouping:
                 used.update(x.idx for x in by_gpu[g][taken[g] : upto])
                 taken[g] = upto
         candidates = {g: by_gpu[g][: taken[g]] for g in by_gpu if taken[g]}
+        self.room = self.cluster_gpus - sum(cluster.held)
         packings = self._match(candidates)
         packings = self._autopack(packings, runnable, cluster)
         return self._place(packings, runnable, cluster)
@@ -109,13 +110,13 @@ class _Grouping:
                         ready.append((g, [groups[v], groups[u]]))
             merged: dict[int, list[tuple[int, ...]]] = {g: [] for g in packings}
             for g, pair in ready:
-                if required <= self.cluster_gpus or len(pair) == 1:
+                if required <= self.room or len(pair) == 1:
                     merged[g].extend(pair)
                 else:
                     merged[g].append(pair[0] + pair[1])
                     required -= g
             packings = merged
-            if required <= self.cluster_gpus:
+            if required <= self.room:
                 break
         return packings
 

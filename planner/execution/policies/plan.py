@@ -145,7 +145,7 @@ class _SharedGpus:
                     self._wait(idx)
                 else:
                     del self.seq[idx]
-            elif s.weight != self.seen[idx]:
+            elif s.share != self.seen[idx]:
                 dirty.update((k, i) for k, ids in where for i in ids)
         arrived = len(live) - len(self.seq)
         for s in runnable[len(runnable) - arrived :] if arrived else ():
@@ -173,7 +173,7 @@ class _SharedGpus:
         for k, i in dirty:
             r = self.residents[k][i]
             speeds = fluid_rates(
-                [x.job.stages for x in r], [x.weight for x in r], self.model.data_slots
+                [x.job.stages for x in r], [x.share for x in r], self.model.data_slots
             )
             self.rates[k, i] = {x.idx: v for x, v in zip(r, speeds, strict=True)}
         for idx in {x.idx for k, i in dirty for x in self.residents[k][i]}:
@@ -184,7 +184,7 @@ class _SharedGpus:
             period = s.job.stages.total / rate * self.model.factor(max(map(len, on)))
             cost = s.cost + sum(x.cost for x in partners)
             self.entries[idx] = ([s, *partners], period, cost, where)
-            self.seen[idx] = s.weight
+            self.seen[idx] = s.share
         return {idx: self.entries[idx] for idx in self.placed}
 
     def _wait(self, idx: int) -> None:

@@ -1,7 +1,19 @@
 """``planner``: the planner as an online policy of the executor.
 
-At every event at which jobs have arrived, the jobs at hand are planned anew with a
-solver of the registry, as model-predictive control does: the executor's state
+:class:`SearchPlanner` (the default, ``--solver portfolio``) plans in the executor's
+model: at every event (an arrival, a completion, a failure or a return) it searches
+dispatches of the jobs at hand from their state there
+(:func:`~planner.execution.search.search_dispatch`, stages ``policies`` and ``tune``,
+for the weighted completion time), each candidate a run of the executor from that state
+(the jobs known then; no arrival foreseen), within a budget of wall time per event. It
+dispatches the best candidate's first groups until the next event, as model-predictive
+control does. Where no candidate finished within the budget, a fast policy decides
+(``srsf-pack``).
+
+:class:`OnlinePlanner` (a static engine named with ``--solver``) plans in the static
+block model instead. At every event at which jobs have arrived, the jobs at hand are
+planned anew with a solver of the registry, as model-predictive control does: the
+executor's state
 (iterations done, running jobs on their GPUs, nodes down; :func:`planner.execution.runs.
 state_of_run`) is frozen, the jobs that arrived join (:func:`planner.execution.replan.
 prepare`), and the rest is planned in the static block model of the instance (the job
@@ -15,6 +27,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -141,6 +154,108 @@ class OnlinePlanner(PlanDispatch):
         self.seconds.append(time.perf_counter() - t0)
 
 
+FALLBACK = "srsf-pack"
+"""The policy that decides an event where the search found no dispatch in its budget."""
+
+SEARCH_STAGES = ("policies", "tune")
+"""The search's stages the online planner runs at every event."""
+
+SEARCH_OPTIONS = ("time_limit", "seed")
+"""The options of the online planner in the executor's model."""
+
+
+class SearchPlanner(Policy):
+    """Re-plan at every event in the executor's model (see the module docstring):
+    ``time_limit`` seconds of search per event, ``objective`` the search's (the weighted
+    completion time, or the makespan)."""
+
+    name = "planner"
+    ranks_classes = True
+
+    def __init__(
+        self, time_limit: float = 1.0, seed: int = 0, objective: str = "weighted_completion"
+    ) -> None:
+        self.time_limit, self.seed, self.objective = time_limit, seed, objective
+        self.seconds: list[float] = []
+        """Wall time of every re-plan."""
+        self.fallbacks = 0
+        """Events the fallback policy decided (no candidate within the budget)."""
+        self.sources: dict[str, int] = {}
+        """How many events each candidate's first groups were dispatched at."""
+
+    def start(self, context: Context) -> None:
+        """The fallback policy, started on the same run."""
+        from planner.execution.policies import policy_of
+
+        super().start(context)
+        self.fallback = policy_of(FALLBACK)
+        self.fallback.start(context)
+        self.restart = any(s.cost > 0 for s in context.state)
+
+    def arrive(self, job: JobState) -> None:
+        """The fallback policy learns of it."""
+        self.fallback.arrive(job)
+
+    def finish(self, job: JobState, t: float) -> None:
+        """The fallback policy learns of it."""
+        self.fallback.finish(job, t)
+
+    def planning_seconds(self) -> list[float]:
+        """Wall time of every re-plan."""
+        return list(self.seconds)
+
+    def schedule(self, t: float, jobs: list[JobState], cluster: Cluster) -> Chosen:
+        """Search dispatches of ``jobs`` from their state at ``t``; run the best one's
+        first groups (the fallback's answer if none finished in time)."""
+        from planner.execution.executor import by_class
+        from planner.execution.runs import Dispatch, Setting
+        from planner.execution.search import Deadline, search_dispatch
+
+        t0 = time.perf_counter()
+        context = self.context
+        if not jobs:
+            return {}
+        now = [
+            replace(
+                s.job,
+                iterations=max(1, math.ceil(s.remaining - 1e-6)),
+                release=0.0,
+                duration=s.remaining * s.alone,
+                holds=(),
+                reweights=(),
+            )
+            for s in jobs
+        ]
+        outages = [(k, max(down - t, 0.0), back - t) for k, down, back in context.outages
+                   if back > t]  # fmt: skip
+        dispatch = Dispatch(now, "planner", context.nodes, context.gpus_per_node,
+                            context.model, self.restart, outages=outages)  # fmt: skip
+        weights = {s.job.name: s.job.weight for s in jobs}
+        deadline = Deadline(t0 + self.time_limit, None)
+        result = search_dispatch(dispatch, Setting(), self.objective, weights, self.time_limit,
+                                 self.seed, SEARCH_STAGES, halt=deadline)  # fmt: skip
+        best = result.best
+        if best is None or best.run is None or not best.run.trace:
+            self.fallbacks += 1
+            levels = sorted({s.job.priority for s in jobs}, reverse=True)
+            chosen = (
+                by_class(self.fallback, t, jobs, cluster, levels)
+                if len(levels) > 1
+                else self.fallback.schedule(t, jobs, cluster)
+            )
+        else:
+            self.sources[best.source] = self.sources.get(best.source, 0) + 1
+            state = {s.job.name: s for s in jobs}
+            chosen = {}
+            for names, cost, where in best.run.trace[0][1]:
+                members = [state[n] for n in names]
+                periods = context.periods([m.idx for m in members])
+                for m in members:
+                    chosen[m.idx] = (members, periods[m.idx], cost, where)
+        self.seconds.append(time.perf_counter() - t0)
+        return chosen
+
+
 def _first_tasks(problem: Problem, frozen: Mapping[str, int]) -> dict[str, str]:
     """Per job, its first task not frozen (by the compiler's order)."""
     out: dict[str, str] = {}
@@ -164,7 +279,15 @@ class _Snapshot:
         self.outages = tuple(context.outages)
 
 
-def online_planner(problem: Problem, solver: str = "sgs", **options: Any) -> Callable[[], Policy]:
-    """What makes a new :class:`OnlinePlanner` for every run (picklable: a Monte Carlo
-    study's workers each make their own)."""
+def online_planner(
+    problem: Problem | None, solver: str = "portfolio", **options: Any
+) -> Callable[[], Policy]:
+    """What makes a new online planner for every run (picklable: a Monte Carlo study's
+    workers each make their own): :class:`SearchPlanner` for ``portfolio`` (the search
+    in the executor's model; ``problem`` unused), else :class:`OnlinePlanner` with the
+    static engine ``solver`` on ``problem``."""
+    if solver == "portfolio":
+        return partial(SearchPlanner, **options)
+    if problem is None:
+        raise PlannerError(f"online: {solver} plans the compiled problem: give it")
     return partial(OnlinePlanner, problem, solver, **options)

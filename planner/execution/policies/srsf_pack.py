@@ -36,18 +36,19 @@ class SrsfPack(Policy):
 
     def value(self, members: Sequence[JobState]) -> float:
         """The weighted progress of a group: the share of its remaining iterations each
-        member does per second, summed (what SRPT maximises at every instant)."""
+        member does per second, times its weight, summed (what SRPT maximises at every
+        instant)."""
         periods = self.periods([m.idx for m in members])
-        return sum(1.0 / (periods[m.idx] * max(m.remaining, 1e-9)) for m in members)
+        return sum(m.job.weight / (periods[m.idx] * max(m.remaining, 1e-9)) for m in members)
 
     def schedule(self, t: float, runnable: list[JobState], cluster: Cluster) -> Chosen:
-        """Jobs by remaining service (time alone x GPUs), smallest first. A job joins the
-        open set of its GPU count (fewer than ``max_colocated`` members) where the
-        group's weighted progress grows most if that growth is at least
-        :data:`JOIN_SHARE` of its progress alone; else it takes GPUs of its own
+        """Jobs by remaining service (time alone x GPUs) over their weight, smallest
+        first. A job joins the open set of its GPU count (fewer than ``max_colocated``
+        members) where the group's weighted progress grows most if that growth is at
+        least :data:`JOIN_SHARE` of its progress alone; else it takes GPUs of its own
         (first-fit) if any fit; else it joins that set anyway if the growth is
         positive; else it waits."""
-        order = sorted(runnable, key=lambda s: s.remaining * s.alone * s.job.gpus)
+        order = sorted(runnable, key=lambda s: s.remaining * s.alone * s.job.gpus / s.job.weight)
         cluster.empty()
         groups: list[tuple[list[JobState], Where]] = []
         values: list[float] = []

@@ -13,8 +13,8 @@ class Srtf(Policy):
     name = "srtf"
 
     def key(self, job: JobState) -> float:
-        """The order of the jobs: smallest first."""
-        return job.remaining_time
+        """The order of the jobs, smallest first: remaining time over the job's weight."""
+        return job.remaining_time / job.job.weight
 
     def schedule(self, t: float, jobs: list[JobState], cluster: Cluster) -> Chosen:
         """The jobs in order, each alone on the first GPUs that fit it."""
@@ -34,5 +34,5 @@ class Srsf(Srtf):
     name = "srsf"
 
     def key(self, job: JobState) -> float:
-        """Remaining time x GPUs."""
-        return job.remaining_time * job.job.gpus
+        """Remaining time x GPUs over the job's weight."""
+        return job.remaining_time * job.job.gpus / job.job.weight

@@ -26,6 +26,8 @@ class Tiresias(Policy):
         self.level: dict[int, int] = {}
         self.jump = math.inf
         """The next demotion of a running job."""
+        self.at = -math.inf
+        """The time of the event :attr:`jump` was found at (a class at a time)."""
 
     def arrive(self, job: JobState) -> None:
         """Into the first queue."""
@@ -54,20 +56,26 @@ class Tiresias(Policy):
                 self.queues[q].remove(s)
                 self.queues[q + 1].append(s)
                 self.level[s.idx] = q + 1
-        free = self.context.gpus - cluster.per_node * len(cluster.down)
+        cluster.empty()
+        free = sum(cluster.free)
         chosen: Chosen = {}
+        here = {s.idx for s in jobs}
         for queue in self.queues:
             for s in queue:
-                if free >= s.job.gpus:
+                if s.idx in here and free >= s.job.gpus:
                     free -= s.job.gpus
                     chosen.update(self.alone(s, ()))
-            queue.sort(key=lambda s: s.idx not in chosen)
+            queue.sort(key=lambda s: s.idx in here and s.idx not in chosen)
+        if t != self.at:
+            self.at, self.jump = t, math.inf
         self.jump = min(
-            (
-                math.ceil(self.LIMITS[q] / s.job.gpus) - s.executed + t
-                for s in jobs
-                if s.idx in chosen and (q := self.level[s.idx]) < len(self.LIMITS)
-            ),
-            default=math.inf,
+            [
+                self.jump,
+                *(
+                    math.ceil(self.LIMITS[q] / s.job.gpus) - s.executed + t
+                    for s in jobs
+                    if s.idx in chosen and (q := self.level[s.idx]) < len(self.LIMITS)
+                ),
+            ]
         )
         return chosen
