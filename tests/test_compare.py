@@ -24,6 +24,7 @@ from planner.app.compare import (
     summarize,
     summarize_realized,
 )
+from planner.app.compare_jct import summarize_jct
 from planner.bounds import lower_bound
 from planner.errors import InputError
 from planner.execution.disturbances import parse_simulation
@@ -581,9 +582,13 @@ def test_cli_compare_ranks_solvers_by_realized_makespan(tmp_path: Path, placed_b
     realized = summarize_realized(table)
     planned = markdown(summarize(table))
     expected = planned + f"\nsolvers by realized makespan ({SIMULATION}):\n\n" + markdown(realized)
+    # the plans of training jobs ran in the job-level executor: their JCT and fairness too
+    expected += f"\npolicies and planners by mean realized JCT ({SIMULATION}):\n\n"
+    expected += markdown(summarize_jct(table))
     assert result.stdout == expected + (
         f"results in {out}, summary in {tmp_path / 'study.md'}, "
-        f"profile in {tmp_path / 'study_profile.png'}\n"
+        f"profile in {tmp_path / 'study_profile.png'}, JCT in {tmp_path / 'study_jct.png'} "
+        f"and {tmp_path / 'study_fairness.png'}\n"
     )
     assert (tmp_path / "study.md").read_text() == expected
     best = realized.iloc[0]

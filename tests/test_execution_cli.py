@@ -143,7 +143,10 @@ def test_times_take_units(trace: dict[str, Path]) -> None:
 def test_a_time_limit_for_a_solver_without_one_says_which_have_one(
     trace: dict[str, Path],
 ) -> None:
-    code, _, err = run("simulate", str(trace["placed"]), "--online", "--time-limit", "2")
+    # the default solver online on training jobs, portfolio, has one; sgs has none
+    code, _, err = run(
+        "simulate", str(trace["placed"]), "--online", "--solver", "sgs", "--time-limit", "2"
+    )
     assert code == 2
     assert err == (
         "error: --time-limit: solver 'sgs' has no time limit (it makes one pass or follows a "
@@ -159,7 +162,9 @@ def test_online_takes_a_time_limit_for_a_solver_with_one(trace: dict[str, Path])
     assert code == 0, err
     assert "planner:" in err  # the progress bar
     rows = out.splitlines()
-    assert lines(out)["planner"] == "re-plans at every arrival with ga, 0.01 s per re-plan"
+    assert lines(out)["planner"] == (
+        "re-plans at every arrival with ga, 0.01 s per re-plan (static block model)"
+    )
     header = rows.index("JCT, makespan and wait in seconds; planner time in seconds per re-plan")
     assert rows[header + 1].split() == [
         "policy", "jobs", "re-plans", "mean", "JCT", "p99", "JCT", "makespan", "mean", "wait",
@@ -259,7 +264,8 @@ BAD = [
      "--histogram do not apply"),
     (["simulate", P, S, "--online"], "--online plans as jobs arrive: give no SCHEDULE"),
     (["simulate", P, "--online", "--baseline", "nope"], "unknown policy 'nope'; choose one of "
-     "srtf, srsf, tiresias, muri-s, muri-l, lp-groups, srsf-pack, or FILE.py:CLASS"),
+     "srtf, srsf, tiresias, muri-s, muri-l, lp-groups, srsf-pack, jct-groups, ftf-groups, "
+     "or FILE.py:CLASS"),
     (["simulate", P, "--online", "--option", "rule"], "--option 'rule': expected KEY=VALUE, "
      "e.g. rule=spt"),
     (["replan", P, S, "--at", "5", "--stability", "-1"], "Invalid value for '--stability': "

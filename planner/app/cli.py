@@ -625,6 +625,14 @@ def compare(
         summarize,
         summarize_realized,
     )
+    from planner.app.compare_jct import (
+        jobs_path,
+        read_jobs,
+        save_fairness,
+        save_jct_cdf,
+        summarize_jct,
+        tick_unit,
+    )
     from planner.io.reference import load_reference
 
     with guard():
@@ -637,6 +645,14 @@ def compare(
         pareto_path = output.with_name(f"{output.stem}_pareto.png")
         if pareto:
             check_output(pareto_path, inputs=inputs)
+        jct_paths = (
+            jobs_path(output),
+            output.with_name(f"{output.stem}_jct.png"),
+            output.with_name(f"{output.stem}_fairness.png"),
+        )
+        if simulate is not None:
+            for path in jct_paths:
+                check_output(path, inputs=inputs)
         refs = load_reference(reference) if reference is not None else None
         try:
             table = run_study(
@@ -661,10 +677,20 @@ def compare(
                 err=True,
             )
             raise typer.Exit(130) from None
-        text = markdown(summarize(table))
+        planned = summarize(table)
+        text = markdown(planned) if not planned.empty else ""
         if simulate is not None:
             text += f"\nsolvers by realized makespan ({simulate}):\n\n"
             text += markdown(summarize_realized(table))
+        drawn = f", front in {pareto_path}" if pareto else ""
+        jct = summarize_jct(table) if simulate is not None else None
+        if jct is not None and not jct.empty:
+            text += f"\npolicies and planners by mean realized JCT ({simulate}):\n\n"
+            text += markdown(jct)
+            unit = tick_unit(instances)
+            save_jct_cdf(read_jobs(jct_paths[0]), jct_paths[1], unit)
+            save_fairness(jct, jct_paths[2], unit)
+            drawn += f", JCT in {jct_paths[1]} and {jct_paths[2]}"
         if pareto:
             front = pareto_front(table)
             text += "\nmakespan against energy (objective energy at each makespan_watts):\n\n"
@@ -673,7 +699,6 @@ def compare(
         summary_path.write_text(text)
         save_profile(table, profile_path)
         typer.echo(text, nl=False)
-        drawn = f", front in {pareto_path}" if pareto else ""
         typer.echo(
             f"results in {output}, summary in {summary_path}, profile in {profile_path}{drawn}"
         )

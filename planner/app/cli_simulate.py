@@ -885,6 +885,7 @@ def _run_rows(
     not figured) and the audit's ``violations``."""
     from planner.execution.fairness import fairness, fairness_rows
     from planner.execution.grouping import mix_bound
+    from planner.execution.search import completion_bound
     from planner.interleave import binding, model_bound
 
     jobs, model, cap = dispatch.jobs_of(seed), dispatch.model, dispatch.power_cap
@@ -915,6 +916,7 @@ def _run_rows(
         ),
     ]
     if run.finished and energy is not None:
+        jct_bound = completion_bound(jobs, model, {})
         rows += [
             (
                 "makespan",
@@ -922,6 +924,11 @@ def _run_rows(
                 f"{run.makespan / mix:.3f} x mix bound)",
             ),
             ("mean JCT", f"{run.mean_jct:,.0f} s"),
+            (
+                "JCT bound",
+                f"{jct_bound:,.0f} s mean ({run.mean_jct / jct_bound:.3f} x; every job alone "
+                "at its least period from its release)",
+            ),
             ("p99 JCT", f"{run.p99_jct:,.0f} s"),
             *fairness_rows(fairness(run, jobs, total)),
             (
@@ -1151,7 +1158,7 @@ class _JobOnline:
                     (
                         "planner",
                         f"re-plans at every event in the executor's model ({solver}: the "
-                        f"search's policies and tuning{per_plan}, else srsf-pack decides)"
+                        f"search's policies and tuning{per_plan}, else jct-groups decides)"
                         if solver == "portfolio"
                         else f"re-plans at every arrival with {solver}{per_plan} (static "
                         "block model)",

@@ -21,7 +21,11 @@ A study may also judge every plan by what it delivers: with a simulation spec
 ``noise=lognormal:0.1,slowdown=muri,runs=20``) each valid schedule is replayed
 ``runs`` times with the same seeds (:func:`planner.execution.simulate.rank_by_realized`),
 and the table gets the columns :data:`REALIZED`: the spec and the mean and 95th
-percentile of the realized makespan and the mean realized JCT.
+percentile of the realized makespan and the mean realized JCT; for training jobs, run
+in the job-level executor, also the p99 JCT, the worst finish-time fairness, Jain's
+index and the longest wait (:mod:`planner.execution.fairness`), and every job's JCT and
+finish-time fairness in the run of the first seed go to a side table
+(:mod:`planner.app.compare_jct`).
 """
 
 from __future__ import annotations
@@ -71,8 +75,27 @@ COLUMNS = [
 LEGACY = (COLUMNS[:-2], COLUMNS[:-1])
 """The columns of results files written before ``energy_kwh`` and before ``makespan``: such
 files are read, and resumed with the columns added (empty for their rows)."""
-REALIZED = ["simulation", "realized_makespan_mean", "realized_makespan_p95", "realized_jct_mean"]
-"""Columns a study with a simulation adds after :data:`COLUMNS`."""
+REALIZED = [
+    "simulation",
+    "realized_makespan_mean",
+    "realized_makespan_p95",
+    "realized_jct_mean",
+    "realized_jct_p99",
+    "realized_ftf_max",
+    "realized_jain",
+    "realized_wait_max",
+]
+"""Columns a study with a simulation adds after :data:`COLUMNS` (the last four: job-level
+runs only)."""
+REALIZED_BEFORE = REALIZED[:4]
+"""The columns a simulated study added before the fairness figures: such files are read,
+and resumed with the columns added."""
+ONLINE_PLANNER = "planner"
+"""The name of the online planner among a study's policies."""
+JOBS_KEY = "_jobs"
+"""The key of a row that holds, for a job-level run, every job's JCT (ticks) and
+finish-time fairness in the run of the first seed: not a column; the study writes it to
+the side table (:func:`planner.app.compare_jct.append_jobs`)."""
 FAILED = ("invalid", "error")
 """Statuses of runs that failed: a schedule the validator rejects, or an exception."""
 
@@ -119,7 +142,6 @@ def run_one(
         If Ctrl-C stopped the solve (``Result.interrupted``): its figures are
         those of a cut-short run, not a result of the study.
     """
-    from planner.execution.policies import POLICIES
     from planner.metrics import schedule_metrics
     from planner.solvers import SolverError, solve
     from planner.solvers.registry import applicable
@@ -129,7 +151,7 @@ def run_one(
     row.update(instance=run.instance, solver=run.solver, seed=run.seed, error="")
     if simulation is not None:
         row["simulation"] = simulation
-    if run.solver in POLICIES and simulation is not None:
+    if run.solver in policy_names() and simulation is not None:
         row["status"] = "policy"
         _realize(row, run.path, None, parse_simulation(simulation))
         return row
@@ -180,11 +202,14 @@ def _realize(
     with training jobs runs in the job-level executor (:mod:`planner.execution.runs`, its
     defaults unless ``sim`` says otherwise), a task graph without them in the task-level
     replay."""
+    from planner.execution.fairness import fairness
     from planner.execution.jobs import outages_of
     from planner.execution.runs import Setting, dispatch_of, dl_workload, judge
     from planner.execution.simulate import rank_by_realized
     from planner.times import tick_seconds
 
+    jobs: dict[str, tuple[float, float]] = {}
+    time_keys = ("makespan_mean", "makespan_p95", "jct_mean", "jct_p99", "wait_max")
     try:
         workload, why = dl_workload(path)
         if workload is None and plan is None:
@@ -207,14 +232,32 @@ def _realize(
             )
             dispatch = dispatch_of(workload, setting, "plan" if plan else row["solver"], plan,
                                    dist.work_conserving, outages, dist.noise)  # fmt: skip
-            figures = dict(judge(dispatch, sim.runs, sim.seed))
+            if row["solver"] == ONLINE_PLANNER and plan is None:
+                from planner.execution.policies.planner import SearchPlanner
+
+                dispatch.make = SearchPlanner
+            first = dispatch.run(sim.seed)
+            figures = dict(judge(dispatch, sim.runs, sim.seed, first=first))
+            ran = dispatch.jobs_of(sim.seed)
+            fair = fairness(first, ran, dispatch.nodes * dispatch.gpus_per_node).ftf
+            jobs = {j: (f - first.release[j], fair[j]) for j, f in first.finish.items()}
             tick = tick_seconds(workload.time_unit)
     # A replay that fails is a failed run of the study, not the end of it.
     except Exception as exc:
         row.update(status="error", error=f"simulation: {exc.__class__.__name__}: {exc}")
         return
     for key, value in figures.items():
-        row[f"realized_{key}"] = value / tick
+        row[f"realized_{key}"] = value / tick if key in time_keys else value
+    if jobs:
+        row[JOBS_KEY] = {j: (jct / tick, ftf) for j, (jct, ftf) in jobs.items()}
+
+
+def policy_names() -> list[str]:
+    """The executor's policies a study runs under a simulation: every policy, and the
+    online planner in the executor's model (:data:`ONLINE_PLANNER`, 1 s per event)."""
+    from planner.execution.policies import POLICIES
+
+    return [*POLICIES, ONLINE_PLANNER]
 
 
 def plan_runs(
@@ -238,19 +281,19 @@ def plan_runs(
         or the ``simulation`` spec is bad for an instance (read with its time unit) or
         names a node failure an instance does not have.
     """
-    from planner.execution.policies import POLICIES
     from planner.solvers import SOLVERS
 
+    policies = policy_names()
     for s in solvers:
-        if s in POLICIES and simulation is None:
+        if s in policies and simulation is None:
             raise InputError(
                 f"{s!r} is a policy: it runs job by job in the executor; add --simulate "
                 "(e.g. --simulate runs=1)"
             )
-        if s not in SOLVERS and s not in POLICIES:
+        if s not in SOLVERS and s not in policies:
             raise InputError(
                 f"unknown solver {s!r}; choose from {', '.join(SOLVERS)} (or, under "
-                f"--simulate, a policy: {', '.join(POLICIES)})"
+                f"--simulate, a policy: {', '.join(policies)})"
             )
     if seeds < 1:
         raise InputError(f"seeds must be at least 1, got {seeds}")
@@ -343,8 +386,8 @@ def _read(path: Path) -> tuple[list[str], list[dict[str, str]]]:
     header = next(reader, None)
     if header is None:
         return [], []
-    legacy = [c for old in LEGACY for c in (old, old + REALIZED)]
-    if header not in (columns(False), columns(True), *legacy):
+    legacy = [c for old in LEGACY for c in (old, old + REALIZED, old + REALIZED_BEFORE)]
+    if header not in (columns(False), columns(True), COLUMNS + REALIZED_BEFORE, *legacy):
         raise InputError(
             f"not a results table of a comparison (columns {', '.join(COLUMNS)})", str(path)
         )
@@ -602,6 +645,8 @@ def run_study(
     """
     from tqdm import tqdm
 
+    from planner.app.compare_jct import append_jobs, jobs_path
+
     if resume and force:
         raise InputError(
             "--resume keeps the runs of the results table and --force discards them: pass one"
@@ -624,11 +669,17 @@ def run_study(
         "%d runs planned, %d already done, %d to do", len(runs), len(runs) - len(todo), len(todo)
     )
     bar = tqdm(total=len(todo), unit="run", file=sys.stderr, disable=not progress or not todo)
+    side = jobs_path(output)
+    if not resume and side.is_file():
+        side.unlink()
     with output.open("a", newline="") as f, bar:
         writer = csv.DictWriter(f, fieldnames=fields)
         where = {"jobs": jobs, "dask": dask, "simulation": simulation}
         for row in execute(todo, time_limit=time_limit, workers=workers, **where):
             row = _with_reference(row, reference)
+            per_job = row.pop(JOBS_KEY, None)
+            if per_job:
+                append_jobs(side, row, per_job)
             writer.writerow(row)
             f.flush()
             bar.set_postfix_str(f"{row['instance']} {row['solver']} {row['status']}", refresh=False)
@@ -653,6 +704,10 @@ def load_table(path: Path) -> pd.DataFrame:
     table["seed"] = table["seed"].astype(int)
     text = ("instance", "solver", "seed", "status", "valid", "error")
     numbers = [c for c in COLUMNS if c not in text]
+    if "simulation" in table:
+        for c in REALIZED[4:]:
+            if c not in table:
+                table[c] = ""
     for c in numbers + [c for c in REALIZED[1:] if c in table]:
         table[c] = pd.to_numeric(table[c], errors="coerce")
     table["valid"] = table["valid"].map({"True": True, "False": False}).astype("boolean")
@@ -718,10 +773,8 @@ def summarize_realized(table: pd.DataFrame) -> pd.DataFrame:
                 "solver": solver,
                 "plans": len(done),
                 "replays": sum(_replays(spec) for spec in done["simulation"]),
-                "realized_makespan_mean": float(done["realized_makespan_mean"].mean()),
-                "realized_makespan_p95": float(done["realized_makespan_p95"].mean()),
-                "realized_jct_mean": float(done["realized_jct_mean"].mean()),
             }
+            | {c: float(done[c].mean()) if c in done else math.nan for c in REALIZED[1:]}
         )
     ranked = pd.DataFrame(out, columns=["solver", "plans", "replays", *REALIZED[1:]])
     keys = ["realized_makespan_mean", "realized_makespan_p95", "solver"]

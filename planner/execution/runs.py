@@ -186,12 +186,15 @@ class Dispatch:
         """What a Monte Carlo study keeps of ``run`` (seconds), with its audit's verdict
         (``valid``, if the caller audited it already)."""
         from planner.execution.audit import audit
+        from planner.execution.fairness import fairness
 
         ok = valid
         if ok is None:
             ok = not audit(run, self.jobs_of(seed), self.nodes * self.gpus_per_node)
         optimism = run.makespan / self.planned if self.planned else float("nan")
-        return RunSummary(seed, run.makespan, optimism, run.mean_jct, run.p99_jct, 0, ok)
+        fair = fairness(run, self.jobs_of(seed), self.nodes * self.gpus_per_node).overall
+        return RunSummary(seed, run.makespan, optimism, run.mean_jct, run.p99_jct, 0, ok,
+                          fair.ftf_max, fair.jain, fair.longest_wait)  # fmt: skip
 
     def __call__(self, seed: int) -> RunSummary:
         """The figures of the run of ``seed``."""
@@ -241,9 +244,18 @@ def dispatch_of(
     )
 
 
-def judge(dispatch: Dispatch, runs: int = 1, seed: int = 0, jobs: int = 1) -> Mapping[str, float]:
+def judge(
+    dispatch: Dispatch,
+    runs: int = 1,
+    seed: int = 0,
+    jobs: int = 1,
+    first: PeerRun | None = None,
+) -> Mapping[str, float]:
     """``dispatch`` run ``runs`` times (seeds ``seed ..``; ``jobs`` worker processes): the
-    mean and 95th percentile of the makespan and the mean JCT (seconds).
+    mean and 95th percentile of the makespan, and the means over the runs of the mean
+    and p99 JCT, the worst finish-time fairness, Jain's index and the longest wait
+    (seconds; :mod:`planner.execution.fairness`). ``first``: the run of ``seed``, done
+    already.
 
     Raises
     ------
@@ -251,9 +263,15 @@ def judge(dispatch: Dispatch, runs: int = 1, seed: int = 0, jobs: int = 1) -> Ma
         If a run fails its audit (a bug).
     """
     from planner.errors import PlannerError
-    from planner.execution.simulate import stream_runs
+    from planner.execution.simulate import Study, stream_runs
 
-    study = stream_runs(dispatch, runs, seed, jobs)
+    if first is None:
+        study = stream_runs(dispatch, runs, seed, jobs)
+    else:
+        study = Study(runs)
+        study.add(dispatch.summary(seed, first))
+        if runs > 1:
+            stream_runs(dispatch, runs - 1, seed + 1, jobs, study=study)
     if study.invalid:
         raise PlannerError(f"{study.invalid} job-level runs fail their audit (a bug)")
     makespans, jct = study.column("makespan"), study.column("mean_jct")
@@ -261,6 +279,10 @@ def judge(dispatch: Dispatch, runs: int = 1, seed: int = 0, jobs: int = 1) -> Ma
         "makespan_mean": float(np.mean(makespans)),
         "makespan_p95": float(np.percentile(makespans, 95)),
         "jct_mean": float(np.mean(jct)),
+        "jct_p99": float(np.mean(study.column("p99_jct"))),
+        "ftf_max": float(np.mean(study.column("ftf_max"))),
+        "jain": float(np.mean(study.column("jain"))),
+        "wait_max": float(np.mean(study.column("longest_wait"))),
     }
 
 

@@ -10,7 +10,8 @@ overheads). Its stages, in order, each within what is left of the time limit:
    optimum bounds every dispatch in groups, and its phases run in the executor (without
    restart overheads they attain it: a proof);
 1. **policies**: the executor's policies as construction stages (for the makespan
-   ``lp-groups`` first, for the completion time ``srsf-pack`` and ``muri-s`` first);
+   ``lp-groups`` first, for the completion time ``jct-groups``, ``srsf-pack`` and ``muri-s``
+   first);
 2. **static**: a static block-model plan (the caller's, e.g. the static portfolio's
    on the problem compiled from the file) as the executor dispatches it
    (:class:`~planner.execution.policies.PlanDispatch`);
@@ -66,13 +67,29 @@ OBJECTIVES = ("makespan", "weighted_completion")
 
 MAKESPAN_POLICIES = ("lp-groups", "muri-l", "tiresias", "muri-s", "srsf-pack")
 """The policies stage 1 runs for the makespan, in order."""
-COMPLETION_POLICIES = ("srsf-pack", "muri-s", "srtf", "srsf", "muri-l", "tiresias")
+COMPLETION_POLICIES = (
+    "jct-groups",
+    "srsf-pack",
+    "muri-s",
+    "ftf-groups",
+    "srtf",
+    "srsf",
+    "muri-l",
+    "tiresias",
+)
 """The policies stage 1 runs for the completion time, in order."""
 
 LP_GRID = ((0.95, 0.01), (0.7, 0.0), (1.0, 0.01), (0.95, 0.0), (0.8, 0.005), (0.9, 0.005))
 """``lp-groups``' (critical share, re-solve share) tried first in stage 3."""
 PACK_GRID = (0.6, 1.0, 0.4, 0.9, 0.7)
 """``srsf-pack``'s join shares tried first in stage 3."""
+BIAS_GRID = (1.0, 4.0, 0.5, 8.0)
+"""``ftf-groups``' biases tried first in stage 3 (then drawn log-uniformly, 0.1 to 16)."""
+TUNABLE = ("lp-groups", "srsf-pack", "ftf-groups")
+"""The policies stage 3 can tune."""
+TUNED = {"makespan": "lp-groups", "weighted_completion": "srsf-pack"}
+"""The policy stage 3 tunes, by objective, unless the caller names another
+(``lp-groups``, ``srsf-pack`` or ``ftf-groups``)."""
 
 POPULATION = 12
 """The genetic algorithm's population (stage ``evolve``)."""
@@ -226,6 +243,8 @@ def search_dispatch(
     static: Callable[[float], tuple[Problem, Schedule] | None] | None = None,
     progress: Callable[[Progress], None] | None = None,
     halt: Halt | None = None,
+    policies: Sequence[str] | None = None,
+    tuned: str | None = None,
 ) -> DispatchResult:
     """The best dispatch of ``dispatch``'s jobs on its cluster under its model (see the
     module docstring).
@@ -254,6 +273,11 @@ def search_dispatch(
         Called with every new best (its objective and the bound).
     halt
         Checked between and within runs: once set, the search returns its best.
+    policies
+        The policies of stage 1, in order (default: :data:`MAKESPAN_POLICIES` or
+        :data:`COMPLETION_POLICIES`).
+    tuned
+        The policy stage 3 tunes (default: :data:`TUNED`'s for the objective).
 
     Raises
     ------
@@ -270,6 +294,8 @@ def search_dispatch(
     unknown = [s for s in stages if s not in STAGES]
     if unknown:
         raise InputError(f"unknown stage {unknown[0]!r}; choose from {', '.join(STAGES)}")
+    if tuned is not None and tuned not in TUNABLE:
+        raise InputError(f"stage tune tunes {', '.join(TUNABLE)}, not {tuned!r}")
     if not time_limit >= 0:
         raise InputError(f"time limit {time_limit:g} s: give 0 or more")
     weights = dict(weights or {})
@@ -303,7 +329,7 @@ def search_dispatch(
 
     if "exact" in stages and objective == "makespan":
         _exact(out, dispatch, progress, t0, halt)
-    names = MAKESPAN_POLICIES if objective == "makespan" else COMPLETION_POLICIES
+    names = policies or (MAKESPAN_POLICIES if objective == "makespan" else COMPLETION_POLICIES)
     if "policies" in stages:
         for name in names:
             if out.tried and (deadline.is_set() or out.status == "optimal"):
@@ -321,7 +347,7 @@ def search_dispatch(
     recombine = "recombine" in stages and makespan
     share = TUNE_SHARE if evolve else 1.0 - RECOMBINE_SHARE if recombine else 1.0
     if "tune" in stages:
-        _tune(out, run, objective, seed, Deadline(t0 + share * time_limit, halt),
+        _tune(out, run, tuned or TUNED[objective], seed, Deadline(t0 + share * time_limit, halt),
               first=not out.tried)  # fmt: skip
     if recombine and out.status != "optimal" and not deadline.is_set():
         _recombine(out, dispatch, progress, t0, deadline)
@@ -525,12 +551,13 @@ def _tournament(rng: np.random.Generator, fit: Sequence[float]) -> int:
 def _tune(
     out: DispatchResult,
     run: Callable[..., Candidate | None],
-    objective: str,
+    tuned: str,
     seed: int,
     deadline: Halt,
     first: bool,
 ) -> None:
     """Stage 3: the tuned policy's grid, then random draws, while time is left."""
+    from planner.execution.policies.ftf_groups import FtfGroups
     from planner.execution.policies.lp_groups import LpGroups
     from planner.execution.policies.srsf_pack import SrsfPack
 
@@ -540,7 +567,7 @@ def _tune(
         if out.status == "optimal" or since >= PATIENCE:
             break
         best = out.value
-        if objective == "makespan":
+        if tuned == "lp-groups":
             critical, resolve = (
                 LP_GRID[k]
                 if k < len(LP_GRID)
@@ -549,6 +576,11 @@ def _tune(
             policy: Policy = LpGroups(critical=critical, resolve=resolve)
             source = f"lp-groups (critical {critical:.3f}, re-solve {resolve:g})"
             genes: tuple[np.ndarray | None, float, float] | None = (None, critical, resolve)
+        elif tuned == "ftf-groups":
+            bias = BIAS_GRID[k] if k < len(BIAS_GRID) else float(np.exp(rng.uniform(-2.3, 2.8)))
+            policy = FtfGroups(bias=bias)
+            source = f"ftf-groups (bias {bias:.3f})"
+            genes = None
         else:
             share = PACK_GRID[k] if k < len(PACK_GRID) else float(rng.uniform(0.2, 1.2))
             policy = SrsfPack(join=share)

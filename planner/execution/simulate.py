@@ -126,6 +126,12 @@ class RunSummary:
     p99_jct: float | None
     lost_gpu_ticks: int
     valid: bool
+    ftf_max: float | None = None
+    """The worst finish-time fairness (a job-level run; :mod:`planner.execution.fairness`)."""
+    jain: float | None = None
+    """Jain's index of the attained service (a job-level run)."""
+    longest_wait: float | None = None
+    """The longest wait from release to first start (s; a job-level run)."""
 
 
 def summarize(execution: Execution) -> RunSummary:
@@ -144,7 +150,8 @@ class Study:
     Rows are in the order they were added; :meth:`figures` sorts them by seed.
     """
 
-    COLUMNS = ("seed", "makespan", "optimism", "mean_jct", "p99_jct", "lost_gpu_ticks", "valid")
+    COLUMNS = ("seed", "makespan", "optimism", "mean_jct", "p99_jct", "lost_gpu_ticks", "valid",
+               "ftf_max", "jain", "longest_wait")  # fmt: skip
 
     def __init__(self, capacity: int) -> None:
         self.data = np.full((capacity, len(self.COLUMNS)), np.nan)
@@ -155,7 +162,8 @@ class Study:
     def add(self, run: RunSummary) -> None:
         """Append one run's figures."""
         jct = [math.nan if v is None else v for v in (run.mean_jct, run.p99_jct)]
-        row = (run.seed, run.makespan, run.optimism, *jct, run.lost_gpu_ticks, run.valid)
+        fair = [math.nan if v is None else v for v in (run.ftf_max, run.jain, run.longest_wait)]
+        row = (run.seed, run.makespan, run.optimism, *jct, run.lost_gpu_ticks, run.valid, *fair)
         self.data[self.size] = row
         self.size += 1
 

@@ -179,12 +179,20 @@ def test_each_stage_runs_alone_and_the_objectives_pick_their_policies() -> None:
     assert only.tried[0].source == "lp-groups"
     jct = search_dispatch(dispatch, setting, "weighted_completion", stages=("policies",),
                           time_limit=60)  # fmt: skip
-    assert jct.tried[0].source == "srsf-pack"
+    assert jct.tried[0].source == "jct-groups"
     assert jct.best is not None
     assert jct.best.value == pytest.approx(jct.best.run.mean_jct)
     assert jct.bound <= jct.best.value
     with pytest.raises(InputError, match="unknown stage 'lns'"):
         search_dispatch(dispatch, setting, stages=("lns",))
+    with pytest.raises(InputError, match="stage tune tunes lp-groups, srsf-pack, ftf-groups, "
+                       "not 'muri-s'"):  # fmt: skip
+        search_dispatch(dispatch, setting, tuned="muri-s")
+    # the caller's policies, and the tuned one's draws
+    mine = search_dispatch(dispatch, setting, "weighted_completion", stages=("policies", "tune"),
+                           time_limit=60, policies=("muri-s",), tuned="ftf-groups")  # fmt: skip
+    assert mine.tried[0].source == "muri-s"
+    assert {c.source.split(" (")[0] for c in mine.tried[1:]} == {"ftf-groups"}
     with pytest.raises(InputError, match="plans for makespan or weighted_completion, not 'energy'"):
         search_dispatch(dispatch, setting, "energy")
     assert STAGES == ("exact", "policies", "static", "tune", "recombine", "evolve")

@@ -11,7 +11,7 @@ from planner.errors import InputError
 from planner.execution.executor import run_policy
 from planner.execution.fairness import fairness
 from planner.execution.jobs import PeerJob, read_trace
-from planner.interleave import Interleave, Stages
+from planner.interleave import MURI_GROUP_FACTORS, Interleave, Stages
 
 PLAIN = Interleave("muri")
 """Muri's model without factors: a job alone runs at its iteration time."""
@@ -145,18 +145,21 @@ def _least_total_flow(sizes: list[int], releases: list[int]) -> int:
 def test_the_online_planner_finds_the_least_mean_jct_known_by_enumeration() -> None:
     from planner.execution.policies.planner import SearchPlanner
 
-    # one GPU; GPU-bound jobs: sharing it is processor sharing, so the order is all
+    # one GPU, GPU-bound jobs under Muri's factors: a group is slower than its members one
+    # after another, so the best dispatch runs one job at a time; each iteration takes 1 s
+    # alone (the factor 1.015 included)
     sizes, releases = [10, 4, 1, 6, 2], [0, 2, 3, 5, 6]
     gpu = Stages(0.0, 1.0, 0.0)
-    jobs = [PeerJob(f"j{k}", 1, n, gpu, 1.0, float(n), release=float(r))
+    jobs = [PeerJob(f"j{k}", 1, n, gpu, 1 / 1.015, n / 1.015, release=float(r))
             for k, (n, r) in enumerate(zip(sizes, releases, strict=True))]  # fmt: skip
     least = _least_total_flow(sizes, releases)
+    model = Interleave("muri", factors=MURI_GROUP_FACTORS)
     planner = SearchPlanner(time_limit=5.0)
-    run = run_policy(jobs, planner, nodes=1, gpus_per_node=1, interleave=PLAIN, restart=False)
+    run = run_policy(jobs, planner, nodes=1, gpus_per_node=1, interleave=model, restart=False)
     assert run.mean_jct == pytest.approx(least / len(jobs))
-    assert planner.fallbacks == 0 and len(run.planning) == run.events - 1
-    # muri-s shares the GPU among the jobs at hand: longer
-    assert run_policy(jobs, "muri-s", nodes=1, gpus_per_node=1, interleave=PLAIN,
+    assert planner.fallbacks == 0 and len(run.planning) == run.events - 1  # the last: no job
+    # least attained service first is not it
+    assert run_policy(jobs, "tiresias", nodes=1, gpus_per_node=1, interleave=model,
                       restart=False).mean_jct > least / len(jobs) + 1  # fmt: skip
 
 
@@ -166,7 +169,7 @@ def test_the_online_planner_falls_back_when_its_budget_is_spent() -> None:
     jobs = [_job(f"j{k}", 50 + 10 * k, release=5.0 * k) for k in range(6)]
     planner = SearchPlanner(time_limit=0.0)
     run = run_policy(jobs, planner, nodes=1, gpus_per_node=2, interleave=PLAIN, restart=False)
-    alone = run_policy(jobs, "srsf-pack", nodes=1, gpus_per_node=2, interleave=PLAIN,
+    alone = run_policy(jobs, "jct-groups", nodes=1, gpus_per_node=2, interleave=PLAIN,
                        restart=False)  # fmt: skip
     assert planner.fallbacks == len(run.planning) == run.events - 1  # the last: no job left
     assert run.finish == alone.finish
@@ -182,3 +185,50 @@ def test_the_online_planner_keeps_the_classes() -> None:
     waiting = [j.name for j in low if run.started[j.name] > 5.0]
     assert waiting and run.started["high"] == pytest.approx(5.0)
     assert all(run.started[name] > 5.0 for name in waiting)
+
+
+def test_compare_ranks_policies_on_jct_and_fairness_and_draws_them(tmp_path: Path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from planner.app.cli import app
+    from planner.app.compare import load_table
+    from planner.app.compare_jct import read_jobs, summarize_jct
+    from planner.dl.workloads import generate
+    from planner.execution.jobs import jobs_from_instance
+    from planner.execution.runs import Setting, dispatch_of
+    from planner.times import tick_seconds
+
+    batch = tmp_path / "batch.json"
+    batch.write_text(json.dumps(generate(8, seed=3, nodes=1, gpus_per_node=4, arrival_rate=2.0,
+                                         placement="node")))  # fmt: skip
+    out = tmp_path / "r.csv"
+    policies = ["muri-s", "srsf-pack", "tiresias", "planner"]
+    args = ["compare", str(batch), *[x for p in policies for x in ("-s", p)]]
+    result = CliRunner().invoke(app, [*args, "--simulate", "runs=1", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "policies and planners by mean realized JCT (runs=1):" in result.stdout
+    for name in ("r_jct.png", "r_fairness.png", "r_jobs.csv"):
+        assert (tmp_path / name).stat().st_size > 0
+    table = load_table(out)
+    summary = summarize_jct(table)
+    assert sorted(summary["solver"]) == sorted(policies)
+    assert list(summary["mean_jct"]) == sorted(summary["mean_jct"])
+    assert summary["rank_mean_jct"].iloc[0] == 1
+    # the figures are those of the same run, made directly
+    workload = jobs_from_instance(batch)
+    tick = tick_seconds(workload.time_unit)
+    dispatch = dispatch_of(workload, Setting(), "muri-s")
+    run = dispatch.run()
+    fair = fairness(run, workload.jobs, 4).overall
+    (row,) = table[table["solver"] == "muri-s"].itertuples(index=False)
+    assert row.realized_jct_mean == pytest.approx(run.mean_jct / tick)
+    assert row.realized_jct_p99 == pytest.approx(run.p99_jct / tick)
+    assert row.realized_ftf_max == pytest.approx(fair.ftf_max)
+    assert row.realized_jain == pytest.approx(fair.jain)
+    assert row.realized_wait_max == pytest.approx(fair.longest_wait / tick)
+    jobs = read_jobs(tmp_path / "r_jobs.csv")
+    assert len(jobs) == len(policies) * 8
+    mine = jobs[jobs["solver"] == "muri-s"].set_index("job")
+    assert mine["jct"].mean() == pytest.approx(run.mean_jct / tick)

@@ -42,7 +42,7 @@ def test_the_planner_replans_at_every_arrival_and_passes_the_audit(
     releases = {j.release for j in workload.jobs}
     assert len(releases) > 1  # jobs do arrive over time
     dispatch = dispatch_of(workload, Setting(interleave=model), "planner")
-    dispatch.make = online_planner(workload_problem(arrivals))
+    dispatch.make = online_planner(workload_problem(arrivals), "sgs")
     done = dispatch.run()
     assert done.finished and len(done.finish) == len(workload.jobs)
     assert len(done.planning) == len(releases)  # one re-plan per arrival time
@@ -90,7 +90,7 @@ def test_the_planner_plans_a_trace_compiled_on_nodes() -> None:
     [
         (["--online", "--baseline", "exclusive-srtf"],
          "unknown policy 'exclusive-srtf'; choose one of srtf, srsf, tiresias, muri-s, muri-l, "
-         "lp-groups, srsf-pack, or FILE.py:CLASS"),
+         "lp-groups, srsf-pack, jct-groups, ftf-groups, or FILE.py:CLASS"),
         (["--online", "--replan-every", "2h"],
          "--replan-every: job by job the planner re-plans at every arrival"),
         (["--online", "--runs", "3"], "--online runs once: --runs and --histogram do not apply"),

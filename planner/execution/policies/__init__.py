@@ -2,9 +2,10 @@
 
 A policy answers one question at every event of a run: which jobs run, in which groups,
 on which GPUs (:class:`~planner.execution.policies.base.Policy`). The peers reproduce
-Muri's simulator (``srtf``, ``srsf``, ``tiresias``, ``muri-s``, ``muri-l``); ``lp-groups``
-and ``srsf-pack`` are ours; ``plan`` dispatches a plan. A new policy is one module here
-and one line in :data:`POLICIES`; a user's runs from its file as ``FILE.py:CLASS``.
+Muri's simulator (``srtf``, ``srsf``, ``tiresias``, ``muri-s``, ``muri-l``); ``lp-groups``,
+``srsf-pack``, ``jct-groups`` and ``ftf-groups`` (finish-time fairness first) are ours,
+and ``planner`` re-plans at every event; ``plan`` dispatches a plan. A new policy is one
+module here and one line in :data:`POLICIES`; a user's runs from its file as ``FILE.py:CLASS``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from planner.execution.policies.base import (
     Policy,
     where_label,
 )
+from planner.execution.policies.ftf_groups import FtfGroups
+from planner.execution.policies.jct_groups import JctGroups
 from planner.execution.policies.lp_groups import LpGroups
 from planner.execution.policies.muri import MuriL, MuriS
 from planner.execution.policies.plan import PlanDispatch
@@ -51,8 +54,12 @@ POLICIES: dict[str, type[Policy]] = {
     "muri-l": MuriL,
     "lp-groups": LpGroups,
     "srsf-pack": SrsfPack,
+    "jct-groups": JctGroups,
+    "ftf-groups": FtfGroups,
 }
-"""The policies by name (``plan`` is not one: it needs a plan, :class:`PlanDispatch`)."""
+"""The policies by name (``plan`` is not one: it needs a plan, :class:`PlanDispatch`; nor
+is the online planner, which runs the executor itself:
+:class:`~planner.execution.policies.planner.SearchPlanner`)."""
 
 
 def policy_of(spec: str | Policy) -> Policy:

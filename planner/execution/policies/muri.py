@@ -108,6 +108,7 @@ class _Grouping:
                         ready.append((g, [groups[u]]))
                     elif v < u:
                         ready.append((g, [groups[v], groups[u]]))
+            ready = self.merge_order(ready)
             merged: dict[int, list[tuple[int, ...]]] = {g: [] for g in packings}
             for g, pair in ready:
                 if required <= self.room or len(pair) == 1:
@@ -119,6 +120,14 @@ class _Grouping:
             if required <= self.room:
                 break
         return packings
+
+    def merge_order(
+        self, ready: list[tuple[int, list[tuple[int, ...]]]]
+    ) -> list[tuple[int, list[tuple[int, ...]]]]:
+        """The order in which the matched pairs (GPU count, the two groups) merge while
+        the GPUs the candidates request exceed the cluster's: Muri's, the matching's
+        (by GPU count, then by the first group's place in the order)."""
+        return ready
 
     def _mates(self, groups: tuple[tuple[int, ...], ...]) -> dict[int, int]:
         """The maximum-weight matching of ``groups`` (positions), cached: between two
