@@ -8,9 +8,9 @@ Every run is the job-level executor's under Muri's interleaving model (``muri``)
   (``ideal``). Per policy: mean and p99 JCT and both over ``muri-s``'s, the worst
   finish-time fairness and the share of jobs above 1, Jain's index, the longest wait,
   the makespan, and the online planner's re-plan time per event.
-- ``curve``: ``ftf-groups`` at several biases on the testbed trace (``muri`` setting):
-  mean JCT against worst finish-time fairness, beside ``tiresias``, ``muri-l``,
-  ``muri-s`` and ``jct-groups``.
+- ``curve``: ``ftf-groups`` at several biases and ``fair-groups`` at several caps on the
+  testbed trace, both settings: mean JCT against worst finish-time fairness, beside
+  ``tiresias``, ``muri-l``, ``muri-s`` and ``jct-groups``.
 - ``loads``: generated batches of 400 jobs (``generate(400, seed, arrival_rate=R)``)
   at three loads: half, once and 1.5 times the cluster's capacity (the rate ``R`` that
   brings that much GPU work per hour, at the jobs' periods alone), ``muri`` setting.
@@ -39,15 +39,26 @@ from planner.execution.executor import PeerRun, run_policy
 from planner.execution.fairness import fairness
 from planner.execution.jobs import PeerJob, jobs_from_instance, read_trace
 from planner.execution.policies import policy_of
-from planner.execution.policies.ftf_groups import FtfGroups
+from planner.execution.policies.ftf_groups import FairGroups, FtfGroups
 from planner.execution.policies.planner import SearchPlanner
 from planner.interleave import MURI_GROUP_FACTORS, Interleave
 
-POLICIES = ("muri-s", "muri-l", "tiresias", "srsf-pack", "jct-groups", "ftf-groups", "planner")
+POLICIES = (
+    "muri-s",
+    "muri-l",
+    "tiresias",
+    "srsf-pack",
+    "jct-groups",
+    "ftf-groups",
+    "fair-groups",
+    "planner",
+)
 """The policies of parts ``testbed`` and ``loads`` (``planner``: 1 s per event)."""
 
 BIASES = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 32.0)
 """The biases of ``ftf-groups`` on the trade-off curve."""
+CAPS = (4.0, 3.0, 2.0, 1.5, 1.2)
+"""The caps of ``fair-groups`` (bias 2) on the trade-off curve."""
 
 LOADS = (0.5, 1.0, 1.5)
 """The loads of part ``loads``, as shares of the cluster's capacity."""
@@ -116,14 +127,18 @@ def testbed(args: argparse.Namespace) -> None:
 def curve(args: argparse.Namespace) -> None:
     """Part ``curve``."""
     jobs = read_trace(args.benchmarks / "dl" / "muri_testbed_trace.csv")
-    base, _ = one(jobs, "muri-s", "muri")
-    print(HEADER.format(what="policy"))
-    for name in ("muri-s", "muri-l", "tiresias", "jct-groups"):
-        run, wall = one(jobs, name, "muri")
-        print(row(name, run, jobs, base, wall), flush=True)
-    for bias in BIASES:
-        run, wall = one(jobs, FtfGroups(bias=bias), "muri")
-        print(row(f"ftf-groups, bias {bias:g}", run, jobs, base, wall), flush=True)
+    print(HEADER.format(what="setting, policy"))
+    for setting in ("muri", "ideal"):
+        base, _ = one(jobs, "muri-s", setting)
+        for name in ("muri-s", "muri-l", "tiresias", "jct-groups"):
+            run, wall = one(jobs, name, setting)
+            print(row(f"{setting}, {name}", run, jobs, base, wall), flush=True)
+        for bias in BIASES:
+            run, wall = one(jobs, FtfGroups(bias=bias), setting)
+            print(row(f"{setting}, ftf-groups, bias {bias:g}", run, jobs, base, wall), flush=True)
+        for cap in CAPS:
+            run, wall = one(jobs, FairGroups(cap=cap), setting)
+            print(row(f"{setting}, fair-groups, cap {cap:g}", run, jobs, base, wall), flush=True)
 
 
 def batch(seed: int, load: float | None, folder: Path) -> list[PeerJob]:
@@ -165,7 +180,7 @@ def classes(args: argparse.Namespace) -> None:
         jobs = read_trace(path)
     print("| policy | class | jobs | mean JCT (s) | p99 JCT (s) | longest wait (s) | worst FTF |")
     print("|---|---|---|---|---|---|---|")
-    for name in args.policy or ("muri-s", "jct-groups", "ftf-groups", "srsf-pack"):
+    for name in args.policy or ("muri-s", "jct-groups", "ftf-groups", "fair-groups", "srsf-pack"):
         run, _ = one(jobs, make(name, args.time_limit), "muri")
         fair = fairness(run, jobs, GPUS)
         for level, f in fair.classes.items():

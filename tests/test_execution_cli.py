@@ -265,7 +265,7 @@ BAD = [
     (["simulate", P, S, "--online"], "--online plans as jobs arrive: give no SCHEDULE"),
     (["simulate", P, "--online", "--baseline", "nope"], "unknown policy 'nope'; choose one of "
      "srtf, srsf, tiresias, muri-s, muri-l, lp-groups, srsf-pack, jct-groups, ftf-groups, "
-     "or FILE.py:CLASS"),
+     "fair-groups, or FILE.py:CLASS"),
     (["simulate", P, "--online", "--option", "rule"], "--option 'rule': expected KEY=VALUE, "
      "e.g. rule=spt"),
     (["replan", P, S, "--at", "5", "--stability", "-1"], "Invalid value for '--stability': "

@@ -167,7 +167,7 @@ def test_cli_policy_on_a_cluster_form_instance(tmp_path: Path) -> None:
     ("args", "message"),
     [
         (["--policy", "fifo"], "unknown policy 'fifo'; choose one of srtf, srsf, tiresias, muri-s, "
-         "muri-l, lp-groups, srsf-pack, jct-groups, ftf-groups, or FILE.py:CLASS"),
+         "muri-l, lp-groups, srsf-pack, jct-groups, ftf-groups, fair-groups, or FILE.py:CLASS"),
         (["--policy", "srtf", "--online"], "--policy runs a policy; --online runs the planner: "
          "give one"),
         (["--policy", "srtf", "--interleave", "lru"], "interleave 'lru' is not one of fluid, muri"),

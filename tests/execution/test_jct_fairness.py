@@ -232,3 +232,18 @@ def test_compare_ranks_policies_on_jct_and_fairness_and_draws_them(tmp_path: Pat
     assert len(jobs) == len(policies) * 8
     mine = jobs[jobs["solver"] == "muri-s"].set_index("job")
     assert mine["jct"].mean() == pytest.approx(run.mean_jct / tick)
+
+
+def test_fair_groups_keeps_a_job_out_of_a_group_that_would_pass_its_cap() -> None:
+    # one GPU: a GPU-bound job and a data-bound one with a long period; in a pair the first
+    # runs at the second's period (5.1 s, not 1 s), its projected fairness 2.55 > 2
+    short = PeerJob("short", 1, 10, Stages(0.0, 1.0, 0.0), 1.0, 10.0)
+    long = PeerJob("long", 1, 100, Stages(5.0, 0.1, 0.0), 5.1, 510.0)
+    jobs = [short, long]
+    grouped = run_policy(jobs, "ftf-groups", nodes=1, gpus_per_node=1, interleave=PLAIN,
+                         restart=False)  # fmt: skip
+    fair = run_policy(jobs, "fair-groups", nodes=1, gpus_per_node=1, interleave=PLAIN,
+                      restart=False)  # fmt: skip
+    assert grouped.groups.get(2, 0) > 0 and fair.groups.get(2, 0) == 0
+    assert fairness(fair, jobs, 1).overall.ftf_max <= 2.0
+    assert fairness(grouped, jobs, 1).overall.ftf_max > 2.0

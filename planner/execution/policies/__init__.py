@@ -3,7 +3,8 @@
 A policy answers one question at every event of a run: which jobs run, in which groups,
 on which GPUs (:class:`~planner.execution.policies.base.Policy`). The peers reproduce
 Muri's simulator (``srtf``, ``srsf``, ``tiresias``, ``muri-s``, ``muri-l``); ``lp-groups``,
-``srsf-pack``, ``jct-groups`` and ``ftf-groups`` (finish-time fairness first) are ours,
+``srsf-pack``, ``jct-groups``, ``ftf-groups`` and ``fair-groups`` (finish-time fairness)
+are ours,
 and ``planner`` re-plans at every event; ``plan`` dispatches a plan. A new policy is one
 module here and one line in :data:`POLICIES`; a user's runs from its file as ``FILE.py:CLASS``.
 """
@@ -24,7 +25,7 @@ from planner.execution.policies.base import (
     Policy,
     where_label,
 )
-from planner.execution.policies.ftf_groups import FtfGroups
+from planner.execution.policies.ftf_groups import FairGroups, FtfGroups
 from planner.execution.policies.jct_groups import JctGroups
 from planner.execution.policies.lp_groups import LpGroups
 from planner.execution.policies.muri import MuriL, MuriS
@@ -56,6 +57,7 @@ POLICIES: dict[str, type[Policy]] = {
     "srsf-pack": SrsfPack,
     "jct-groups": JctGroups,
     "ftf-groups": FtfGroups,
+    "fair-groups": FairGroups,
 }
 """The policies by name (``plan`` is not one: it needs a plan, :class:`PlanDispatch`; nor
 is the online planner, which runs the executor itself:
