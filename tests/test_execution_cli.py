@@ -165,10 +165,13 @@ def test_online_takes_a_time_limit_for_a_solver_with_one(trace: dict[str, Path])
     assert lines(out)["planner"] == (
         "re-plans at every arrival with ga, 0.01 s per re-plan (static block model)"
     )
-    header = rows.index("JCT, makespan and wait in seconds; planner time in seconds per re-plan")
+    header = rows.index(
+        "JCT, makespan and wait in seconds; worst finish-time fairness; planner time in seconds "
+        "per re-plan"
+    )
     assert rows[header + 1].split() == [
         "policy", "jobs", "re-plans", "mean", "JCT", "p99", "JCT", "makespan", "mean", "wait",
-        "planner", "s",
+        "worst", "FTF", "planner", "s",
     ]  # fmt: skip
     arrivals = {j.release for j in jobs_from_instance(trace["placed"]).jobs}
     assert rows[header + 2].split()[:3] == ["planner", "40", str(len(arrivals))]

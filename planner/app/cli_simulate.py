@@ -1166,19 +1166,24 @@ class _JobOnline:
                 ]
             )
             typer.echo("")
-            typer.echo("JCT, makespan and wait in seconds; planner time in seconds per re-plan")
-            header = ["policy", "jobs", "re-plans", "mean JCT", "p99 JCT", "makespan", "mean wait"]
+            typer.echo(
+                "JCT, makespan and wait in seconds; worst finish-time fairness; planner time "
+                "in seconds per re-plan"
+            )
+            header = ["policy", "jobs", "re-plans", "mean JCT", "p99 JCT", "makespan", "mean wait",
+                      "worst FTF"]  # fmt: skip
             typer.echo("".join(f"{h:>14}" for h in [*header, "planner s"]))
             figures, verdicts = [], []
             for name, dispatch, run in done:
-                f = _online_row(name, run)
+                gpus = dispatch.nodes * dispatch.gpus_per_node
+                f = _online_row(name, run, dispatch.jobs_of(seed), gpus)
                 wrong = audit(run, dispatch.jobs_of(seed), dispatch.nodes * dispatch.gpus_per_node)
                 verdicts.append("valid" if not wrong else f"INVALID: {wrong[0]}")
                 f["audit"] = verdicts[-1]
                 figures.append(f)
                 cells = [name, f["jobs"], f["replans"], f"{f['mean_jct']:,.0f}",
                          f"{f['p99_jct']:,.0f}", f"{f['makespan']:,.0f}", f"{f['mean_wait']:,.0f}",
-                         f"{f['planner_mean_seconds']:.3f}"]  # fmt: skip
+                         f"{f['ftf_max']:.2f}", f"{f['planner_mean_seconds']:.3f}"]  # fmt: skip
                 typer.echo("".join(f"{c:>14}" for c in cells))
             typer.echo(f"audit: {', '.join(verdicts)} (GPUs, groups and every job's work)")
             interrupted = any(not run.finished for _, _, run in done)
@@ -1225,12 +1230,16 @@ def _run_with_bar(dispatch: Any, seed: int, name: str) -> Any:
     return run
 
 
-def _online_row(name: str, run: Any) -> dict[str, Any]:
-    """The figures of one run of ``simulate --online`` (seconds)."""
+def _online_row(name: str, run: Any, jobs: Any, gpus: int) -> dict[str, Any]:
+    """The figures of one run of ``simulate --online`` (seconds; ``jobs``: the run's, on
+    ``gpus`` GPUs)."""
     import numpy as np
+
+    from planner.execution.fairness import fairness
 
     waits = [run.started[j] - run.release[j] for j in run.finish if j in run.started]
     planning = run.planning
+    fair = fairness(run, jobs, gpus).overall
     return {
         "policy": name,
         "jobs": len(run.finish),
@@ -1242,4 +1251,7 @@ def _online_row(name: str, run: Any) -> dict[str, Any]:
         "mean_wait": float(np.mean(waits)) if waits else 0.0,
         "planner_mean_seconds": float(np.mean(planning)) if planning else 0.0,
         "planner_max_seconds": max(planning, default=0.0),
+        "longest_wait": fair.longest_wait,
+        "ftf_max": fair.ftf_max,
+        "jain": fair.jain,
     }

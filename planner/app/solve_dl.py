@@ -180,6 +180,8 @@ def _rows(
     static_line: tuple[str, str] | None,
 ) -> list[tuple[str, object]]:
     """The lines of ``planner solve`` in the executor's model."""
+    from planner.execution.fairness import fairness, fairness_rows
+
     what = f"{len(dispatch.jobs)} jobs, {dispatch.nodes} nodes x {dispatch.gpus_per_node} GPUs"
     label = "makespan" if result.objective == "makespan" else "weighted mean JCT"
     best = result.best
@@ -206,9 +208,11 @@ def _rows(
         run = best.run
         if result.objective != "makespan":
             rows.append(("makespan", f"{run.makespan:,.0f} s"))
+        ran = best.ran if best.ran is not None else dispatch.jobs
         rows += [
             ("mean JCT", f"{run.mean_jct:,.0f} s"),
             ("p99 JCT", f"{run.p99_jct:,.0f} s"),
+            *fairness_rows(fairness(run, ran, dispatch.nodes * dispatch.gpus_per_node)),
         ]
         if energy is not None:
             rows.append(("energy", f"{energy.kwh:,.1f} kWh"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
@@ -269,48 +270,39 @@ class _Cells:
             self.fail(column, "empty")
         return value
 
-    def whole(self, column: str) -> int:
+    def number(self, column: str, empty: str, fits: Callable[[float], bool], what: str) -> float:
+        """The cell as a number (``empty``: what an empty cell is; ``""``: none), refused
+        unless it ``fits`` (``what`` says what was expected)."""
         value = self.values[column].strip()
         try:
-            number = float(value)
+            number = float(value or empty)
         except ValueError:
             number = math.nan
-        if not number.is_integer() or not 1 <= number <= MAX_INT:
-            self.fail(column, f"expected a whole number from 1 to 2**40, got {value!r}")
-        return int(number)
+        if not fits(number):
+            self.fail(column, f"expected {what}, got {value!r}")
+        return number
+
+    def whole(self, column: str) -> int:
+        """A whole number from 1."""
+        whole = self.number(column, "", lambda x: x.is_integer() and 1 <= x <= MAX_INT,
+                            "a whole number from 1 to 2**40")  # fmt: skip
+        return int(whole)
 
     def level(self, column: str) -> int:
         """A whole number from 0; an empty cell is 0."""
-        value = self.values[column].strip()
-        try:
-            number = float(value or 0)
-        except ValueError:
-            number = math.nan
-        if not number.is_integer() or not 0 <= number <= MAX_INT:
-            self.fail(column, f"expected a whole number from 0 to 2**40, got {value!r}")
-        return int(number)
+        level = self.number(column, "0", lambda x: x.is_integer() and 0 <= x <= MAX_INT,
+                            "a whole number from 0 to 2**40")  # fmt: skip
+        return int(level)
 
     def positive(self, column: str) -> float:
         """A finite number above 0; an empty cell is 1."""
-        value = self.values[column].strip()
-        try:
-            number = float(value or 1)
-        except ValueError:
-            number = math.nan
-        if not math.isfinite(number) or number <= 0:
-            self.fail(column, f"expected a finite number > 0, got {value!r}")
-        return number
+        return self.number(column, "1", lambda x: math.isfinite(x) and x > 0,
+                           "a finite number > 0")  # fmt: skip
 
     def time(self, column: str) -> float:
         """Milliseconds; an empty cell is 0."""
-        value = self.values[column].strip()
-        try:
-            number = float(value or 0)
-        except ValueError:
-            number = math.nan
-        if not math.isfinite(number) or number < 0:
-            self.fail(column, f"expected a finite time >= 0 (ms), got {value!r}")
-        return number
+        return self.number(column, "0", lambda x: math.isfinite(x) and x >= 0,
+                           "a finite time >= 0 (ms)")  # fmt: skip
 
 
 def generate(

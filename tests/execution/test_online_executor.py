@@ -60,7 +60,7 @@ def test_online_runs_the_planner_beside_the_policies_in_one_table(
     assert code == 0, err
     rows = lines(stdout)
     assert rows["model"] == "muri, Muri's slowdown factors, restart overheads (job-level executor)"
-    table = [r for r in map(str.split, stdout.splitlines()) if len(r) == 8 and r[1].isdigit()]
+    table = [r for r in map(str.split, stdout.splitlines()) if len(r) == 9 and r[1].isdigit()]
     assert [r[0] for r in table] == ["planner", "muri-s", "srsf-pack"]
     assert "audit: valid, valid, valid" in stdout
     figures = json.loads(out.read_text())["online"]
