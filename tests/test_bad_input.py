@@ -294,6 +294,17 @@ CASES = [
     ),
     # a Patterson file cut short
     ("short.rcp", "3 1\n5\n0 0 1 2\n", "short.rcp: not a valid Patterson file: it ends too early"),
+    # nesting deeper than Python's parsers recurse (issue 44: a RecursionError traceback)
+    (
+        "deepnest.json",
+        "[" * 100_000 + "]" * 100_000,
+        "deepnest.json: invalid JSON: nested too deeply to read",
+    ),
+    (
+        "deepnest.yaml",
+        "[" * 100_000 + "]" * 100_000,
+        "deepnest.yaml: invalid YAML: nested too deeply to read",
+    ),
     # an extension nobody reads
     (
         "notes.txt",

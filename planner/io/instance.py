@@ -90,9 +90,13 @@ def parse_native_text(text: str, is_json: bool) -> dict[str, Any]:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise InputError(f"invalid JSON: {exc.msg}", place=f"line {exc.lineno}") from None
+        except RecursionError:
+            raise InputError("invalid JSON: nested too deeply to read") from None
     else:
         try:
             data = yaml.safe_load(text)
+        except RecursionError:
+            raise InputError("invalid YAML: nested too deeply to read") from None
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             place = f"line {mark.line + 1}" if mark is not None else None
