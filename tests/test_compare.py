@@ -386,6 +386,31 @@ def test_cli_compare_exits_1_on_an_invalid_schedule(tmp_path: Path, faulty_solve
     )
     assert result.exit_code == 1
     assert "| broken | 1 | 0 | 0 | 0 | 1 | 0 |" in result.stdout
+    # and says so on stderr (issue 44: exit 1 with nothing there)
+    assert result.stderr.splitlines()[-1].startswith(
+        f"error: 1 of 1 runs failed (status invalid or error; the error column of "
+        f"{tmp_path / 'r.csv'} says why), the first: j301_1 broken seed 0: solver 'broken' "
+        "returned an invalid schedule: "
+    )
+
+
+def test_cli_compare_refuses_an_infeasible_instance_before_it_starts(tmp_path: Path) -> None:
+    from tests.conftest import TWO_JOBS
+
+    data = {**TWO_JOBS, "precedences": [{"before": "a", "after": "b"},
+                                        {"before": "b", "after": "a"}]}  # fmt: skip
+    cycle = tmp_path / "cycle.json"
+    cycle.write_text(json.dumps(data))
+    out = tmp_path / "r.csv"
+    first = runner.invoke(app, ["compare", str(J301), "-s", "sgs", "-o", str(out)])
+    assert first.exit_code == 0, first.output
+    kept = out.read_bytes()
+    result = runner.invoke(app, ["compare", str(cycle), "-s", "sgs", "-o", str(out), "--resume"])
+    assert (result.exit_code, result.stderr) == (
+        2,
+        f"error: {cycle}: precedences: infeasible instance: precedence cycle a -> b -> a\n",
+    )
+    assert out.read_bytes() == kept
 
 
 def test_cli_compare_never_replaces_an_earlier_study(tmp_path: Path) -> None:

@@ -702,7 +702,15 @@ def compare(
         typer.echo(
             f"results in {output}, summary in {summary_path}, profile in {profile_path}{drawn}"
         )
-        if table["status"].isin(FAILED).any():
+        failed = table[table["status"].isin(FAILED)]
+        if len(failed):
+            first = failed.iloc[0]
+            typer.echo(
+                f"error: {len(failed)} of {len(table)} runs failed (status invalid or error; the "
+                f"error column of {output} says why), the first: {first['instance']} "
+                f"{first['solver']} seed {first['seed']}: {first['error']}",
+                err=True,
+            )
             raise typer.Exit(1)
 
 

@@ -302,7 +302,7 @@ def plan_runs(
     names: dict[str, Path] = {}
     sweeps: dict[str, list[float | None]] = {}
     for path in instances:
-        problem = load_instance(path)
+        problem = load_instance(path, check=True)
         sweeps[path.stem] = pareto_watts(problem, pareto, str(path)) if pareto else [None]
         if simulation is not None:
             _check_failures(problem, parse_simulation(simulation, problem.time_unit), str(path))
