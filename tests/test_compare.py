@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -762,3 +763,23 @@ def test_a_pareto_study_needs_the_length_of_a_tick(tmp_path: Path) -> None:
     assert result.output.strip().endswith(
         "--pareto: the instance needs a time_unit (the length of a tick)"
     )
+
+
+def test_a_study_that_runs_nothing_leaves_no_results_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # issue 44: an unreachable Dask scheduler left a header-only table, and the same study
+    # without --dask was then refused
+    import planner.app.compare as compare
+
+    def unreachable(*args: object, **kwargs: object) -> Iterator[dict]:
+        raise InputError("cannot reach the Dask scheduler at tcp://127.0.0.1:1")
+        yield {}
+
+    out = tmp_path / "cp.csv"
+    monkeypatch.setattr(compare, "execute", unreachable)
+    with pytest.raises(InputError, match="cannot reach the Dask scheduler"):
+        run_study([J301], ["sgs"], out, progress=False)
+    assert not out.exists()
+    monkeypatch.undo()
+    assert len(run_study([J301], ["sgs"], out, progress=False)) == 1

@@ -653,6 +653,7 @@ def run_study(
         )
     if not (resume or force) and output.is_file() and output.stat().st_size > 0:
         _refuse_to_replace(output)
+    fresh = not output.is_file() or output.stat().st_size == 0
     runs = plan_runs(instances, solvers, seeds, simulation, pareto)
     if dask is not None:
         parse_dask(dask)
@@ -672,20 +673,29 @@ def run_study(
     side = jobs_path(output)
     if not resume and side.is_file():
         side.unlink()
-    with output.open("a", newline="") as f, bar:
-        writer = csv.DictWriter(f, fieldnames=fields)
-        where = {"jobs": jobs, "dask": dask, "simulation": simulation}
-        for row in execute(todo, time_limit=time_limit, workers=workers, **where):
-            row = _with_reference(row, reference)
-            per_job = row.pop(JOBS_KEY, None)
-            if per_job:
-                append_jobs(side, row, per_job)
-            writer.writerow(row)
-            f.flush()
-            bar.set_postfix_str(f"{row['instance']} {row['solver']} {row['status']}", refresh=False)
-            bar.update()
-            if on_row is not None:
-                on_row(row)
+    written = 0
+    try:
+        with output.open("a", newline="") as f, bar:
+            writer = csv.DictWriter(f, fieldnames=fields)
+            where = {"jobs": jobs, "dask": dask, "simulation": simulation}
+            for row in execute(todo, time_limit=time_limit, workers=workers, **where):
+                row = _with_reference(row, reference)
+                per_job = row.pop(JOBS_KEY, None)
+                if per_job:
+                    append_jobs(side, row, per_job)
+                writer.writerow(row)
+                f.flush()
+                bar.set_postfix_str(
+                    f"{row['instance']} {row['solver']} {row['status']}", refresh=False
+                )
+                bar.update()
+                if on_row is not None:
+                    on_row(row)
+                written += 1
+    except BaseException:
+        if fresh and not written and not kept:  # nothing ran: leave no header-only table
+            output.unlink(missing_ok=True)
+        raise
     table = load_table(output)
     order = {r.key: i for i, r in enumerate(runs)}
     keys = list(zip(table["instance"], table["solver"], table["seed"], strict=True))
