@@ -575,15 +575,16 @@ def _check_ref(where: str, name: str, kinds: dict[str, str], want: str) -> None:
 M = TypeVar("M", bound=BaseModel)
 _FIELD_PATH = re.compile(r"[A-Za-z_][\w\[\].]*")
 SHOWN_ERRORS = 5
-"""How many of a file's validation errors a message lists, one per line."""
+"""How many of a file's validation errors a message names (the first with its cause, the
+next ones by their place)."""
 
 
 def validated(model: type[M], data: dict[str, Any]) -> M:
     """Validate ``data`` as ``model``; its errors become one :class:`InputError`.
 
-    The message's first line is the first error (field path and cause) with the
-    count of errors; the next errors, up to :data:`SHOWN_ERRORS` in all, follow
-    one per line, then how many more there are.
+    The message is one line: the first error (field path and cause) with the count of
+    errors and the places of the next ones, up to :data:`SHOWN_ERRORS` in all, then how
+    many more there are.
     """
     try:
         return model.model_validate(data)
@@ -592,15 +593,15 @@ def validated(model: type[M], data: dict[str, Any]) -> M:
 
 
 def _input_error(exc: ValidationError) -> InputError:
-    """The first error on the first line; with more, the next ones below it, one per line."""
+    """The first error with its cause; with more, their count and the next ones' places,
+    on one line."""
     errors = [_describe(e) for e in exc.errors()]
     place, msg = errors[0]
     if len(errors) > 1:
-        msg += f" (1 of {len(errors)} errors)"
-        for where, what in errors[1:SHOWN_ERRORS]:
-            msg += f"\n  {where}: {what}" if where else f"\n  {what}"
-        if len(errors) > SHOWN_ERRORS:
-            msg += f"\n  (and {len(errors) - SHOWN_ERRORS} more)"
+        others = [where or what for where, what in errors[1:SHOWN_ERRORS]]
+        more = len(errors) - SHOWN_ERRORS
+        listed = ", ".join(others) + (f" and {more} more" if more > 0 else "")
+        msg += f" (1 of {len(errors)} errors; also at {listed})"
     return InputError(msg, place=place or None)
 
 
