@@ -28,7 +28,7 @@ from planner.bounds import critical_path_bound, energy_bound, lower_bound
 from planner.checks import check_feasibility
 from planner.errors import InfeasibleError, InputError, PlannerError
 from planner.interleave import Interleave, Stages
-from planner.io.instance import load_instance, save_instance
+from planner.io.instance import load_instance, problem_from_data, save_instance
 from planner.model import (
     CapacityWindow,
     Job,
@@ -108,6 +108,7 @@ __all__ = [
     "load_instance",
     "load_schedule",
     "lower_bound",
+    "problem_from_data",
     "save_instance",
     "validate",
     "Interleave",

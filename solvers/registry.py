@@ -101,6 +101,12 @@ def solve(problem: Problem, solver: str = DEFAULT_SOLVER, **options: Any) -> Res
     SolverError
         If the solver returns a schedule the validator rejects.
     """
+    if not isinstance(problem, Problem):
+        raise InputError(
+            f"solve takes a Problem, not a {type(problem).__name__}: load a file with "
+            "planner.load_instance, or build one from instance data with "
+            "planner.problem_from_data"
+        )
     func = solver_function(solver)
     check_options(solver, func, options)
     check_feasibility(problem)

@@ -391,3 +391,18 @@ def test_schedule_start_above_the_bound_is_exit_2(tmp_path: Path) -> None:
         f"error: {sched}: tasks[0]: start 1000000000000000000000000000000 is above the limit "
         "of 2**40 = 1099511627776"
     )
+
+
+def test_the_library_solve_takes_a_problem_and_says_how_to_make_one() -> None:
+    # issue 44: planner.solve(planner.generate(3)) raised an AttributeError
+    import planner
+    from planner.errors import InputError
+
+    data = planner.generate(3)
+    with pytest.raises(InputError) as caught:
+        planner.solve(data)
+    assert str(caught.value) == (
+        "solve takes a Problem, not a dict: load a file with planner.load_instance, or build "
+        "one from instance data with planner.problem_from_data"
+    )
+    assert planner.solve(planner.problem_from_data(data), "sgs").schedule is not None
