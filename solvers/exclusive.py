@@ -133,18 +133,18 @@ def solve_srsf(problem: Problem, *, progress: Callable[[Progress], None] | None 
     return solve_exclusive(problem, "srsf", progress)
 
 
-def best_exclusive(problem: Problem) -> Result:
-    """The best of the exclusive baselines (smallest objective), validated."""
+def interleaving_gain(problem: Problem, makespan: float) -> tuple[str, float] | None:
+    """(the exclusive baseline of the shortest makespan, its makespan / ``makespan``), a
+    ratio of makespans whatever the problem's objective; ``None`` if no baseline has a
+    schedule."""
     from planner.solvers.registry import solve
 
-    results = [solve(problem, f"exclusive-{p}") for p in POLICIES]
-    found = [r for r in results if r.objective is not None]
-    return min(found, key=lambda r: r.objective) if found else results[0]  # type: ignore[arg-type,return-value]
-
-
-def interleaving_gain(problem: Problem, objective: float) -> tuple[str, float] | None:
-    """(best exclusive baseline, its objective / ``objective``); ``None`` if none has a schedule."""
-    best = best_exclusive(problem)
-    if best.objective is None or not objective:
+    spans = []
+    for policy in POLICIES:
+        result = solve(problem, f"exclusive-{policy}")
+        if result.schedule is not None:
+            spans.append((result.schedule.makespan(problem), result.solver))
+    if not spans or not makespan:
         return None
-    return best.solver, best.objective / objective
+    shortest, solver = min(spans)
+    return solver, shortest / makespan

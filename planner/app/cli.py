@@ -75,6 +75,9 @@ def summary(
         rows.append(("reason", result.reason))
     if result.schedule is not None:
         rows.append(("validator", str(validate(problem, result.schedule))))
+        if problem.objective != "makespan":
+            span = result.schedule.makespan(problem)
+            rows.append(("makespan", f"{span:g} ticks of {problem.time_unit}"))
         rows += metric_rows(problem, result.schedule)
         if gain is not None:
             rows.append(("interleaving gain", f"{gain[1]:.2f}x over {gain[0]}"))
@@ -283,10 +286,10 @@ def solve(
             return
         result = run(problem, solver, progress=progress_printer(), **options)
         gain = None
-        if problem.jobs and result.objective and not solver.startswith("exclusive-"):
+        if problem.jobs and result.schedule is not None and not solver.startswith("exclusive-"):
             from planner.solvers.exclusive import interleaving_gain
 
-            gain = interleaving_gain(problem, result.objective)
+            gain = interleaving_gain(problem, result.schedule.makespan(problem))
         rows = summary(problem, result, gain)
         if result.schedule is not None and problem.jobs:
             executed = executed_line(instance, problem, result.schedule)

@@ -40,3 +40,33 @@ def test_policies_order_jobs(two_jobs_data: dict) -> None:
 
 def test_interleaving_gain(two_jobs: Problem) -> None:
     assert interleaving_gain(two_jobs, 8) == ("exclusive-fifo", 1.5)
+
+
+def test_the_interleaving_gain_is_a_ratio_of_makespans_whatever_the_objective() -> None:
+    # issue 44: under objective cost (or energy) the gain was the ratio of the objectives
+    from typer.testing import CliRunner
+
+    from planner.app.cli import app
+    from planner.io.instance import load_instance
+    from planner.solvers import solve
+    from tests.conftest import INSTANCES
+
+    path = INSTANCES / "power_limits.yaml"
+    problem = load_instance(path)
+    assert problem.objective == "energy"
+    result = CliRunner().invoke(app, ["solve", str(path), "-s", "sgs"])
+    assert result.exit_code == 0, result.output
+    rows = dict(
+        line.split(None, 1) if not line.startswith("interleaving gain") else
+        ("interleaving gain", line.removeprefix("interleaving gain").strip())
+        for line in result.stdout.splitlines() if line.strip()
+    )  # fmt: skip
+    span = float(rows["makespan"].split()[0])
+    plan = solve(problem, "sgs").schedule
+    assert span == plan.makespan(problem)
+    spans = {}
+    for rule in ("fifo", "srtf", "srsf"):
+        baseline = solve(problem, f"exclusive-{rule}").schedule
+        spans[f"exclusive-{rule}"] = baseline.makespan(problem)
+    best = min(spans, key=lambda k: (spans[k], k))
+    assert rows["interleaving gain"] == f"{spans[best] / span:.2f}x over {best}"
