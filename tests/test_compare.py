@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
@@ -783,3 +784,15 @@ def test_a_study_that_runs_nothing_leaves_no_results_file(
     assert not out.exists()
     monkeypatch.undo()
     assert len(run_study([J301], ["sgs"], out, progress=False)) == 1
+
+
+def test_points_that_print_the_same_are_on_the_front_together() -> None:
+    # issue 44: (7002, 948.30) printed on and off the front, its energies 948.2999/948.3001
+    rows = []
+    for k, (span, kwh) in enumerate([(7002, 948.3001), (7002, 948.2999), (7100, 948.31)]):
+        rows.append({"instance": f"big@{k}W", "solver": "cpsat", "seed": 0, "status": "feasible",
+                     "makespan": span, "energy_kwh": kwh})  # fmt: skip
+    front = pareto_front(pd.DataFrame(rows)).set_index("makespan_watts")
+    assert front.loc["0", "on_front"] and front.loc["1", "on_front"]
+    assert not front.loc["2", "on_front"]
+    assert markdown(front.loc[["0", "1"]].drop(columns="on_front")).count("948.30") == 2

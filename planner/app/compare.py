@@ -874,6 +874,11 @@ def save_profile(table: pd.DataFrame, path: str | Path) -> None:
     fig.savefig(path)
 
 
+ENERGY_DECIMALS = 2
+"""The decimals a study prints energy with (:func:`markdown`), and decides ties on a
+makespan-energy front by."""
+
+
 def pareto_front(table: pd.DataFrame) -> pd.DataFrame:
     """The runs of a ``--pareto`` study as a front: per instance file (the stem before
     ``@``) and solver, its valid runs by makespan, with ``on_front`` where no other run of
@@ -882,12 +887,16 @@ def pareto_front(table: pd.DataFrame) -> pd.DataFrame:
     ok = ok[~ok["status"].isin(FAILED)].copy()
     ok["file"] = ok["instance"].str.rsplit("@", n=1).str[0]
     ok["makespan_watts"] = ok["instance"].str.rsplit("@", n=1).str[1].str.rstrip("W")
+    # dominance on the figures as printed (energy to 2 decimals): points that print the
+    # same are on the front together or off it together
+    kwh = ok["energy_kwh"].round(ENERGY_DECIMALS)
     front = []
-    for row in ok.itertuples(index=False):
-        rivals = ok[ok["file"] == row.file]
-        dominated = (
-            (rivals["makespan"] <= row.makespan) & (rivals["energy_kwh"] < row.energy_kwh)
-        ) | ((rivals["makespan"] < row.makespan) & (rivals["energy_kwh"] <= row.energy_kwh))
+    for row, energy in zip(ok.itertuples(index=False), kwh, strict=True):
+        same = ok["file"] == row.file
+        rivals, rival_kwh = ok[same], kwh[same]
+        dominated = ((rivals["makespan"] <= row.makespan) & (rival_kwh < energy)) | (
+            (rivals["makespan"] < row.makespan) & (rival_kwh <= energy)
+        )
         front.append(not dominated.any())
     ok["on_front"] = front
     columns = ["file", "solver", "seed", "makespan_watts", "makespan", "energy_kwh", "on_front"]
