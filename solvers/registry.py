@@ -138,9 +138,17 @@ def solve(problem: Problem, solver: str = DEFAULT_SOLVER, **options: Any) -> Res
         result = replace(result, objective=result.schedule.objective(problem))
     core = float(lower_bound(problem)) if problem.objective == "makespan" else None
     best = max((b for b in (core, result.lower_bound) if b is not None), default=None)
-    status = result.status
+    status, reason = result.status, result.reason
     if result.objective is not None and best is not None and result.objective <= best:
         status = Status.OPTIMAL
+    elif status == Status.OPTIMAL and result.objective is not None and best is not None:
+        # proven in the solver's rounded units, not for the plan's own figure: the status
+        # must not say more than the gap does
+        status = Status.FEASIBLE
+        reason = (
+            f"{solver} proved its optimum in rounded units; the plan's own "
+            f"{problem.objective} is above that bound"
+        )
     objective = result.objective
     if isinstance(objective, float) and objective.is_integer():
         objective = int(objective)  # one type for every solver: makespans are whole ticks
@@ -148,6 +156,7 @@ def solve(problem: Problem, solver: str = DEFAULT_SOLVER, **options: Any) -> Res
         result,
         objective=objective,
         status=status,
+        reason=reason,
         runtime=runtime,
         lower_bound=best,
         solver_bound=result.lower_bound,

@@ -190,7 +190,12 @@ def test_with_idle_draw_the_cost_weighs_the_night_against_a_longer_run() -> None
     problem = _day_jobs(switch_off=False)
     cpsat = solve(problem, "cpsat", time_limit=30)
     milp = solve(problem, "milp", time_limit=60)
-    assert cpsat.status.value == "optimal"
+    # CP-SAT proves its optimum in rounded units; the plan's exact cost is above that
+    # bound, so the status says what the gap says (issue 44: "optimal" beside a gap)
+    assert (cpsat.status.value, cpsat.gap) == ("feasible", pytest.approx(0.0136, abs=1e-4))
+    assert cpsat.reason == (
+        "cpsat proved its optimum in rounded units; the plan's own cost is above that bound"
+    )
     assert milp.objective == pytest.approx(cpsat.objective)
     # as soon as possible costs more: the shortest plan runs by day
     assert solve(problem, "sgs").objective > cpsat.objective + 0.2
