@@ -51,19 +51,6 @@ class Figures:
     jain: float
     """Jain's index of the attained service (1: every job got the same share)."""
 
-    def to_dict(self) -> dict[str, float]:
-        """The figures by name."""
-        return {
-            "jobs": self.jobs,
-            "mean_jct": self.mean_jct,
-            "p99_jct": self.p99_jct,
-            "weighted_jct": self.weighted_jct,
-            "longest_wait": self.longest_wait,
-            "ftf_max": self.ftf_max,
-            "ftf_over": self.ftf_over,
-            "jain": self.jain,
-        }
-
 
 @dataclass(frozen=True)
 class Fairness:

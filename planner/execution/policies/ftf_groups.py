@@ -44,20 +44,21 @@ class FtfGroups(JctGroups):
     def start(self, context: Context) -> None:
         """The grouping, with the cap."""
         super().start(context)
-        self.grouping = _FairMerges(context.periods, context.gpus, self.cap)
+        self.merges = _FairMerges(context.periods, context.gpus, self.cap)
+        self.grouping = self.merges
 
     def schedule(self, t: float, jobs: list[JobState], cluster: Cluster) -> Chosen:
         """Project every job's finish-time fairness, then order and group them."""
         crowd = len(jobs) / self.context.gpus
-        self.rho = {}
-        grouping = self.grouping
-        assert isinstance(grouping, _FairMerges)
-        grouping.at, grouping.state = t, {s.idx: s for s in jobs}
-        grouping.ideal = {}
-        for s in jobs:
-            ideal = s.job.iterations * s.alone * max(1.0, crowd * s.job.gpus)
-            grouping.ideal[s.idx] = max(ideal, 1e-9)
-            self.rho[s.idx] = (t - s.job.release + s.remaining * s.alone) / grouping.ideal[s.idx]
+        merges = self.merges
+        merges.at, merges.state = t, {s.idx: s for s in jobs}
+        merges.ideal = {
+            s.idx: max(s.job.iterations * s.alone * max(1.0, crowd * s.job.gpus), 1e-9)
+            for s in jobs
+        }
+        self.rho = {
+            s.idx: (t - s.job.release + s.remaining * s.alone) / merges.ideal[s.idx] for s in jobs
+        }
         return super().schedule(t, jobs, cluster)
 
     def key(self, job: JobState) -> float:

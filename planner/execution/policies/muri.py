@@ -88,14 +88,16 @@ class _Grouping:
                 used.update(x.idx for x in by_gpu[g][taken[g] : upto])
                 taken[g] = upto
         candidates = {g: by_gpu[g][: taken[g]] for g in by_gpu if taken[g]}
-        self.room = self.cluster_gpus - sum(cluster.held)
-        packings = self._match(candidates)
+        packings = self._match(candidates, self.cluster_gpus - sum(cluster.held))
         packings = self._autopack(packings, runnable, cluster)
         return self._place(packings, runnable, cluster)
 
-    def _match(self, candidates: dict[int, list[JobState]]) -> dict[int, list[tuple[int, ...]]]:
+    def _match(
+        self, candidates: dict[int, list[JobState]], room: int
+    ) -> dict[int, list[tuple[int, ...]]]:
         """Up to four rounds of maximum-weight matching of same-GPU-count groups, merged
-        while the candidates request more GPUs than the cluster has."""
+        while the candidates request more GPUs than the cluster has (``room``: the
+        cluster's GPUs less those a higher class holds)."""
         packings = {g: [(s.idx,) for s in jobs] for g, jobs in candidates.items()}
         required = sum(g * len(p) for g, p in packings.items())
         for _ in range(GROUP):
@@ -111,13 +113,13 @@ class _Grouping:
             ready = self.merge_order(ready)
             merged: dict[int, list[tuple[int, ...]]] = {g: [] for g in packings}
             for g, pair in ready:
-                if required <= self.room or len(pair) == 1:
+                if required <= room or len(pair) == 1:
                     merged[g].extend(pair)
                 else:
                     merged[g].append(pair[0] + pair[1])
                     required -= g
             packings = merged
-            if required <= self.room:
+            if required <= room:
                 break
         return packings
 

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from planner.errors import PlannerError
 from planner.execution.policies.base import Chosen, Cluster, Context, JobState, Policy
+from planner.execution.policies.jct_groups import JctGroups
 from planner.execution.policies.plan import PlanDispatch
 
 if TYPE_CHECKING:
@@ -155,9 +156,6 @@ class OnlinePlanner(PlanDispatch):
         self.seconds.append(time.perf_counter() - t0)
 
 
-FALLBACK = "jct-groups"
-"""The policy that decides an event where the search found no dispatch in its budget."""
-
 SEARCH_STAGES = ("policies", "tune")
 """The search's stages the online planner runs at every event."""
 
@@ -193,10 +191,9 @@ class SearchPlanner(Policy):
 
     def start(self, context: Context) -> None:
         """The fallback policy, started on the same run."""
-        from planner.execution.policies import policy_of
-
         super().start(context)
-        self.fallback = policy_of(FALLBACK)
+        self.fallback: Policy = JctGroups()
+        """Decides an event where the search found no dispatch in its budget."""
         self.fallback.start(context)
         self.restart = any(s.cost > 0 for s in context.state)
 
@@ -256,11 +253,8 @@ class SearchPlanner(Policy):
             self.sources[best.source] = self.sources.get(best.source, 0) + 1
             state = {s.job.name: s for s in jobs}
             chosen = {}
-            for names, cost, where in best.run.trace[0][1]:
-                members = [state[n] for n in names]
-                periods = context.periods([m.idx for m in members])
-                for m in members:
-                    chosen[m.idx] = (members, periods[m.idx], cost, where)
+            for names, _, where in best.run.trace[0][1]:
+                chosen.update(self.group([state[n] for n in names], where))
         self.seconds.append(time.perf_counter() - t0)
         return chosen
 
