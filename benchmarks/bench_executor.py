@@ -11,7 +11,7 @@ Parts (``--part``):
   (default ``weighted_completion``). Mean and p99 JCT, makespan, mean wait (s),
   the planner's mean and longest re-plan (s), and each run's audit.
 - ``monte-carlo``: the plan of ``sgs`` for trace3' (992 jobs, imported on nodes), 100
-  noisy runs (``lognormal:0.1``) on 2 processes through ``planner simulate``: wall time
+  noisy runs (``lognormal:0.1``) on 2 processes through ``planner study``: wall time
   and the peak memory of the largest process.
 - ``scale``: 5,755 generated jobs (``generate --jobs 5755 --seed 4 --placement node``),
   the ``sgs`` plan run once: the executor's run time.
@@ -91,7 +91,7 @@ def monte_carlo(args: argparse.Namespace, folder: Path) -> None:
     result = solve(load_instance(path), "sgs")
     assert result.schedule is not None
     result.schedule.save(plan, load_instance(path))
-    command = [sys.executable, "-m", "planner", "simulate", str(path), str(plan), "--noise",
+    command = [sys.executable, "-m", "planner", "study", str(path), str(plan), "--noise",
                "lognormal:0.1", "--runs", "100", "--jobs", "2"]  # fmt: skip
     t0 = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, check=True)

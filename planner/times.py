@@ -1,7 +1,7 @@
 """Times as users give them: whole ticks (``600``) or a duration with a unit (``90s``, ``2h``).
 
 Every option and spec that takes a time (``replan --at``, ``--event fail:NODE+DOWN``,
-``simulate --fail NODE@TIME+DOWN``, ``--replan-every``) reads it here, so they all
+``run --fail NODE@TIME+DOWN``, ``--replan-every``) reads it here, so they all
 accept the same forms: a bare whole number is ticks of the instance's
 ``time_unit``; a number with the unit ``ms``, ``s``, ``min``, ``h`` or ``d`` is a
 duration, rounded up to whole ticks.

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import json
-import re
-import shlex
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
 from planner import __version__
@@ -124,63 +121,3 @@ def test_real_subprocess_end_to_end(tmp_path: Path) -> None:
     assert bad.returncode == 2
     assert bad.stderr == f"error: {tmp_path / 'none.yaml'}: no such file\n"
     assert "Traceback" not in bad.stderr
-
-
-OUTPUT_OPTIONS = ("-o", "--output", "--gantt")
-"""Options whose value is a file a command writes."""
-FILE_SUFFIXES = (".sm", ".mm", ".rcp", ".json", ".yaml", ".yml", ".csv")
-"""Suffixes of the files README commands read (instances, schedules, traces, references)."""
-SLOW_COMMANDS = ("compare", "simulate --runs")
-"""README commands too long for a test: a command is slow if it has every word of one of
-these (the comparison runs 78 solves of up to 10 s; the Monte Carlo study 100 replays)."""
-
-
-def slow(args: list[str]) -> bool:
-    """Whether the README command ``planner ARGS`` is one of :data:`SLOW_COMMANDS`."""
-    return any(set(words.split()) <= set(args) for words in SLOW_COMMANDS)
-
-
-def readme_commands() -> list[list[str]]:
-    """The ``planner`` command lines in the README's code blocks, in order, without ``planner``."""
-    text = (ROOT / "README.md").read_text()
-    commands = []
-    for language, block in re.findall(r"^```([a-z]*)\n(.*?)^```", text, flags=re.S | re.M):
-        if language == "python":
-            continue
-        for line in block.replace("\\\n", " ").splitlines():
-            for part in line.split("&&"):
-                words = shlex.split(part, comments=True)
-                if words[:1] == ["planner"]:
-                    commands.append(words[1:])
-    return commands
-
-
-def test_readme_commands_read_only_shipped_files() -> None:
-    commands = readme_commands()
-    assert len(commands) >= 12  # the extraction finds the README's commands
-    written: set[str] = set()
-    missing = []
-    for args in commands:
-        for before, arg in zip(["", *args], args, strict=False):
-            if before in OUTPUT_OPTIONS:
-                written.add(arg)
-            elif not arg.startswith("-") and arg.endswith(FILE_SUFFIXES):
-                # A file is shipped, or written by an earlier README command.
-                shipped = any(ROOT.glob(arg)) if "*" in arg else (ROOT / arg).is_file()
-                if not shipped and arg not in written:
-                    missing.append(f"planner {shlex.join(args)}: {arg}")
-    assert missing == []
-
-
-def test_readme_commands_run_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "instances").symlink_to(INSTANCES)  # a checkout, writing into a fresh folder
-    monkeypatch.chdir(tmp_path)
-    ran = []
-    for args in readme_commands():
-        if slow(args):
-            continue
-        result = runner.invoke(app, args)
-        assert result.exit_code == 0, f"planner {shlex.join(args)}: {result.output}"
-        ran.append(args[0])
-    assert {"solve", "validate", "info", "convert", "gantt", "import", "generate"} <= set(ran)
-    assert "simulate" in ran

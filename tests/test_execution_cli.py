@@ -1,4 +1,4 @@
-"""The execution side as a user meets it: ``simulate``, ``replan``, ``simulate --online``,
+"""The execution side as a user meets it: ``run``, ``study``, ``policy``, ``replan``, ``online``,
 ``import muri``, ``generate`` and ``compare --simulate`` on a placed Muri trace.
 
 Bad numbers and misuse end in one line and exit status 2 (the table :data:`BAD`); a
@@ -48,7 +48,7 @@ def trace(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     assert run("import", "muri", str(TRACE), *placed)[0] == 0
     assert run("solve", str(files["placed"]), "-s", "sgs", "-o", str(files["plan"]))[0] == 0
     code, out, _ = run(
-        "simulate", str(files["placed"]), str(files["plan"]), "--fail", "node3@2000+600",
+        "run", str(files["placed"]), str(files["plan"]), "--fail", "node3@2000+600",
         "-o", str(files["run"]),
     )  # fmt: skip
     assert code == 0, out
@@ -144,9 +144,7 @@ def test_a_time_limit_for_a_solver_without_one_says_which_have_one(
     trace: dict[str, Path],
 ) -> None:
     # the default solver online on training jobs, portfolio, has one; sgs has none
-    code, _, err = run(
-        "simulate", str(trace["placed"]), "--online", "--solver", "sgs", "--time-limit", "2"
-    )
+    code, _, err = run("online", str(trace["placed"]), "--solver", "sgs", "--time-limit", "2")
     assert code == 2
     assert err == (
         "error: --time-limit: solver 'sgs' has no time limit (it makes one pass or follows a "
@@ -156,7 +154,7 @@ def test_a_time_limit_for_a_solver_without_one_says_which_have_one(
 
 def test_online_takes_a_time_limit_for_a_solver_with_one(trace: dict[str, Path]) -> None:
     code, out, err = run(
-        "simulate", str(trace["placed"]), "--online", "--solver", "ga", "--time-limit", "0.01",
+        "online", str(trace["placed"]), "--solver", "ga", "--time-limit", "0.01",
         "--option", "schedules=20",
     )  # fmt: skip
     assert code == 0, err
@@ -183,9 +181,9 @@ P, S = "{placed}", "{plan}"
 # fmt: off
 BAD = [
     # a time limit that is no time
-    (["simulate", P, "--online", "--time-limit", "-1"], "Invalid value for '--time-limit': "
+    (["online", P, "--time-limit", "-1"], "Invalid value for '--time-limit': "
      "-1 is not in (seconds, > 0 and <= 604800)"),
-    (["simulate", P, "--online", "--time-limit", "0"], "Invalid value for '--time-limit': "
+    (["online", P, "--time-limit", "0"], "Invalid value for '--time-limit': "
      "0 is not in (seconds, > 0 and <= 604800)"),
     (["replan", P, S, "--at", "5", "--time-limit", "0"], "Invalid value for '--time-limit': "
      "0 is not in (seconds, > 0 and <= 604800)"),
@@ -194,11 +192,11 @@ BAD = [
     (["solve", P, "--time-limit", "nan"], "Invalid value for '--time-limit' / '-t': "
      "nan is not in (seconds, > 0 and <= 604800)"),
     # noise that shrinks every duration to nothing, or overflows
-    (["simulate", P, S, "--noise", "lognormal:1e308"], "noise lognormal:1e+308: lognormal:SIGMA "
+    (["run", P, S, "--noise", "lognormal:1e308"], "noise lognormal:1e+308: lognormal:SIGMA "
      "needs 0 <= SIGMA <= 2 (a larger SIGMA shrinks most durations to nothing)"),
-    (["simulate", P, S, "--noise", "lognormal:30"], "noise lognormal:30: lognormal:SIGMA needs "
+    (["run", P, S, "--noise", "lognormal:30"], "noise lognormal:30: lognormal:SIGMA needs "
      "0 <= SIGMA <= 2 (a larger SIGMA shrinks most durations to nothing)"),
-    (["simulate", P, S, "--noise", "uniform:nan"], "noise uniform:nan: the scale must be a finite "
+    (["run", P, S, "--noise", "uniform:nan"], "noise uniform:nan: the scale must be a finite "
      "number >= 0"),
     # an overrun that no run survives
     (["replan", P, S, "--at", "5", "--event", "overrun:job2/block1:1e9"], "event "
@@ -219,11 +217,11 @@ BAD = [
     (["generate", "--blocks", "5000", "-o", "g.json"], "Invalid value for '--blocks': Input "
      "should be less than or equal to 1000"),
     # Monte Carlo counts past the cap
-    (["simulate", P, S, "--runs", "1000000000"], "Invalid value for '--runs': Input should be "
+    (["study", P, S, "--runs", "1000000000"], "Invalid value for '--runs': Input should be "
      "less than or equal to 1000000"),
-    (["simulate", P, S, "--seed", "4294967295", "--runs", "2"], "--seed 4294967295 --runs 2: "
+    (["study", P, S, "--seed", "4294967295", "--runs", "2"], "--seed 4294967295 --runs 2: "
      "the last seed passes 4294967295"),
-    (["simulate", P, S, "--jobs", "100000"], "Invalid value for '--jobs': Input should be "
+    (["study", P, S, "--jobs", "100000"], "Invalid value for '--jobs': Input should be "
      "less than or equal to 256"),
     (["compare", P, "-s", "sgs", "-o", "c.csv", "--simulate", "runs=1000000000"], "simulation "
      "'runs=1000000000': runs must be a whole number from 1 to 1,000,000"),
@@ -234,19 +232,17 @@ BAD = [
     # two outputs to one file
     (["replan", P, S, "--at", "5", "-o", "new.json", "--instance-out", "new.json"], "new.json: "
      "given to both --output and --instance-out; one would overwrite the other"),
-    (["simulate", P, S, "--runs", "2", "--gantt", "same.png", "--histogram", "same.png"],
-     "same.png: given to both --gantt and --histogram; one would overwrite the other"),
-    (["simulate", P, S, "-o", "r.json", "--gantt", "./r.json"], "r.json: the chart file must "
+    (["run", P, S, "-o", "r.json", "--gantt", "./r.json"], "r.json: the chart file must "
      "end in .png, .svg or .pdf"),
     (["solve", P, "-s", "sgs", "-o", "x.json", "--gantt", "x.json"], "x.json: the chart file "
      "must end in .png, .svg, .pdf or .html"),
-    (["simulate", P, "--online", "-o", "o.json", "--gantt", "o.json"], "o.json: the chart "
+    (["online", P, "-o", "o.json", "--gantt", "o.json"], "o.json: the chart "
      "file must end in .png, .svg or .pdf"),
     # failures: one rule for simulate and replan
-    (["simulate", P, S, "--fail", "node1@10+20", "--fail", "node1@15"], "failure node1@15: "
+    (["run", P, S, "--fail", "node1@10+20", "--fail", "node1@15"], "failure node1@15: "
      "node 'node1' is already down (failure node1@10+20); a node fails again only once it is "
      "back"),
-    (["simulate", P, S, "--fail", "node1@10", "--fail", "node1@10"], "failure node1@10: node "
+    (["run", P, S, "--fail", "node1@10", "--fail", "node1@10"], "failure node1@10: node "
      "'node1' is already down (failure node1@10); a node fails again only once it is back"),
     (["replan", P, S, "--at", "5", "--event", "fail:node1+3", "--event", "fail:node1"],
      "event fail:node1: node 'node1' is already down (event fail:node1); a node fails again "
@@ -256,20 +252,26 @@ BAD = [
      "ticks (600) or a duration with a unit (90s, 30min, 2h, 1d)"),
     (["replan", P, S, "--at", "-5"], "--at: '-5' is not a time: give whole ticks (600) or a "
      "duration with a unit (90s, 30min, 2h, 1d)"),
-    (["simulate", P, S, "--fail", "node1@soon"], "failure 'node1@soon': TIME: 'soon' is not a "
+    (["run", P, S, "--fail", "node1@soon"], "failure 'node1@soon': TIME: 'soon' is not a "
      "time: give whole ticks (600) or a duration with a unit (90s, 30min, 2h, 1d)"),
-    (["simulate", P, "--online", "--replan-every", "2h"], "--replan-every: job by job the "
+    (["online", P, "--replan-every", "2h"], "--replan-every: job by job the "
      "planner re-plans at every arrival"),
-    (["simulate", P, S, "--fail", "node1@99999999999999h"], "failure 'node1@99999999999999h': "
+    (["run", P, S, "--fail", "node1@99999999999999h"], "failure 'node1@99999999999999h': "
      "TIME: '99999999999999h' is more than 1,000,000,000,000 ticks"),
     # other misuse
-    (["simulate", P, "--online", "--runs", "3"], "--online runs once: --runs and "
-     "--histogram do not apply"),
-    (["simulate", P, S, "--online"], "--online plans as jobs arrive: give no SCHEDULE"),
-    (["simulate", P, "--online", "--baseline", "nope"], "unknown policy 'nope'; choose one of "
+    (["policy", P, "muri-s", "--time-limit", "2"], "--time-limit is the planner's search per "
+     "event; muri-s has none"),
+    (["study", P, S, "--policy", "muri-s"], "give the plan (PLAN) or --policy NAME, one of them"),
+    (["study", P], "give the plan (PLAN) or --policy NAME, one of them"),
+    (["study", P, S, "-o", "s.csv"], "s.csv: --output: a study writes its run and figures as "
+     ".json"),
+    (["simulate", P, S, "--runs", "3"], "planner simulate is now four commands: planner run "
+     "INSTANCE PLAN, planner study INSTANCE PLAN --runs N, planner policy INSTANCE NAME, "
+     "planner online INSTANCE"),
+    (["online", P, "--baseline", "nope"], "unknown policy 'nope'; choose one of "
      "srtf, srsf, tiresias, muri-s, muri-l, lp-groups, srsf-pack, jct-groups, ftf-groups, "
      "fair-groups, or FILE.py:CLASS"),
-    (["simulate", P, "--online", "--option", "rule"], "--option 'rule': expected KEY=VALUE, "
+    (["online", P, "--option", "rule"], "--option 'rule': expected KEY=VALUE, "
      "e.g. rule=spt"),
     (["replan", P, S, "--at", "5", "--stability", "-1"], "Invalid value for '--stability': "
      "Input should be greater than or equal to 0"),
@@ -279,15 +281,14 @@ BAD = [
      "seed (it makes one pass or follows a rule); the solvers with one: portfolio, cpsat, "
      "milp, ga, pso"),
     (["replan", P, S, "--at", "5", "--executed", S], "{plan}: task 'job0/block1': not a task "
-     "of a run of planner simulate (mode, nodes, start, lost, segments and lost_segments)"),
-    (["replan", P, "{run}", "--at", "10"], "{run}: a run of planner simulate, not a plan: give "
+     "of a run file of planner run (mode, nodes, start, lost, segments and lost_segments)"),
+    (["replan", P, "{run}", "--at", "10"], "{run}: a run file of planner run, not a plan: give "
      "it with --executed, and the plan as SCHEDULE"),
-    (["simulate", P, "{run}"], "{run}: a run of planner simulate, not a plan: replay the plan "
+    (["run", P, "{run}"], "{run}: a run file of planner run, not a plan: replay the plan "
      "it ran (planner gantt draws a run)"),
     (["gantt", S, "-i", P, "--by", "node", "-o", "g.png", "--force"], None),  # fine: drawn
-    (["simulate", P, S, "--rns", "2"], "No such option: --rns (Possible options: --nodes, "
-     "--noise, --runs)"),
-    (["simulate"], "Missing argument 'instance'."),
+    (["run", P, S, "--rns", "2"], "No such option: --rns (Possible options: --noise)"),
+    (["run"], "Missing argument 'instance'."),
     (["import", "muri", "{big}", "-o", "big.json"], "jobs[2].gpus: job 'job2' "
      "needs 1000 GPUs; the cluster has 64 GPUs"),
     (["import", "muri", "{big}", "--nodes", "0", "-o", "big.json"], "Invalid value for "
@@ -352,7 +353,7 @@ def test_ctrl_c_ends_a_monte_carlo_study_and_keeps_its_finished_runs(
 ) -> None:
     out_run, hist = tmp_path / "run.json", tmp_path / "h.png"
     command = [
-        sys.executable, "-m", "planner", "simulate", str(trace["placed"]), str(trace["plan"]),
+        sys.executable, "-m", "planner", "study", str(trace["placed"]), str(trace["plan"]),
         "--noise", "lognormal:0.1", "--runs", "200000", "--jobs", jobs, "-o", str(out_run),
         "--histogram", str(hist),
     ]  # fmt: skip
@@ -377,7 +378,7 @@ def test_ctrl_c_ends_online_planning_and_keeps_the_jobs_planned(
     assert run("generate", "--jobs", "400", "--seed", "2", "--arrival-rate", "20",
                "--placement", "node", "-o", str(batch))[0] == 0  # fmt: skip
     out_run = tmp_path / "on.json"
-    command = [sys.executable, "-m", "planner", "simulate", str(batch), "--online",
+    command = [sys.executable, "-m", "planner", "online", str(batch),
                "-o", str(out_run)]  # fmt: skip
     code, out, _, _ = _interrupted(command, tmp_path, 10)
     assert code == 130
@@ -410,7 +411,7 @@ def test_info_lists_the_nodes_of_a_placed_instance(trace: dict[str, Path]) -> No
 
 
 def test_a_monte_carlo_run_labels_its_first_run(trace: dict[str, Path]) -> None:
-    code, out, _ = run("simulate", str(trace["placed"]), str(trace["plan"]), "--runs", "3")
+    code, out, _ = run("study", str(trace["placed"]), str(trace["plan"]), "--runs", "3")
     assert code == 0
     rows = out.splitlines()
     assert rows[0] == "The run of seed 0 (the first of 3; their distribution follows)"
@@ -423,7 +424,7 @@ def test_solvers_and_help_speak_to_users() -> None:
     assert code == 0
     for leak in ("DEFAULT_WORKERS", "PROOF_PARAMETERS", "RULES", "progress:", "cpsat_model"):
         assert leak not in out
-    code, out, _ = run("simulate", "--help")
+    code, out, _ = run("run", "--help")
     assert code == 0 and "<bool>" not in out and "--work-conserving " in out
 
 
@@ -454,12 +455,12 @@ def test_compare_counts_plans_and_replays_with_whole_objectives(
 
 def test_the_subprocess_entry_point_prints_usage_errors_in_one_line() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "planner", "simulate", "x.json", "--runs", "0"],
+        [sys.executable, "-m", "planner", "study", "x.json", "--runs", "0"],
         capture_output=True,
         text=True,
         cwd=ROOT,
     )
     assert (done.returncode, done.stderr) == (
         2,
-        "error: Invalid value for '--runs': Input should be greater than or equal to 1\n",
+        "error: Invalid value for '--runs': Input should be greater than or equal to 2\n",
     )

@@ -107,7 +107,7 @@ def test_types_merge_to_the_limit_and_columns_enumerate_multisets() -> None:
 
 def test_cli_runs_lp_groups_and_writes_its_co_location_table(tmp_path: Path) -> None:
     out = tmp_path / "run.json"
-    args = ["simulate", str(SLICE), "--policy", "lp-groups", "--slowdown", "none",
+    args = ["policy", str(SLICE), "lp-groups", "--slowdown", "none",
             "--no-restart", "-o", str(out)]  # fmt: skip
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
@@ -148,7 +148,7 @@ def test_srsf_pack_is_deterministic_and_audited_on_the_testbed_slice() -> None:
 
 def test_gantt_draws_a_job_level_run_by_gpu_set(tmp_path: Path) -> None:
     run, chart = tmp_path / "run.json", tmp_path / "sets.png"
-    args = ["simulate", str(SLICE), "--policy", "lp-groups", "-o", str(run)]
+    args = ["policy", str(SLICE), "lp-groups", "-o", str(run)]
     assert CliRunner().invoke(app, args).exit_code == 0
     sets = {r["gpus"] for r in json.loads(run.read_text())["residences"]}
     result = CliRunner().invoke(app, ["gantt", str(run), "-o", str(chart)])
@@ -170,7 +170,7 @@ def test_a_job_level_run_writes_its_co_location_table_as_csv(tmp_path: Path) -> 
 
     table, run = tmp_path / "table.csv", tmp_path / "run.json"
     for out in (table, run):
-        args = ["simulate", str(SLICE), "--policy", "lp-groups", "-o", str(out)]
+        args = ["policy", str(SLICE), "lp-groups", "-o", str(out)]
         result = CliRunner().invoke(app, args)
         assert result.exit_code == 0, result.output
     assert lines(result.stdout)["makespan"].startswith("941,582 s (")

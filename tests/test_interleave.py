@@ -153,7 +153,7 @@ def test_cli_policy_on_a_cluster_form_instance(tmp_path: Path) -> None:
         for j in read_trace(SLICE)
     ]  # fmt: skip
     result = runner.invoke(
-        app, ["simulate", str(inst), "--policy", "srtf", "--slowdown", "none", "--no-restart",
+        app, ["policy", str(inst), "srtf", "--slowdown", "none", "--no-restart",
               "-o", str(out), "--interleave", "muri"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
@@ -166,20 +166,18 @@ def test_cli_policy_on_a_cluster_form_instance(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--policy", "fifo"], "unknown policy 'fifo'; choose one of srtf, srsf, tiresias, muri-s, "
+        (["fifo"], "unknown policy 'fifo'; choose one of srtf, srsf, tiresias, muri-s, "
          "muri-l, lp-groups, srsf-pack, jct-groups, ftf-groups, fair-groups, or FILE.py:CLASS"),
-        (["--policy", "srtf", "--online"], "--policy runs a policy; --online runs the planner: "
-         "give one"),
-        (["--policy", "srtf", "--interleave", "lru"], "interleave 'lru' is not one of fluid, muri"),
-        (["--policy", "srtf", "--histogram", "h.png"], "--histogram needs --runs 2 or more"),
-        (["--policy", "srtf", "--nodes", "1", "--gpus-per-node", "2"], "job 'job0' needs 4 GPUs; "
+        (["srtf", "--interleave", "lru"], "interleave 'lru' is not one of fluid, muri"),
+        (["srtf", "--nodes", "1", "--gpus-per-node", "2"], "job 'job0' needs 4 GPUs; "
          "the cluster has 2"),
-        (["--policy", "srtf", "--data-slots", "0"], "Invalid value for '--data-slots': Input "
+        (["srtf", "--data-slots", "0"], "Invalid value for '--data-slots': Input "
          "should be greater than or equal to 0.1"),
+        (["srtf", "--runs", "3"], "No such option: --runs (Possible options: --nodes, --noise)"),
     ],
 )  # fmt: skip
 def test_cli_policy_bad_input(args: list[str], message: str) -> None:
-    result = CliRunner().invoke(app, ["simulate", str(SLICE), *args])
+    result = CliRunner().invoke(app, ["policy", str(SLICE), *args])
     assert (result.exit_code, result.stderr) == (2, f"error: {message}\n")
 
 
@@ -261,7 +259,7 @@ def test_cli_executes_a_placed_plan_under_a_model(tmp_path: Path) -> None:
     solved = runner.invoke(app, ["solve", str(inst), "-s", "sgs", "--static", "-o", str(plan)])
     assert solved.exit_code == 0
     result = runner.invoke(
-        app, ["simulate", str(inst), str(plan), "--interleave", "muri", "--slowdown", "none",
+        app, ["run", str(inst), str(plan), "--interleave", "muri", "--slowdown", "none",
               "--no-restart"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
@@ -270,16 +268,14 @@ def test_cli_executes_a_placed_plan_under_a_model(tmp_path: Path) -> None:
     assert info["makespan"].endswith("x mix bound)")
     executed = float(info["makespan"].split()[0].replace(",", ""))
     # solve prints the plan's execution as simulate runs it by default
-    fluid = runner.invoke(app, ["simulate", str(inst), str(plan)])
+    fluid = runner.invoke(app, ["run", str(inst), str(plan)])
     assert lines(solved.stdout)["executed"].startswith(
         f"{lines(fluid.stdout)['makespan'].split()[0]} s (fluid, 1 data slot per GPU, Muri's "
     )
     planned = float(info["plan"].split("(makespan ")[1].split()[0].replace(",", ""))
     assert info["optimism"] == f"{executed / planned:.3f} (executed / planned makespan)"
-    bad = runner.invoke(app, ["simulate", str(inst), "--interleave", "muri"])
-    assert bad.stderr == (
-        "error: give the plan (SCHEDULE), --policy, or --online to plan as jobs arrive\n"
-    )
+    bad = runner.invoke(app, ["run", str(inst), "--interleave", "muri"])
+    assert bad.stderr == "error: Missing argument 'plan'.\n"
 
 
 def test_the_instance_names_its_model_and_the_option_overrides_it(tmp_path: Path) -> None:
@@ -288,10 +284,10 @@ def test_the_instance_names_its_model_and_the_option_overrides_it(tmp_path: Path
     args = ["import", "muri", str(SLICE), "--interleave", "muri", "-o", str(inst)]
     assert runner.invoke(app, args).exit_code == 0
     assert lines(runner.invoke(app, ["info", str(inst)]).stdout)["interleave"] == "muri"
-    own = lines(runner.invoke(app, ["simulate", str(inst), "--policy", "muri-l"]).stdout)
+    own = lines(runner.invoke(app, ["policy", str(inst), "muri-l"]).stdout)
     assert own["model"] == "muri, Muri's slowdown factors, restart overheads (job-level executor)"
     other = runner.invoke(
-        app, ["simulate", str(inst), "--policy", "muri-l", "--interleave", "fluid",
+        app, ["policy", str(inst), "muri-l", "--interleave", "fluid",
               "--data-slots", "2"],
     )  # fmt: skip
     model = (
@@ -302,7 +298,7 @@ def test_the_instance_names_its_model_and_the_option_overrides_it(tmp_path: Path
     assert lines(other.stdout)["makespan"] != own["makespan"]
     plain = tmp_path / "plain.json"  # import muri's default model: fluid
     assert runner.invoke(app, ["import", "muri", str(SLICE), "-o", str(plain)]).exit_code == 0
-    default = lines(runner.invoke(app, ["simulate", str(plain), "--policy", "muri-l"]).stdout)
+    default = lines(runner.invoke(app, ["policy", str(plain), "muri-l"]).stdout)
     assert default["model"] == (
         "fluid, 1 data slot per GPU, Muri's slowdown factors, restart overheads "
         "(job-level executor)"
@@ -332,7 +328,7 @@ def test_the_audit_passes_every_run_and_catches_a_wrong_one() -> None:
 
 def test_policies_refuse_what_is_not_a_training_workload() -> None:
     sm = INSTANCES / "psplib" / "j301_1.sm"
-    result = CliRunner().invoke(app, ["simulate", str(sm), "--policy", "srtf"])
+    result = CliRunner().invoke(app, ["policy", str(sm), "srtf"])
     assert (result.exit_code, result.stderr) == (
         2,
         f"error: {sm}: peer policies and plans under a model run training jobs: give a Muri "
@@ -353,7 +349,7 @@ def test_noise_scales_each_job_by_one_seeded_factor() -> None:
         assert 0.7 <= f <= 1.3
         assert n.stages.total == pytest.approx(j.stages.total * f)
     result = CliRunner().invoke(
-        app, ["simulate", str(SLICE), "--policy", "muri-s", "--noise", "uniform:0.3", "--seed", "4"]
+        app, ["policy", str(SLICE), "muri-s", "--noise", "uniform:0.3", "--seed", "4"]
     )
     assert result.exit_code == 0, result.output
     assert lines(result.stdout)["noise"] == "uniform:0.3, seed 4 (one factor per job)"
@@ -423,7 +419,7 @@ def test_the_audit_refuses_a_group_on_a_node_down() -> None:
 
 def test_cli_fails_nodes_of_a_job_level_run(tmp_path: Path) -> None:
     out = tmp_path / "run.json"
-    args = ["simulate", str(SLICE), "--policy", "srtf", "--fail", "node3@1000+5000", "-o", str(out)]
+    args = ["policy", str(SLICE), "srtf", "--fail", "node3@1000+5000", "-o", str(out)]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     assert lines(result.stdout)["failures"] == "node3@1000+5000"
@@ -431,7 +427,7 @@ def test_cli_fails_nodes_of_a_job_level_run(tmp_path: Path) -> None:
     assert run["failures"] == ["node3@1000+5000"]
     during = [r for r in run["residences"] if r["gpus"].startswith("node3:")]
     assert during and all(r["end"] <= 1000 or r["start"] >= 6000 for r in during)
-    bad = ["simulate", str(SLICE), "--policy", "srtf", "--fail", "node9@10"]
+    bad = ["policy", str(SLICE), "srtf", "--fail", "node9@10"]
     result = CliRunner().invoke(app, bad)
     assert (result.exit_code, result.stderr) == (
         2,

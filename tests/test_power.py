@@ -133,7 +133,7 @@ def test_simulate_takes_the_instance_cap_and_refuses_windows(tmp_path: Path) -> 
     inst = tmp_path / "capped.json"
     data = {**TWO_JOBS, "power": {"cap": 360}}
     inst.write_text(json.dumps(data))
-    result = CliRunner().invoke(app, ["simulate", str(inst), "--policy", "srtf"])
+    result = CliRunner().invoke(app, ["policy", str(inst), "srtf"])
     assert result.exit_code == 0, result.output
     shown = lines(result.stdout)
     assert shown["power cap"] == "360 W"
@@ -141,7 +141,7 @@ def test_simulate_takes_the_instance_cap_and_refuses_windows(tmp_path: Path) -> 
     assert shown["makespan"].startswith("200 s (")
     data["power"] = {"cap": 700, "windows": [{"start": 0, "end": 50, "cap": 400}]}
     inst.write_text(json.dumps(data))
-    result = CliRunner().invoke(app, ["simulate", str(inst), "--policy", "srtf"])
+    result = CliRunner().invoke(app, ["policy", str(inst), "srtf"])
     assert (result.exit_code, result.stderr) == (
         2,
         f"error: {inst}: power.windows: job-level runs take a constant power cap: plan with "

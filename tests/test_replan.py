@@ -401,10 +401,10 @@ def test_cli_arrival_before_t(files: tuple[Path, Path]) -> None:
 
 def test_cli_online_no_schedule(files: tuple[Path, Path]) -> None:
     inst, plan = files
-    result = runner.invoke(app, ["simulate", str(inst), str(plan), "--online"])
+    result = runner.invoke(app, ["online", str(inst), str(plan)])
     assert result.exit_code == 2
-    assert result.stderr == "error: --online plans as jobs arrive: give no SCHEDULE\n"
-    result = runner.invoke(app, ["simulate", str(inst), "--online", "--baseline", "exclusive-srtf"])
+    assert result.stderr == f"error: Got unexpected extra argument(s) ({plan})\n"
+    result = runner.invoke(app, ["online", str(inst), "--baseline", "exclusive-srtf"])
     assert result.exit_code == 0, result.output
     assert "validator: valid, valid (realized runs)" in result.output
 
@@ -432,7 +432,7 @@ def test_online_solver_options_reach_every_replan(tmp_path: Path) -> None:
     assert simulate_online(problem, "sgs").mean_jct == pytest.approx(35 / 3)
     inst = tmp_path / "three.json"
     inst.write_text(problem.model_dump_json())
-    args = ["simulate", str(inst), "--online", "--slowdown", "none"]
+    args = ["online", str(inst), "--slowdown", "none"]
     result = runner.invoke(app, [*args, "--option", "rule=spt"])
     assert result.exit_code == 0, result.output
     assert re.search(r"\bsgs\s+3\s+2\s+9\.0\s", result.stdout), result.output

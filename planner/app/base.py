@@ -1,6 +1,6 @@
 """What every command of the ``planner`` command line shares: the command group (usage
 errors as one line), the error guard, the output of figures, option checks, progress
-and the recognition of run files. The commands live in ``cli``, ``cli_simulate`` and
+and the recognition of run files. The commands live in ``cli``, ``cli_run`` and
 ``cli_replan``, which import this module and nothing of each other but ``cli``'s
 registering the other two.
 """
@@ -22,11 +22,24 @@ from planner import __version__
 from planner.errors import InputError, PlannerError
 from planner.result import Progress
 
+COMMAND_ORDER = (
+    "solve", "solvers", "validate", "info", "gantt", "compare", "run", "study", "policy",
+    "online", "replan", "import", "generate", "convert", "schema",
+)  # fmt: skip
+"""The commands in the order ``planner --help`` and the reference list them: planning,
+judging, running, re-planning, then the files."""
+
 
 class _OneLineErrors(TyperGroup):
     """The command group, with usage errors (a bad option value, an unknown option, a
     missing argument) printed as one ``error:`` line, exit status 2, like every other
-    bad input."""
+    bad input; its commands listed in :data:`COMMAND_ORDER`."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        """The commands' names in :data:`COMMAND_ORDER` (any other last)."""
+        names = super().list_commands(ctx)
+        rank = {name: k for k, name in enumerate(COMMAND_ORDER)}
+        return sorted(names, key=lambda n: rank.get(n, len(rank)))
 
     def main(self, *args: object, standalone_mode: bool = True, **kwargs: object) -> object:
         try:
@@ -172,14 +185,14 @@ def progress_printer() -> Callable[[Progress], None]:
 
 
 def refuse_run_as_plan(path: Path, hint: str) -> None:
-    """Refuse a run file of ``planner simulate -o`` (task by task or job by job) given
+    """Refuse a run file of ``planner run -o`` (task by task or job by job) given
     where a plan is expected."""
     if run_file(path) is not None or job_run_file(path) is not None:
-        raise InputError(f"a run of planner simulate, not a plan: {hint}", str(path))
+        raise InputError(f"a run file of planner run, not a plan: {hint}", str(path))
 
 
 def job_run_file(path: Path) -> dict[str, Any] | None:
-    """The data of ``path`` if it is a job-level run file of ``planner simulate -o``."""
+    """The data of ``path`` if it is a job-level run file of ``planner run -o``."""
     return json_object(path, "executor", "residences")
 
 
@@ -196,5 +209,5 @@ def json_object(path: Path, *keys: str) -> dict[str, Any] | None:
 
 
 def run_file(path: Path) -> dict[str, Any] | None:
-    """The data of ``path`` if it is a run file of ``planner simulate -o``, else ``None``."""
+    """The data of ``path`` if it is a run file of ``planner run -o``, else ``None``."""
     return json_object(path, "disturbances", "planned_makespan")

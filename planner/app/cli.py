@@ -16,7 +16,7 @@ import typer
 import yaml
 
 # the commands of their own modules register on ``app`` when imported
-from planner.app import cli_replan, cli_simulate  # noqa: F401
+from planner.app import cli_replan, cli_run  # noqa: F401
 from planner.app.base import (
     DEFAULT_TIME_LIMIT,
     MAX_SOLVER_SEED,
@@ -43,7 +43,7 @@ from planner.dl.workloads import (
 )
 from planner.errors import InputError
 from planner.io.instance import NATIVE, load_instance, problem_from_data, save_instance
-from planner.io.paths import check_distinct, check_output
+from planner.io.paths import check_output
 from planner.metrics import schedule_metrics
 from planner.model import Problem
 from planner.result import Result
@@ -259,7 +259,6 @@ def solve(
             )
         if gantt is not None:
             check_output(gantt, inputs=[instance], suffixes=FORMATS, what="the chart file")
-        check_distinct({"--output": output, "--gantt": gantt})
         problem = load_instance(instance, check=True)
         options = {
             k: v
@@ -470,9 +469,9 @@ def gantt_cmd(
     """Draw a schedule's Gantt chart with the load on each renewable resource under it.
 
     A schedule the validator rejects is not drawn (exit 1, its first violations
-    printed) unless ``--force``. A run file of 'planner simulate -o' is drawn as the
+    printed) unless ``--force``. A run file of 'planner run -o' is drawn as the
     realized run, planned starts marked (--by node: per node). A job-level run
-    (simulate --policy, or a plan under --interleave) is drawn per GPU set, jobs that
+    (planner policy, or a plan of training jobs) is drawn per GPU set, jobs that
     share a set stacked (no --instance needed).
     """
     from planner.app.colocation import job_level_run, save_colocation_chart
@@ -836,6 +835,10 @@ def schema(
         check_output(output, suffixes=(".json",), what="the schema file")
     output.write_text(schema_text())
 
+
+command = typer.main.get_command(app)
+"""The command line as a click command: the documentation's CLI reference is written
+from it (mkdocs-click), so the reference is the command line itself."""
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(app())

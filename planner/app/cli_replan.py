@@ -31,6 +31,7 @@ from planner.execution.events import parse_event
 from planner.execution.replan import prepare
 from planner.execution.runs import state_from_job_run
 from planner.execution.state import state_from_run
+from planner.execution.table import dispatch_data
 from planner.io.instance import NATIVE, load_instance, read_text, save_instance
 from planner.io.paths import check_distinct, check_output
 from planner.schedule import load_schedule
@@ -60,7 +61,7 @@ def replan_cmd(
     executed: Annotated[
         Path | None,
         typer.Option(
-            help="A run of the plan (planner simulate -o run.json): the state at T, the "
+            help="A run of the plan (planner run -o run.json): the state at T, the "
             "executor's for an instance with training jobs."
         ),
     ] = None,
@@ -70,6 +71,8 @@ def replan_cmd(
     time_limit: Annotated[
         float | None,
         typer.Option(
+            "--time-limit",
+            "-t",
             callback=time_limit_option,
             help=f"Seconds (solvers with a time limit; default {DEFAULT_TIME_LIMIT:g}; "
             f"{TIME_LIMIT_RANGE}).",
@@ -115,6 +118,13 @@ def replan_cmd(
             check_output(instance_out, inputs=inputs, suffixes=NATIVE, what="the instance file")
         check_distinct({"--output": output, "--instance-out": instance_out})
         refuse_run_as_plan(schedule, "give it with --executed, and the plan as SCHEDULE")
+        if dispatch_data(schedule) is not None:
+            raise InputError(
+                "a dispatch, planned in the executor's model: re-plan a static plan (planner "
+                "solve INSTANCE --static -o PLAN), or let the planner re-plan at every event "
+                "(planner online INSTANCE)",
+                str(schedule),
+            )
         problem = load_instance(instance)
         tick = parse_ticks(at, problem.time_unit, "--at")
         events = [parse_event(e, problem.time_unit) for e in event or ()]

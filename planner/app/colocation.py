@@ -1,6 +1,6 @@
 """The chart of a job-level run: who shares which GPUs, and when.
 
-A run of ``planner simulate --policy`` (or of a plan under ``--interleave``) written
+A run of ``planner policy`` (or of a plan under ``--interleave``) written
 with ``-o`` holds its co-location table (``residences``: job, GPU set, start, end,
 partners; :meth:`planner.execution.executor.PeerRun.residences`). The chart has one row per GPU
 set (``node3:0-3``) in node and GPU order; a job's stay on a set is a bar, and jobs
@@ -26,7 +26,7 @@ _LABELS = 300
 
 
 def job_level_run(path: Path) -> dict[str, Any] | None:
-    """The data of ``path`` if it is a job-level run file (``planner simulate --policy
+    """The data of ``path`` if it is a job-level run file (``planner policy
     ... -o`` or a plan under ``--interleave``), else ``None``."""
     return json_object(path, "residences")
 
@@ -37,7 +37,8 @@ def _order(label: str) -> tuple[object, ...]:
 
 
 def save_colocation_chart(run: dict[str, Any], path: str | Path) -> int:
-    """Draw the co-location chart of the job-level ``run`` to ``path`` (PNG, SVG or
+    """Draw the co-location chart of the job-level ``run`` (its ``residences``, ``policy``,
+    ``interleave`` and ``makespan``, as a run file holds them) to ``path`` (PNG, SVG or
     PDF); the number of GPU sets drawn.
 
     Raises
@@ -91,9 +92,8 @@ def save_colocation_chart(run: dict[str, Any], path: str | Path) -> int:
     ax.set_ylabel("GPU set")
     ax.set_xlabel("hours" if hours else "seconds")
     ax.grid(axis="x", linewidth=0.3, alpha=0.5)
-    policy = run.get("policy", "run")
     ax.set_title(
-        f"{policy} under {run.get('interleave', '?')}: makespan {run.get('makespan', end):,.0f} s, "
+        f"{run['policy']} under {run['interleave']}: makespan {run['makespan']:,.0f} s, "
         f"{len(jobs)} jobs on {len(sets)} GPU sets (stacked bars share their GPUs)",
         fontsize=10,
         loc="left",

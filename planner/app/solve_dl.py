@@ -151,18 +151,20 @@ def solve_in_executor(
         if best.static is not None:
             best.static[1].save(output, problem)
             typer.echo(
-                f"plan written to {output} (a static plan: 'planner simulate {instance} "
+                f"plan written to {output} (a static plan: 'planner run {instance} "
                 f"{output}' with the same model runs it)"
             )
         else:
             plan_of_run = result.plan(setting)
             assert plan_of_run is not None
             plan_of_run.save(output, best.run, names)
-            typer.echo(f"dispatch written to {output} ('planner simulate {instance} {output}')")
+            typer.echo(f"dispatch written to {output} ('planner run {instance} {output}')")
     if gantt is not None:
         from planner.app.colocation import save_colocation_chart
 
-        sets = save_colocation_chart({"residences": best.run.residences(names)}, gantt)
+        chart = {"residences": best.run.residences(names), "policy": f"{solver} plan",
+                 "interleave": dispatch.model.kind, "makespan": best.run.makespan}  # fmt: skip
+        sets = save_colocation_chart(chart, gantt)
         typer.echo(f"chart written to {gantt} ({sets} GPU sets)")
     if violations:
         typer.echo("error: the plan's run fails its audit (a bug)", err=True)
@@ -282,7 +284,7 @@ def plan_in_executor(
 
 def default_run(instance: Path, problem: Problem, schedule: Schedule) -> Any:
     """A static plan of an instance with training jobs run in the job-level executor with
-    the defaults ``planner simulate INSTANCE PLAN`` runs it with
+    the defaults ``planner run INSTANCE PLAN`` runs it with
     (:class:`planner.execution.runs.Setting`): the setting, the dispatch and the run;
     why the executor cannot run the plan (a string, e.g. a pooled plan's); or ``None``
     for a task graph without training jobs."""

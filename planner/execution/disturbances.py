@@ -1,7 +1,7 @@
 """What goes wrong when a plan runs: duration noise, interference slowdown, node failures.
 
 Each disturbance is a small frozen dataclass that checks itself when built and
-can be parsed from the one-word specs of ``planner simulate``:
+can be parsed from the one-word specs of ``planner run``:
 
 - ``Noise``: ``lognormal:SIGMA`` multiplies every segment's duration by
   ``exp(N(-SIGMA^2 / 2, SIGMA^2))``, a factor of mean 1 (the plan's durations
@@ -278,7 +278,7 @@ class Disturbances:
         work_conserving: bool = False,
         time_unit: str | None = None,
     ) -> Disturbances:
-        """Build from the specs of ``planner simulate``, with the same defaults.
+        """Build from the specs of ``planner run``, with the same defaults.
 
         ``noise=None`` is no noise; ``slowdown`` is ``muri`` (the default, as on the
         command line), ``none`` or a ``k,factor`` CSV; ``failures`` take durations
@@ -327,7 +327,7 @@ def parse_simulation(spec: str, time_unit: str | None = None) -> Simulation:
     repeatable; durations with a unit given ``time_unit``), ``runs`` (1 to
     :data:`MAX_RUNS`, default 1), ``seed`` (0 to 2**32 - 1, default 0),
     ``work-conserving`` (``yes`` or ``no``, default ``no``), ``interleave`` (``fluid``
-    or ``muri``: execute job by job under that model, as ``planner simulate
+    or ``muri``: execute job by job under that model, as ``planner run
     --interleave`` does) and ``restart`` (``yes``, the default, or ``no``: with
     ``interleave``, whether restart overheads are charged).
     """

@@ -1,5 +1,5 @@
-"""Online planning: the planner re-planning as jobs arrive (``planner simulate
---online``), under disturbances, with the figures of the run."""
+"""Online planning: the planner re-planning as jobs arrive (``planner
+online``), under disturbances, with the figures of the run."""
 
 from __future__ import annotations
 

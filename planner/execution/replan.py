@@ -5,7 +5,7 @@
 independent validator like any other:
 
 - **State at T.** It comes from the old plan (:func:`state_from_schedule`) or from a
-  realized run of ``planner simulate`` (:func:`state_from_run`). A task whose attempt
+  realized run of ``planner run`` (:func:`state_from_run`). A task whose attempt
   started before ``T`` has *started*; it has *finished* if it ends by ``T``.
 - **Frozen tasks.** A finished task, and a running one whose nodes did not fail,
   keep what they did: one mode, their realized segments (waits between segments

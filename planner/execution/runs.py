@@ -385,7 +385,7 @@ def state_from_job_run(
     file: str | None = None,
 ) -> State:
     """The executor's state at tick ``at`` of a job-level run file of a plan
-    (``planner simulate INSTANCE PLAN -o run.json``): the run again, from what the file
+    (``planner run INSTANCE PLAN -o run.json``): the run again, from what the file
     says of it, to ``at`` (:func:`state_of_run`).
 
     Raises
@@ -414,7 +414,7 @@ def state_from_job_run(
         planned = float(data["planned_makespan_seconds"])
     except (KeyError, TypeError, ValueError):
         raise InputError(
-            "not a job-level run of planner simulate (interleave, data_slots, slowdown, "
+            "not a job-level run file of planner run (interleave, data_slots, slowdown, "
             "restart, finish and planned_makespan_seconds)",
             file,
         ) from None

@@ -429,14 +429,14 @@ def draw_makespans(ax: Axes, study: Study, planned: float | None, unit: str) -> 
 
 
 def replay_run(problem: Problem, run: Mapping[str, Any], file: str | None = None) -> Execution:
-    """The :class:`Execution` of a run file of ``planner simulate -o``, replayed from its plan,
+    """The :class:`Execution` of a run file of ``planner run -o``, replayed from its plan,
     disturbances and seed (a replay is deterministic), and checked against the file.
 
     Raises
     ------
     InputError
         If the file is not a run of ``problem``, or its replay differs (a run of
-        ``simulate --online``, re-planned as it went, is not a replay of one plan).
+        ``planner online``, re-planned as it went, is not a replay of one plan).
     """
     from planner.execution.disturbances import Noise, Slowdown
 
@@ -458,7 +458,7 @@ def replay_run(problem: Problem, run: Mapping[str, Any], file: str | None = None
         seed = int(run["seed"])
     except (KeyError, TypeError, ValueError, AttributeError):
         raise InputError(
-            "not a run of planner simulate -o (tasks with mode, nodes and planned_start; "
+            "not a run file of planner run -o (tasks with mode, nodes and planned_start; "
             "disturbances; seed)",
             file,
         ) from None
@@ -472,8 +472,8 @@ def replay_run(problem: Problem, run: Mapping[str, Any], file: str | None = None
     )
     if not same:
         raise InputError(
-            "replaying the run's plan gives another run (a run of simulate --online is "
-            "re-planned as it goes: draw it with simulate --online --gantt)",
+            "replaying the run's plan gives another run (a run of planner online is "
+            "re-planned as it goes: draw it with planner online --gantt)",
             file,
         )
     return ex

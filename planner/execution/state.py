@@ -1,5 +1,5 @@
 """The state of a plan at a tick T: which tasks have started and finished, from the
-old plan or from a realized run of ``planner simulate`` (what re-planning freezes)."""
+old plan or from a realized run of ``planner run`` (what re-planning freezes)."""
 
 from __future__ import annotations
 
@@ -89,7 +89,7 @@ def state_from_schedule(problem: Problem, schedule: Schedule, at: int) -> State:
 def state_from_run(
     problem: Problem, run: Mapping[str, Any], at: int, file: str | None = None
 ) -> State:
-    """The state at ``at`` of a realized run (the JSON of ``planner simulate -o``).
+    """The state at ``at`` of a realized run (the JSON of ``planner run -o``).
 
     Segments that ended by ``at`` keep their realized durations. The segment running
     at ``at`` has left what its planned duration has not yet covered (at least 0), and
@@ -103,7 +103,7 @@ def state_from_run(
     """
     rows = run.get("tasks") if isinstance(run, Mapping) else None
     if not isinstance(rows, list):
-        raise InputError("expected a run of planner simulate (an object with 'tasks')", file)
+        raise InputError("expected a run file of planner run (an object with 'tasks')", file)
     by_name = {r.get("task"): r for r in rows if isinstance(r, dict)}
     outages = _outages(problem, run, at, file)
     started: dict[str, Started] = {}
@@ -123,7 +123,7 @@ def state_from_run(
             parsed = [_attempt(mode, nodes, a, b, segs, at) for a, b, segs in attempts]
         except (KeyError, TypeError, ValueError, IndexError):
             raise InputError(
-                f"task {t.name!r}: not a task of a run of planner simulate "
+                f"task {t.name!r}: not a task of a run file of planner run "
                 "(mode, nodes, start, lost, segments and lost_segments)",
                 file,
             ) from None

@@ -144,7 +144,7 @@ def test_the_printed_makespan_is_the_executors_replay_of_the_plan(
     code, out, err = run("solve", instance, "-s", solver, *limit, "-o", plan)
     assert code == 0, err
     printed = field(out, "makespan")
-    code, replay, err = run("simulate", instance, plan)
+    code, replay, err = run("run", instance, plan)
     assert code == 0, err
     assert field(replay, "makespan").split()[0] == printed.split()[0]
     assert field(replay, "mean JCT") == field(out, "mean JCT")
@@ -239,15 +239,22 @@ def test_a_dispatch_runs_in_its_own_model_and_of_its_own_jobs(tmp_path: Path, ba
     plan = tmp_path / "plan.json"
     code, _, err = run("solve", instance, "-t", "1", "-o", plan, *FLUID)
     assert code == 0, err
-    code, _, err = run("simulate", instance, plan, "--slowdown", "muri")
+    code, _, err = run("run", instance, plan, "--slowdown", "muri")
     assert code == 2
     assert "--slowdown muri: the dispatch was planned with none" in err
-    code, _, err = run("simulate", instance, plan, "--noise", "lognormal:0.1")
+    code, _, err = run("run", instance, plan, "--noise", "lognormal:0.1")
     assert code == 2
     assert "--noise does not apply to a dispatch" in err
-    code, _, err = run("simulate", batch, plan)
+    code, _, err = run("run", batch, plan)
     assert code == 2
     assert "which the instance does not have" in err
+    code, _, err = run("replan", instance, plan, "--at", "30")
+    assert (code, err) == (
+        2,
+        f"error: {plan}: a dispatch, planned in the executor's model: re-plan a static plan "
+        "(planner solve INSTANCE --static -o PLAN), or let the planner re-plan at every event "
+        "(planner online INSTANCE)\n",
+    )
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"kind": "dispatch", "events": []}))
     code, _, err = run("validate", instance, bad)

@@ -76,7 +76,7 @@ def placed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     trace = INSTANCES / "muri_trace.csv"
     assert run("import", "muri", trace, "--placement", "node", "-o", files["placed"])[0] == 0
     assert run("solve", files["placed"], "-s", "sgs", "-o", files["plan"])[0] == 0
-    code, _, err = run("simulate", files["placed"], files["plan"], "--fail",
+    code, _, err = run("run", files["placed"], files["plan"], "--fail",
                        "node3@2000+600", "-o", files["run"])  # fmt: skip
     assert code == 0, err
     return files
@@ -102,7 +102,7 @@ def test_one_plan_has_one_makespan_on_every_path(placed: dict[str, Path], tmp_pa
     executed = lines(out)["executed"]
     assert executed.startswith(f"{makespan:,.0f} s (fluid, 1 data slot per GPU, Muri's slowdown")
     # simulate runs the plan in the executor by default, and says so
-    code, out, _ = run("simulate", instance, plan)
+    code, out, _ = run("run", instance, plan)
     assert code == 0
     rows = lines(out)
     assert rows["makespan"].startswith(f"{makespan:,.0f} s")
@@ -122,10 +122,10 @@ def test_a_task_graph_without_training_jobs_says_it_replays_task_by_task(tmp_pat
     plan = tmp_path / "plan.json"
     j30 = INSTANCES / "psplib" / "j301_1.sm"
     assert run("solve", j30, "-s", "sgs", "-o", plan)[0] == 0
-    code, out, _ = run("simulate", j30, plan)
+    code, out, _ = run("run", j30, plan)
     assert code == 0
     assert out.splitlines()[0] == f"task-level replay: {j30} is a task graph without training jobs"
-    code, _, err = run("simulate", j30, plan, "--interleave", "fluid")
+    code, _, err = run("run", j30, plan, "--interleave", "fluid")
     assert code == 2
     assert err == (
         f"error: --interleave runs job by job; {j30} is a task graph without training jobs "
@@ -136,7 +136,7 @@ def test_a_task_graph_without_training_jobs_says_it_replays_task_by_task(tmp_pat
 def test_noisy_runs_stream_in_the_executor(placed: dict[str, Path], tmp_path: Path) -> None:
     out_file = tmp_path / "mc.json"
     args = ["--noise", "lognormal:0.1", "--runs", "4", "--jobs", "2", "-o", out_file]
-    code, out, err = run("simulate", placed["placed"], placed["plan"], *args)
+    code, out, err = run("study", placed["placed"], placed["plan"], *args)
     assert code == 0, err
     study = json.loads(out_file.read_text())["monte_carlo"]
     problem = load_instance(placed["placed"])
@@ -214,7 +214,7 @@ def test_a_replayed_replan_keeps_its_past_as_it_ran(
     code, _, err = run("replan", placed["placed"], placed["plan"], "--at", "2300", "-s", "sgs",
                        "-o", new, "--instance-out", inst)  # fmt: skip
     assert code == 0, err
-    code, out, _ = run("simulate", inst, new)
+    code, out, _ = run("run", inst, new)
     assert code == 0
     assert "after their deadline" not in out
 
@@ -223,7 +223,7 @@ def test_a_replayed_replan_keeps_its_past_as_it_ran(
 
 
 def test_a_cost_plan_runs_and_reports_its_energy_cost(power: dict[str, Path]) -> None:
-    code, out, err = run("simulate", power["cost"], power["cost-plan"])
+    code, out, err = run("run", power["cost"], power["cost-plan"])
     assert code == 0, err
     rows = lines(out)
     assert rows["audit"].startswith("valid")
@@ -247,7 +247,7 @@ def test_a_replan_under_power_limits_scores_its_energy(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", ["cost", "energy"])
 def test_power_objectives_survive_online_planning(power: dict[str, Path], name: str) -> None:
-    code, out, err = run("simulate", power[name], "--online")
+    code, out, err = run("online", power[name])
     assert code == 0, err
     assert "audit: valid" in out
 
@@ -283,24 +283,26 @@ def test_the_energy_of_a_run_counts_no_idle_draw_with_switch_off(power: dict[str
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["{plan}", "--interleave", "fluid", "--option", "rule=spt"],
-         "--option applies to --online and --policy planner only"),
-        (["--online", "--work-conserving"],
-         "--work-conserving dispatches a plan; --online plans as jobs arrive"),
-        (["{plan}", "--solver", "ga"], "--solver applies to --online and --policy planner only"),
-        (["{plan}", "--nodes", "4"], "--nodes applies to --policy on a trace only"),
-        (["--policy", "srtf", "--online"],
-         "--policy runs a policy; --online runs the planner: give one"),
-        (["{plan}", "--policy", "srtf"],
-         "--policy runs a policy instead of a plan: give no SCHEDULE"),
+        (["run", "{plan}", "--option", "rule=spt"], "No such option: --option"),
+        (["run", "{plan}", "--solver", "ga"], "No such option: --solver"),
+        (["run", "{plan}", "--nodes", "4"], "No such option: --nodes"),
+        (["run", "{plan}", "--runs", "4"], "No such option: --runs"),
+        (["online", "--work-conserving"],
+         "--work-conserving dispatches a plan; planner online plans as jobs arrive"),
+        (["policy", "srtf", "--time-limit", "1"],
+         "--time-limit is the planner's search per event; srtf has none"),
+        (["study", "{plan}", "--policy", "srtf"],
+         "give the plan (PLAN) or --policy NAME, one of them"),
     ],
 )  # fmt: skip
 def test_an_option_that_does_not_apply_is_refused(
     placed: dict[str, Path], args: list[str], message: str
 ) -> None:
-    given = [str(placed["plan"]) if a == "{plan}" else a for a in args]
-    code, _, err = run("simulate", placed["placed"], *given)
-    assert (code, err) == (2, f"error: {message}\n")
+    command, *rest = args
+    given = [str(placed["plan"]) if a == "{plan}" else a for a in rest]
+    code, _, err = run(command, placed["placed"], *given)
+    assert code == 2
+    assert err.startswith(f"error: {message}") and err.count("\n") == 1
 
 
 def test_a_repeated_cancel_is_refused(placed: dict[str, Path]) -> None:
@@ -340,7 +342,7 @@ def test_a_pooled_plan_runs_in_the_executor_with_one_number(tmp_path: Path) -> N
     code, out, _ = run("solve", batch, "-s", "sgs", "--static", "-o", plan)
     assert code == 0
     executed = lines(out)["executed"].split(" s (")[0]
-    code, out, _ = run("simulate", batch, plan)
+    code, out, _ = run("run", batch, plan)
     assert code == 0
     rows = lines(out)
     assert rows["makespan"].startswith(f"{executed} s (")

@@ -55,8 +55,8 @@ def test_online_runs_the_planner_beside_the_policies_in_one_table(
     arrivals: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "online.json"
-    args = ["--online", "--interleave", "muri", "--baseline", "muri-s", "--baseline", "srsf-pack"]
-    code, stdout, err = run("simulate", arrivals, *args, "-o", out)
+    args = ["--interleave", "muri", "--baseline", "muri-s", "--baseline", "srsf-pack"]
+    code, stdout, err = run("online", arrivals, *args, "-o", out)
     assert code == 0, err
     rows = lines(stdout)
     assert rows["model"] == "muri, Muri's slowdown factors, restart overheads (job-level executor)"
@@ -67,20 +67,23 @@ def test_online_runs_the_planner_beside_the_policies_in_one_table(
     assert [f["policy"] for f in figures] == ["planner", "muri-s", "srsf-pack"]
     assert figures[0]["replans"] > 1 and figures[1]["replans"] == 0
     # the same policy alone gives the same figures: one executor
-    code, stdout, _ = run("simulate", arrivals, "--policy", "muri-s", "--interleave", "muri")
+    code, stdout, _ = run("policy", arrivals, "muri-s", "--interleave", "muri")
     assert lines(stdout)["mean JCT"] == f"{figures[1]['mean_jct']:,.0f} s"
 
 
-def test_the_planner_runs_as_a_policy_with_its_solver(arrivals: Path) -> None:
-    code, stdout, err = run("simulate", arrivals, "--policy", "planner", "--solver", "sgs",
-                            "--option", "rule=spt")  # fmt: skip
+def test_the_planner_runs_online_with_its_solver_and_as_a_policy(arrivals: Path) -> None:
+    code, stdout, err = run("online", arrivals, "--solver", "sgs", "--option", "rule=spt")
+    assert code == 0, err
+    assert "audit: valid (GPUs, groups and every job's work)" in stdout
+    code, stdout, err = run("policy", arrivals, "planner", "--time-limit", "0.2")
     assert code == 0, err
     assert lines(stdout)["audit"].startswith("valid")
+    assert lines(stdout)["re-plans"].endswith("(wall time)")
 
 
 def test_the_planner_plans_a_trace_compiled_on_nodes() -> None:
     trace = INSTANCES / "muri_trace.csv"
-    code, stdout, err = run("simulate", trace, "--online", "--baseline", "srtf")
+    code, stdout, err = run("online", trace, "--baseline", "srtf")
     assert code == 0, err
     assert "audit: valid, valid" in stdout
 
@@ -88,18 +91,18 @@ def test_the_planner_plans_a_trace_compiled_on_nodes() -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--online", "--baseline", "exclusive-srtf"],
+        (["online", "--baseline", "exclusive-srtf"],
          "unknown policy 'exclusive-srtf'; choose one of srtf, srsf, tiresias, muri-s, muri-l, "
          "lp-groups, srsf-pack, jct-groups, ftf-groups, fair-groups, or FILE.py:CLASS"),
-        (["--online", "--replan-every", "2h"],
+        (["online", "--replan-every", "2h"],
          "--replan-every: job by job the planner re-plans at every arrival"),
-        (["--online", "--runs", "3"], "--online runs once: --runs and --histogram do not apply"),
-        (["--online", "--solver", "nope"], "unknown solver 'nope'"),
-        (["--policy", "srtf", "--solver", "ga"],
-         "--solver applies to --online and --policy planner only"),
+        (["online", "--runs", "3"], "No such option: --runs"),
+        (["online", "--solver", "nope"], "unknown solver 'nope'"),
+        (["policy", "srtf", "--solver", "ga"], "No such option: --solver"),
     ],
 )  # fmt: skip
 def test_online_misuse_is_one_line(arrivals: Path, args: list[str], message: str) -> None:
-    code, _, err = run("simulate", arrivals, *args)
+    command, *rest = args
+    code, _, err = run(command, arrivals, *rest)
     assert code == 2
     assert err.startswith(f"error: {message}") and err.count("\n") == 1

@@ -37,7 +37,7 @@ def pairs(tmp_path: Path) -> Path:
 
 
 def test_the_readme_policy_runs_from_its_file_and_passes_the_audit(pairs: Path) -> None:
-    result = CliRunner().invoke(app, ["simulate", str(SLICE), "--policy", f"{pairs}:PairsFirst"])
+    result = CliRunner().invoke(app, ["policy", str(SLICE), f"{pairs}:PairsFirst"])
     assert result.exit_code == 0, result.output
     rows = lines(result.stdout)
     assert rows["policy"] == f"{pairs}:PairsFirst"
@@ -86,7 +86,7 @@ def test_a_bad_policy_file_is_one_line(
     with pytest.raises(InputError) as caught:
         policy_of(f"{path}:{spec}")
     assert str(caught.value) == f"{path}: {message}"
-    result = CliRunner().invoke(app, ["simulate", str(SLICE), "--policy", f"{path}:{spec}"])
+    result = CliRunner().invoke(app, ["policy", str(SLICE), f"{path}:{spec}"])
     assert (result.exit_code, result.stderr) == (2, f"error: {path}: {message}\n")
 
 
