@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 from planner.app.solve_dl import static_portfolio
-from planner.dl.workloads import generate, import_muri
+from planner.dl.workloads import generate_batch, import_muri
 from planner.execution.audit import audit
 from planner.execution.jobs import jobs_from_instance
 from planner.execution.runs import Setting, dispatch_of
@@ -95,7 +95,7 @@ def trace3(args: argparse.Namespace, folder: Path) -> None:
 def batch60(args: argparse.Namespace, folder: Path) -> None:
     """The 60-job batch, with every stage and with each stage off."""
     path = folder / "batch60.json"
-    path.write_text(json.dumps(generate(60, seed=5, nodes=2, placement="gpu")))
+    path.write_text(json.dumps(generate_batch(60, seed=5, nodes=2, placement="gpu")))
     workload = jobs_from_instance(path)
     problem = load_instance(path)
     setting = Setting("fluid", None, "none", False)
@@ -119,7 +119,7 @@ def speed(args: argparse.Namespace, folder: Path) -> None:
     print("|---|---|---|---|---|")
     for jobs, seed in ((100, 0), (1000, 0), (5755, 4)):
         path = folder / f"gen{jobs}.json"
-        path.write_text(json.dumps(generate(jobs, seed=seed, placement="node")))
+        path.write_text(json.dumps(generate_batch(jobs, seed=seed, placement="node")))
         workload = jobs_from_instance(path)
         for kind in ("muri", "fluid"):
             dispatch = dispatch_of(workload, Setting(kind, None, "none", False), "lp-groups")

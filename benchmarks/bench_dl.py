@@ -94,9 +94,9 @@ def scale_run(jobs: int, spec: str) -> dict[str, Any]:
 import json, resource, time
 t0 = time.perf_counter()
 from planner.io.instance import problem_from_data
-from planner.dl.workloads import generate
+from planner.dl.workloads import generate_batch
 from planner.solvers import solve
-problem = problem_from_data(generate({jobs}, seed=0))
+problem = problem_from_data(generate_batch({jobs}, seed=0))
 t1 = time.perf_counter()
 result = solve(problem, {name!r}, **json.loads({json.dumps(options)!r}))
 t2 = time.perf_counter()

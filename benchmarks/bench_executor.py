@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from planner.dl.workloads import generate, import_muri
+from planner.dl.workloads import generate_batch, import_muri
 from planner.execution.audit import audit
 from planner.execution.jobs import jobs_from_instance
 from planner.execution.policies.planner import online_planner
@@ -105,7 +105,7 @@ def monte_carlo(args: argparse.Namespace, folder: Path) -> None:
 def scale(args: argparse.Namespace, folder: Path) -> None:
     """One run of the sgs plan of 5,755 generated jobs."""
     path = folder / "g.json"
-    path.write_text(json.dumps(generate(5755, seed=4, placement="node")))
+    path.write_text(json.dumps(generate_batch(5755, seed=4, placement="node")))
     problem = load_instance(path)
     result = solve(problem, "sgs")
     assert result.schedule is not None

@@ -11,7 +11,7 @@ Every run is the job-level executor's under Muri's interleaving model (``muri``)
 - ``curve``: ``ftf-groups`` at several biases and ``fair-groups`` at several caps on the
   testbed trace, both settings: mean JCT against worst finish-time fairness, beside
   ``tiresias``, ``muri-l``, ``muri-s`` and ``jct-groups``.
-- ``loads``: generated batches of 400 jobs (``generate(400, seed, arrival_rate=R)``)
+- ``loads``: generated batches of 400 jobs (``generate_batch(400, seed, arrival_rate=R)``)
   at three loads: half, once and 1.5 times the cluster's capacity (the rate ``R`` that
   brings that much GPU work per hour, at the jobs' periods alone), ``muri`` setting.
 - ``classes``: the testbed trace with Muri's ``priority`` column as classes (strict
@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from planner.dl.workloads import generate
+from planner.dl.workloads import generate_batch
 from planner.execution.audit import audit
 from planner.execution.executor import PeerRun, run_policy
 from planner.execution.fairness import fairness
@@ -145,11 +145,11 @@ def batch(seed: int, load: float | None, folder: Path) -> list[PeerJob]:
     """400 generated jobs at ``load`` times the cluster's capacity (``None``: at 0)."""
     path = folder / f"g{seed}_{load}.json"
     if load is None:
-        path.write_text(json.dumps(generate(400, seed=seed, placement="node")))
+        path.write_text(json.dumps(generate_batch(400, seed=seed, placement="node")))
         return jobs_from_instance(path).jobs
     work = np.mean([j.gpus * j.duration for j in batch(seed, None, folder)])
     rate = load * GPUS / work * 3600
-    path.write_text(json.dumps(generate(400, seed=seed, placement="node", arrival_rate=rate)))
+    path.write_text(json.dumps(generate_batch(400, seed=seed, placement="node", arrival_rate=rate)))
     return jobs_from_instance(path).jobs
 
 

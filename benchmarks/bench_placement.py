@@ -37,7 +37,8 @@ from typing import Any
 import pandas as pd
 from bench_dl import parse_spec
 
-from planner.app.compare import pareto_front, pareto_watts, save_pareto
+from planner.app.compare import pareto_watts
+from planner.app.compare_report import pareto_front, save_pareto
 from planner.bounds import energy_bound, lower_bound
 from planner.dl.workloads import import_muri
 from planner.execution.executor import run_policy
@@ -354,7 +355,7 @@ def least_energy(problem: Problem) -> tuple[int, float]:
 
 def draw_front(rows: list[dict[str, Any]], path: Path) -> None:
     """Draw the rows of :func:`pareto_rows` with power limits as a makespan-energy front
-    (:func:`planner.app.compare.save_pareto`; makespans in minutes)."""
+    (:func:`planner.app.compare_report.save_pareto`; makespans in minutes)."""
     runs = pd.DataFrame(
         {
             "instance": f"trace3'@{row['objective']}",
@@ -397,15 +398,16 @@ import json, resource, sys, time
 t0 = time.perf_counter()
 import pandas as pd
 
-from planner.app.compare import pareto_front, pareto_watts, save_pareto
+from planner.app.compare import pareto_watts
+from planner.app.compare_report import pareto_front, save_pareto
 from planner.bounds import energy_bound, lower_bound
 from planner.io.instance import problem_from_data
 from planner.metrics import energy_terms, schedule_metrics
-from planner.dl.workloads import generate
+from planner.dl.workloads import generate_batch
 from planner.solvers import solve
 from planner.solvers.kernels import load_kernels
 load_kernels()
-problem = problem_from_data(generate({jobs}, seed={seed}, placement={placement!r}))
+problem = problem_from_data(generate_batch({jobs}, seed={seed}, placement={placement!r}))
 t1 = time.perf_counter()
 first = []
 def progress(p):
@@ -442,11 +444,11 @@ def scale_rows(
     """One serial ``lpt`` pass per seed (the portfolio's first on a placed problem);
     ``spec`` at 60 s and 120 s on the slowest seed; jobs placed on machines (``node``) or
     single GPUs (``gpu``)."""
-    from planner.dl.workloads import generate
+    from planner.dl.workloads import generate_batch
 
     passes = []
     for seed in seeds:
-        problem = problem_from_data(generate(jobs, seed=seed, placement=placement))
+        problem = problem_from_data(generate_batch(jobs, seed=seed, placement=placement))
         took, ms, ok = one_pass(problem, False, "lpt")
         passes.append(
             {

@@ -1,17 +1,23 @@
-"""Hooks of the documentation site (mkdocs): the instance formats' reference is written
-from the JSON Schema at build time, where a page holds the marker below."""
+"""Hooks of the documentation site (mkdocs): the references are written at build time
+where a page holds their marker: the command line's from the command line itself, the
+instance formats' from the JSON Schema."""
 
 from __future__ import annotations
 
 from typing import Any
 
-MARKER = "<!-- instance schema -->"
+SCHEMA = "<!-- instance schema -->"
+CLI = "<!-- cli reference -->"
 
 
 def on_page_markdown(markdown: str, **_: Any) -> str:
-    """Replace :data:`MARKER` with the reference of the instance formats."""
-    if MARKER not in markdown:
-        return markdown
-    from planner.io.schema_doc import schema_reference
+    """Replace the markers with the references they stand for."""
+    if SCHEMA in markdown:
+        from planner.io.schema_doc import schema_reference
 
-    return markdown.replace(MARKER, schema_reference())
+        markdown = markdown.replace(SCHEMA, schema_reference())
+    if CLI in markdown:
+        from planner.app.cli_doc import cli_reference
+
+        markdown = markdown.replace(CLI, cli_reference())
+    return markdown

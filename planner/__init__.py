@@ -64,7 +64,8 @@ _LAZY = {
     "read_trace": "planner.execution.jobs",
     "PeerJob": "planner.execution.jobs",
     "ClusterInstance": "planner.dl.cluster",
-    "generate": "planner.dl.workloads",
+    "generate": "planner.io.instance",
+    "generate_batch": "planner.dl.workloads",
     "run_study": "planner.app.compare",
 }
 """Public names loaded on first use: their modules pull in solvers and heavy libraries."""

@@ -206,13 +206,15 @@ class Interleave:
         The most jobs on one GPU set (4, as in Muri).
     factors
         ``s(1), s(2), ...``: the slowdown of a set of ``k`` jobs over its ideal
-        period (a ``k`` past the end takes the last). ``None``: no slowdown.
+        period (a ``k`` past the end takes the last). By default Muri's measured
+        factors (:data:`MURI_GROUP_FACTORS`), as every command runs; ``None``: no
+        slowdown.
     """
 
     kind: Literal["fluid", "muri"] = "fluid"
     data_slots: float = 1.0
     max_colocated: int = 4
-    factors: tuple[float, ...] | None = None
+    factors: tuple[float, ...] | None = MURI_GROUP_FACTORS
 
     def __post_init__(self) -> None:
         if self.kind not in MODELS:

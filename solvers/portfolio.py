@@ -66,6 +66,7 @@ def heuristic_schedule(
     rules: tuple[str, ...] = HINT_RULES,
     deadline: float | None = None,
     keep: Callable[[Schedule], None] | None = None,
+    target: float | None = None,
 ) -> Schedule | None:
     """The best schedule of serial SGS passes under ``rules`` and a parallel pass under ``grw``.
 
@@ -78,7 +79,8 @@ def heuristic_schedule(
     they run first. Once
     ``deadline`` (a :func:`time.perf_counter` reading) has passed, no further pass starts,
     whatever is left of the first. ``keep`` is told every better schedule, so that Ctrl-C
-    during a later pass loses none. ``None`` if every pass fails.
+    during a later pass loses none. Once a schedule's objective is at most ``target``
+    (a proven lower bound), no further pass starts. ``None`` if every pass fails.
     """
     best: Schedule | None = None
     passes = [(serial_sgs, rule, None) for rule in rules] + [(parallel_sgs, "grw", None)]
@@ -92,6 +94,8 @@ def heuristic_schedule(
         passes = placed + passes
     for sgs, rule, on in passes:
         if best is not None and deadline is not None and time.perf_counter() > deadline:
+            break
+        if best is not None and target is not None and best.objective(problem) <= target:
             break
         if on is None:
             schedule, _ = sgs(problem, priorities(problem, rule))
@@ -271,12 +275,15 @@ def solve_portfolio(
     warm: Schedule | None = None
     try:
         passes = None if time_limit is None else t0 + SGS_SHARE * time_limit
-        warm = heuristic_schedule(problem, deadline=passes, keep=keep)
+        target = lower if problem.objective == "makespan" else None
+        warm = heuristic_schedule(problem, deadline=passes, keep=keep, target=target)
         if initial_solution is not None and (
             warm is None or initial_solution.objective(problem) < warm.objective(problem)
         ):
             warm = initial_solution
             keep(warm, "initial solution")
+        if _meets(problem, warm, lower):
+            return _at_bound(problem, warm, lower, t0)
         choices = node_choices(problem)
         too_large = choices > MAX_NODE_CHOICES and warm is not None
         if not small and not too_large:
@@ -284,6 +291,8 @@ def solve_portfolio(
             # One run: the budget is small, and halved between two runs it gave worse hints
             # (MMLIB50 J5083_1: 50 against a proven 49).
             warm = _ga_hint(problem, warm, GA_HINT_SCHEDULES, cap, seed, 1, report)
+            if _meets(problem, warm, lower):
+                return _at_bound(problem, warm, lower, t0)
     except (KeyboardInterrupt, _Stopped) as exc:
         warm = exc.schedule if isinstance(exc, _Stopped) else (found[-1] if found else None)
         return _interrupted(problem, warm, lower)
@@ -318,8 +327,35 @@ def solve_portfolio(
         return _after_first(problem, first, schedule)
     if first.lower_bound is not None and problem.objective == "makespan":
         lower = max(lower, int(first.lower_bound))
+    if _meets(problem, better, lower):
+        return replace(_at_bound(problem, better, lower, t0), stages=1, stats=first.stats)
     second = search(better, lower, remaining())
     return _combined(first, second)
+
+
+def _meets(problem: Problem, schedule: Schedule | None, lower: int) -> bool:
+    """Whether ``schedule``'s makespan meets the proven bound ``lower``: no search can do
+    better."""
+    return (
+        problem.objective == "makespan"
+        and schedule is not None
+        and schedule.objective(problem) <= lower
+    )
+
+
+def _at_bound(problem: Problem, schedule: Schedule, lower: int, t0: float) -> Result:
+    """The result of a heuristic stage whose schedule meets the lower bound: optimal,
+    no further search."""
+    return Result(
+        "portfolio",
+        Status.OPTIMAL,
+        schedule,
+        schedule.objective(problem),
+        lower,
+        runtime=time.perf_counter() - t0,
+        reason="a heuristic schedule meets the lower bound: no search can do better",
+        stages=0,
+    )
 
 
 def _combined(first: Result, second: Result) -> Result:

@@ -140,6 +140,9 @@ def solve(problem: Problem, solver: str = DEFAULT_SOLVER, **options: Any) -> Res
     best = max((b for b in (core, result.lower_bound) if b is not None), default=None)
     status, reason = result.status, result.reason
     if result.objective is not None and best is not None and result.objective <= best:
+        if status != Status.OPTIMAL:  # the bound proves what the solver could not
+            proof = f"its {problem.objective} meets the lower bound {best:g}: proven optimal"
+            reason = f"{reason}; {proof}" if reason and "time limit" not in reason else proof
         status = Status.OPTIMAL
     elif status == Status.OPTIMAL and result.objective is not None and best is not None:
         # proven in the solver's rounded units, not for the plan's own figure: the status

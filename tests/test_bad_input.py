@@ -398,11 +398,14 @@ def test_the_library_solve_takes_a_problem_and_says_how_to_make_one() -> None:
     import planner
     from planner.errors import InputError
 
-    data = planner.generate(3)
+    problem = planner.generate(3)
+    assert isinstance(problem, planner.Problem) and len(problem.jobs) == 3
+    data = planner.generate_batch(3)
+    assert planner.problem_from_data(data) == problem  # the data of the same batch
     with pytest.raises(InputError) as caught:
         planner.solve(data)
     assert str(caught.value) == (
         "solve takes a Problem, not a dict: load a file with planner.load_instance, or build "
         "one from instance data with planner.problem_from_data"
     )
-    assert planner.solve(planner.problem_from_data(data), "sgs").schedule is not None
+    assert planner.solve(problem, "sgs").schedule is not None

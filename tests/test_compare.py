@@ -13,20 +13,16 @@ import pytest
 from typer.testing import CliRunner
 
 from planner.app.cli import app
-from planner.app.compare import (
-    COLUMNS,
-    REALIZED,
-    load_table,
+from planner.app.compare import load_table, plan_runs, read_results, run_study
+from planner.app.compare_jct import summarize_jct
+from planner.app.compare_report import (
     markdown,
     pareto_front,
-    plan_runs,
-    read_results,
-    run_study,
     save_profile,
     summarize,
     summarize_realized,
 )
-from planner.app.compare_jct import summarize_jct
+from planner.app.compare_run import COLUMNS, REALIZED
 from planner.bounds import lower_bound
 from planner.errors import InputError
 from planner.execution.disturbances import parse_simulation
@@ -513,10 +509,11 @@ SIMULATION = "noise=lognormal:0.1,slowdown=muri,runs=2"
 @pytest.fixture(scope="module")
 def placed_batch(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Six generated jobs placed on two nodes of four GPUs."""
-    from planner.dl.workloads import generate
+    from planner.dl.workloads import generate_batch
 
     out = tmp_path_factory.mktemp("batch") / "batch.json"
-    out.write_text(json.dumps(generate(6, seed=1, nodes=2, gpus_per_node=4, placement="node")))
+    data = generate_batch(6, seed=1, nodes=2, gpus_per_node=4, placement="node")
+    out.write_text(json.dumps(data))
     return out
 
 

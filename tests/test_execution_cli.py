@@ -181,13 +181,13 @@ P, S = "{placed}", "{plan}"
 # fmt: off
 BAD = [
     # a time limit that is no time
-    (["online", P, "--time-limit", "-1"], "Invalid value for '--time-limit': "
+    (["online", P, "--time-limit", "-1"], "Invalid value for '--time-limit' / '-t': "
      "-1 is not in (seconds, > 0 and <= 604800)"),
-    (["online", P, "--time-limit", "0"], "Invalid value for '--time-limit': "
+    (["online", P, "--time-limit", "0"], "Invalid value for '--time-limit' / '-t': "
      "0 is not in (seconds, > 0 and <= 604800)"),
-    (["replan", P, S, "--at", "5", "--time-limit", "0"], "Invalid value for '--time-limit': "
+    (["replan", P, S, "--at", "5", "--time-limit", "0"], "Invalid value for '--time-limit' / '-t': "
      "0 is not in (seconds, > 0 and <= 604800)"),
-    (["replan", P, S, "--at", "5", "--time-limit", "inf"], "Invalid value for '--time-limit': "
+    (["replan", P, S, "--at", "5", "--time-limit", "inf"], "Invalid value for '--time-limit' / '-t': "
      "inf is not in (seconds, > 0 and <= 604800)"),
     (["solve", P, "--time-limit", "nan"], "Invalid value for '--time-limit' / '-t': "
      "nan is not in (seconds, > 0 and <= 604800)"),

@@ -172,7 +172,9 @@ def test_the_executor_divides_a_gpu_as_the_plan_does(tmp_path: Path) -> None:
     workload = jobs_from_instance(path)
     jobs, placed = plan_of(p, plan, workload.jobs)
     assert [j.share for j in jobs] == [1.0, 0.25]
-    run = run_policy(jobs, "plan", 1, 1, Interleave("fluid"), restart=False, plan=placed)
+    run = run_policy(
+        jobs, "plan", 1, 1, Interleave("fluid", factors=None), restart=False, plan=placed
+    )
     assert run.finish == {"a": pytest.approx(100.0), "b": pytest.approx(175.0)}
     assert audit(run, jobs, 1) == []
 
@@ -209,7 +211,9 @@ def test_a_job_pauses_where_its_plan_leaves_a_gap(tmp_path: Path) -> None:
     workload = jobs_from_instance(path)
     jobs, placed = plan_of(p, plan, workload.jobs)
     assert jobs[0].holds == ((50.0, 100.0),)
-    run = run_policy(jobs, "plan", 1, 1, Interleave("fluid"), restart=False, plan=placed)
+    run = run_policy(
+        jobs, "plan", 1, 1, Interleave("fluid", factors=None), restart=False, plan=placed
+    )
     assert run.finish == {"a": pytest.approx(150.0), "b": pytest.approx(100.0)}
     assert audit(run, jobs, 1) == []
     rows = [(r["job"], r["start"], r["end"]) for r in run.residences()]
@@ -244,6 +248,8 @@ def test_a_job_takes_the_speed_of_each_block_of_its_plan(tmp_path: Path) -> None
     for work_conserving in (False, True):
         # work-conserving, a would not pause at 87.5 s but go on beside b at 2/3
         jobs, placed = plan_of(p, plan, jobs_from_instance(path).jobs, work_conserving)
-        run = run_policy(jobs, "plan", 1, 1, Interleave("fluid"), restart=False, plan=placed)
+        run = run_policy(
+            jobs, "plan", 1, 1, Interleave("fluid", factors=None), restart=False, plan=placed
+        )
         assert run.finish == {"a": pytest.approx(150.0), "b": pytest.approx(100.0)}
         assert audit(run, jobs, 1) == []

@@ -57,7 +57,9 @@ def executed(data: dict[str, Any], schedule: Schedule, tmp_path: Path) -> dict[s
     w = jobs_from_instance(path)
     jobs, placed = plan_of(problem_from_data(data), schedule, w.jobs)
     nodes, per_node = w.nodes or 1, w.gpus_per_node or 1
-    run = run_policy(jobs, "plan", nodes, per_node, Interleave("fluid"), restart=False, plan=placed)
+    run = run_policy(
+        jobs, "plan", nodes, per_node, Interleave("fluid", factors=None), restart=False, plan=placed
+    )
     assert audit(run, jobs, nodes * per_node) == []
     return run.finish
 
@@ -138,11 +140,15 @@ def test_the_plan_names_the_gpus_the_executor_takes(tmp_path: Path) -> None:
     jobs, placed = plan_of(p, plan, workload.jobs)
     assert placed == {"pair": (0, 1)}
     assert jobs[0].on == ((0, (1,)), (1, (0,)))
-    run = run_policy(jobs, "plan", 2, 2, Interleave("fluid"), restart=False, plan=placed)
+    run = run_policy(
+        jobs, "plan", 2, 2, Interleave("fluid", factors=None), restart=False, plan=placed
+    )
     assert [r["gpus"] for r in run.residences(["n1", "n2"])] == ["n1:1+n2:0"]
     assert run.finish == {"pair": pytest.approx(100.0)}
     # under Muri's model a job gets GPU sets of machines: those holding most of its GPUs
-    run = run_policy(jobs, "plan", 2, 2, Interleave("muri"), restart=False, plan=placed)
+    run = run_policy(
+        jobs, "plan", 2, 2, Interleave("muri", factors=None), restart=False, plan=placed
+    )
     assert run.finish == {"pair": pytest.approx(100.0)}
 
 

@@ -46,7 +46,7 @@ def test_the_dispatch_finds_the_best_grouping_of_four_jobs_by_enumeration() -> N
     # groups), each group running to its longest member's end; the best pairs each
     # data-heavy job with a compute-heavy one of its length
     jobs = _four()
-    model = Interleave("muri")
+    model = Interleave("muri", factors=None)
     best = float("inf")
     best_groups: list[list[int]] = []
     for blocks in _partitions(list(range(4))):
@@ -83,14 +83,16 @@ def test_the_mix_bound_holds_for_every_policy_on_the_slice() -> None:
 
 def test_lp_groups_on_the_slice_is_pinned() -> None:
     jobs = read_trace(SLICE)
-    ideal = run_policy(jobs, "lp-groups", interleave=Interleave("muri"), restart=False)
+    ideal = run_policy(
+        jobs, "lp-groups", interleave=Interleave("muri", factors=None), restart=False
+    )
     muri = run_policy(jobs, "lp-groups")  # Muri's factors and restart overheads
     assert (ideal.makespan, muri.makespan) == (
         pytest.approx(926358.392, rel=1e-6),
         pytest.approx(941581.664, rel=1e-6),
     )
     # beside Muri in the same executor: 996,049 s (muri-s) and 1,063,944 s
-    assert ideal.makespan < run_policy(jobs, "muri-s", interleave=Interleave("muri"),
+    assert ideal.makespan < run_policy(jobs, "muri-s", interleave=Interleave("muri", factors=None),
                                        restart=False).makespan  # fmt: skip
 
 
@@ -100,7 +102,7 @@ def test_types_merge_to_the_limit_and_columns_enumerate_multisets() -> None:
     ]
     assert len(set(job_types(jobs, most=3))) == 3
     assert len(set(job_types(jobs))) == 6  # no model: one type per stage profile
-    mix = GroupMix(jobs[:3], Interleave("muri"))
+    mix = GroupMix(jobs[:3], Interleave("muri", factors=None))
     # 3 types, multisets of size 1..4: 3 + 6 + 10 + 15
     assert len(mix.columns) == 34
 
@@ -128,7 +130,7 @@ def test_srsf_pack_groups_complementary_jobs_when_gpus_run_out() -> None:
     # one joins it (its progress adds to the group's), and both end with the pair's period
     a = PeerJob("a", 1, 100, DATA, DATA.total, 100 * DATA.total)
     b = PeerJob("b", 1, 100, COMPUTE, COMPUTE.total + 0.2, 100 * (COMPUTE.total + 0.2))
-    model = Interleave("muri")
+    model = Interleave("muri", factors=None)
     run = run_policy([a, b], "srsf-pack", 1, 1, model, restart=False)
     pair = model.periods([DATA, COMPUTE])[0]
     assert run.finish == {"a": pytest.approx(100 * pair), "b": pytest.approx(100 * pair)}
@@ -140,7 +142,7 @@ def test_srsf_pack_groups_complementary_jobs_when_gpus_run_out() -> None:
 
 def test_srsf_pack_is_deterministic_and_audited_on_the_testbed_slice() -> None:
     jobs = read_trace(SLICE)
-    model = Interleave("muri")
+    model = Interleave("muri", factors=None)
     runs = [run_policy(jobs, "srsf-pack", interleave=model, restart=False) for _ in range(2)]
     assert runs[0].finish == runs[1].finish
     assert audit(runs[0], jobs, 64) == []
@@ -194,7 +196,7 @@ def test_the_energy_of_a_run_by_hand() -> None:
     # GPUs idle at 60 W all along and compute 60% of the time at 300 W
     stages = Stages(data=0.3, gpu=0.6, sync=0.1)
     jobs = [PeerJob("j", 8, 1000, stages, 1.0, 1000.0)]
-    run = run_policy(jobs, "srtf", 1, 8, Interleave("fluid"), restart=False)
+    run = run_policy(jobs, "srtf", 1, 8, Interleave("fluid", factors=None), restart=False)
     energy = run_energy(run, jobs, 8)
     watts = 8 * 60 + 8 * 0.6 * (300 - 60)
     assert energy.kwh == pytest.approx(watts * 1000 / 3.6e6)
@@ -209,7 +211,7 @@ def test_an_abnormal_end_of_glop_is_solved_again_by_clp(
     from ortools.linear_solver import pywraplp
 
     jobs = read_trace(INSTANCES / "muri_trace3_40.csv")
-    model = Interleave("muri")
+    model = Interleave("muri", factors=None)
     mix = GroupMix(jobs, model)
     first = mix._solve
     calls = []

@@ -60,26 +60,29 @@ def test_fluid_shares_fit_then_slow_in_proportion() -> None:
     data_heavy, gpu_heavy = Stages(3, 1, 0), Stages(0, 3, 1)  # shares 3/4+1/4 and 0+3/4+1/4
     # data: 3/4, gpu: 1/4 + 3/4 = 1, network: 1/4: everything fits at full speed
     assert fluid_stretch([data_heavy, gpu_heavy]) == pytest.approx(1.0)
-    assert Interleave("fluid").periods([data_heavy, gpu_heavy]) == [4, 4]
+    assert Interleave("fluid", factors=None).periods([data_heavy, gpu_heavy]) == [4, 4]
     # two data-heavy jobs: data 3/4 + 3/4 = 1.5 of one slot, so both slow by 1.5
-    assert Interleave("fluid").periods([data_heavy, data_heavy]) == [6, 6]
+    assert Interleave("fluid", factors=None).periods([data_heavy, data_heavy]) == [6, 6]
     # with Muri's two data slots they fit again
-    assert Interleave("fluid", data_slots=2).periods([data_heavy, data_heavy]) == [4, 4]
+    assert Interleave("fluid", data_slots=2, factors=None).periods([data_heavy, data_heavy]) == [
+        4,
+        4,
+    ]
 
 
 def test_bad_models_are_refused() -> None:
     with pytest.raises(InputError, match="interleave 'lru' is not one of fluid, muri"):
-        Interleave("lru")  # type: ignore[arg-type]
+        Interleave("lru", factors=None)  # type: ignore[arg-type]
     with pytest.raises(InputError, match="5 jobs on one GPU set: at most 4"):
-        Interleave("muri").periods([RESNET18] * 5)
+        Interleave("muri", factors=None).periods([RESNET18] * 5)
 
 
 def test_bounds_per_model_on_the_slice() -> None:
     jobs = read_trace(SLICE)
     work = [(j.gpus, j.iterations, j.stages) for j in jobs]
     fluid, muri = (
-        model_bound(work, 64, Interleave("fluid")),
-        model_bound(work, 64, Interleave("muri")),
+        model_bound(work, 64, Interleave("fluid", factors=None)),
+        model_bound(work, 64, Interleave("muri", factors=None)),
     )
     assert fluid["data"] == pytest.approx(2 * muri["data"])  # one data slot against two
     assert fluid["gpu"] == muri["gpu"]
@@ -92,7 +95,7 @@ def test_a_hand_made_group_timeline() -> None:
     jobs = [
         PeerJob(f"j{k}", 1, 100, RESNET18, iteration_time=0.909, duration=90.9) for k in range(4)
     ]
-    ideal = Interleave("muri")
+    ideal = Interleave("muri", factors=None)
     run = run_policy(jobs, "muri-s", nodes=1, gpus_per_node=1, interleave=ideal, restart=False)
     assert run.finished and run.groups == {4: 4}
     assert run.finish == {f"j{k}": pytest.approx(100 * 1.446) for k in range(4)}
@@ -109,7 +112,7 @@ def test_restart_overheads_are_charged_on_intervals_between_events() -> None:
         PeerJob("b", 1, 10, RESNET18, iteration_time=1.0, duration=10, model="resnet18",
                 release=5.0),
     ]  # fmt: skip
-    run = run_policy(jobs, "srtf", 1, 1, Interleave("muri"), restart=True)
+    run = run_policy(jobs, "srtf", 1, 1, Interleave("muri", factors=None), restart=True)
     # at 5, a has run 5 s minus its 4 s overhead: 1 iteration, 9 left -> ends at 14;
     # b (10 left) waits, then runs alone to 24
     assert run.finish == {"a": pytest.approx(14.0), "b": pytest.approx(24.0)}
@@ -188,7 +191,7 @@ def test_info_prints_the_bound_under_each_model(tmp_path: Path) -> None:
     info = lines(runner.invoke(app, ["info", str(inst)]).stdout)
     work = [(j.gpus, j.iterations, j.stages) for j in read_trace(SLICE)]
     for kind in ("fluid", "muri"):
-        bound = model_bound(work, 64, Interleave(kind))  # type: ignore[arg-type]
+        bound = model_bound(work, 64, Interleave(kind, factors=None))  # type: ignore[arg-type]
         assert info[f"bound {kind}"].startswith(f"{bound['bound']:,.0f} s (")
 
 
@@ -199,7 +202,7 @@ def test_a_plan_runs_job_by_job_on_its_gpu_sets() -> None:
     jobs = [PeerJob(f"j{k}", 8, 100, RESNET18, 0.909, 90.9) for k in range(3)]
     jobs.append(PeerJob("k", 4, 100, GPT2, 0.4336, 43.36, release=10.0))
     plan = {"j0": (0,), "j1": (0,), "j2": (0,), "k": (1,)}
-    model = Interleave("muri")
+    model = Interleave("muri", factors=None)
     run = run_policy(jobs, "plan", 2, 8, model, restart=False, plan=plan)
     trio = muri_period([RESNET18] * 3)[0]
     assert run.finish == {
@@ -209,7 +212,9 @@ def test_a_plan_runs_job_by_job_on_its_gpu_sets() -> None:
         "k": pytest.approx(10 + 43.36),
     }
     # under fluid the trio shares node 0 at data 3 x 0.795 of one slot: 2.39 x slower each
-    fluid = run_policy(jobs, "plan", 2, 8, Interleave("fluid"), restart=False, plan=plan)
+    fluid = run_policy(
+        jobs, "plan", 2, 8, Interleave("fluid", factors=None), restart=False, plan=plan
+    )
     stretch = fluid_stretch([RESNET18] * 3)
     assert fluid.finish["j0"] == pytest.approx(100 * RESNET18.total * stretch)
     assert stretch == pytest.approx(3 * 0.723 / 0.909)
@@ -223,7 +228,9 @@ def test_a_fluid_plan_shares_single_gpus_across_gpu_counts() -> None:
     big = PeerJob("big", 2, 100, Stages(0.5, 0.5, 0.0), 1.0, 100.0)
     small = PeerJob("small", 1, 100, Stages(0.2, 0.8, 0.0), 1.0, 100.0)
     plan = {"big": (0,), "small": (0,)}
-    run = run_policy([big, small], "plan", 1, 2, Interleave("fluid"), restart=False, plan=plan)
+    run = run_policy(
+        [big, small], "plan", 1, 2, Interleave("fluid", factors=None), restart=False, plan=plan
+    )
     assert run.shared
     assert run.finish == {"big": pytest.approx(130.0), "small": pytest.approx(130.0)}
     rows = run.residences(["n"])
@@ -232,7 +239,9 @@ def test_a_fluid_plan_shares_single_gpus_across_gpu_counts() -> None:
         ("small", "n:0", ["big"]),
     ]
     assert audit(run, [big, small], 2) == []
-    muri = run_policy([big, small], "plan", 1, 2, Interleave("muri"), restart=False, plan=plan)
+    muri = run_policy(
+        [big, small], "plan", 1, 2, Interleave("muri", factors=None), restart=False, plan=plan
+    )
     assert muri.finish["small"] == pytest.approx(200.0)
     # the audit recomputes the co-residents from the GPUs alone
     (t, entries), *rest = run.trace
@@ -248,7 +257,7 @@ def test_a_fluid_plan_shares_single_gpus_across_gpu_counts() -> None:
 def test_a_plan_on_nodes_the_cluster_lacks_is_refused() -> None:
     jobs = [PeerJob("j", 16, 10, RESNET18, 0.909, 9.09)]
     with pytest.raises(InputError, match=r"^job 'j': the plan puts it on nodes \[0\]; it needs 2 "):
-        run_policy(jobs, "plan", 2, 8, Interleave("muri"), plan={"j": (0,)})
+        run_policy(jobs, "plan", 2, 8, Interleave("muri", factors=None), plan={"j": (0,)})
 
 
 def test_cli_executes_a_placed_plan_under_a_model(tmp_path: Path) -> None:
@@ -374,7 +383,7 @@ def test_a_failure_stops_the_jobs_of_its_node_and_srtf_moves_them(
     # moves there at 100 s, keeping its 100 iterations, and back at 150 s (first-fit
     # places every job anew at every event, as Muri's simulator does)
     jobs = [PeerJob("j", 8, 1000, ONE, 1.0, 1000.0)]
-    model = Interleave("fluid")
+    model = Interleave("fluid", factors=None)
     run = run_policy(jobs, "srtf", nodes, 8, model, restart=False, outages=[(0, 100.0, 150.0)])
     assert run.finish == {"j": pytest.approx(finish)}
     rows = run.residences(("node1", "node2"))
@@ -390,7 +399,7 @@ def test_a_plan_waits_for_its_node_and_names_its_gpus() -> None:
     # each job its overhead (10 s, a model the catalog does not know) on every interval
     jobs = [PeerJob(f"j{k}", 4, 1000, ONE, 1.0, 1000.0) for k in range(2)]
     plan = {"j0": (0,), "j1": (0,)}
-    model = Interleave("fluid")
+    model = Interleave("fluid", factors=None)
     run = run_policy(jobs, "plan", 2, 8, model, False, plan=plan, outages=[(0, 100.0, 150.0)])
     assert run.finish == {"j0": pytest.approx(1050.0), "j1": pytest.approx(1050.0)}
     assert [(r["job"], r["gpus"], r["start"], r["end"]) for r in run.residences()] == [
@@ -409,7 +418,7 @@ def test_the_audit_refuses_a_group_on_a_node_down() -> None:
     from planner.execution.audit import audit
 
     jobs = [PeerJob("j", 8, 1000, ONE, 1.0, 1000.0)]
-    run = run_policy(jobs, "srtf", 1, 8, Interleave("fluid"), restart=False)
+    run = run_policy(jobs, "srtf", 1, 8, Interleave("fluid", factors=None), restart=False)
     down = replace(run, outages=((0, 0.0, 20.0),))
     assert audit(down, jobs, 8) == [
         "at 0 s: ['j'] on GPUs 0:0-7, taken or down",
@@ -451,3 +460,14 @@ def test_solve_says_why_a_plan_cannot_run_job_by_job(tmp_path: Path) -> None:
         "- (the executor cannot run the plan: job 'big': the plan puts it on nodes [0, 1]; it "
         "needs 1 of the cluster's 2)"
     )
+
+
+def test_the_models_defaults_are_the_same_whichever_way_they_are_reached() -> None:
+    # Interleave("muri") carries Muri's factors, as run_policy's default and the CLI do
+    jobs = read_trace(SLICE)
+    assert Interleave("muri").factors == MURI_GROUP_FACTORS
+    default = run_policy(jobs, "muri-s")
+    explicit = run_policy(jobs, "muri-s", interleave=Interleave("muri"))
+    assert explicit.makespan == default.makespan
+    ideal = run_policy(jobs, "muri-s", interleave=Interleave("muri", factors=None))
+    assert ideal.makespan < default.makespan

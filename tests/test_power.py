@@ -116,7 +116,7 @@ def test_a_cap_slows_every_running_job_alike_job_by_job() -> None:
     # cap (120 W idle + 240 W) leaves them half their speed: both end at 200 s
     compute = Stages(data=0.0, gpu=1.0, sync=0.0)
     jobs = [PeerJob(name, 1, 100, compute, 1.0, 100.0) for name in ("a", "b")]
-    model = Interleave("fluid")
+    model = Interleave("fluid", factors=None)
     run = run_policy(jobs, "srtf", 1, 2, model, restart=False, power_cap=360.0)
     assert run.finish == {"a": pytest.approx(200.0), "b": pytest.approx(200.0)}
     assert run.throttle[0] == pytest.approx(0.5)
@@ -154,7 +154,7 @@ def test_the_mix_bound_under_a_cap_is_the_power_the_work_needs() -> None:
     # whatever the grouping; without the cap the two jobs fit side by side in 100 s
     compute = Stages(data=0.0, gpu=1.0, sync=0.0)
     jobs = [PeerJob(name, 1, 100, compute, 1.0, 100.0) for name in ("a", "b")]
-    model = Interleave("fluid")
+    model = Interleave("fluid", factors=None)
     assert mix_bound(jobs, model, 2) == pytest.approx(100.0)
     assert mix_bound(jobs, model, 2, (240.0, (300.0, 60.0))) == pytest.approx(200.0)
     run = run_policy(jobs, "lp-groups", 1, 2, model, restart=False, power_cap=360.0)
@@ -264,7 +264,7 @@ def test_a_job_level_run_prices_its_energy(tmp_path: Path) -> None:
     path = tmp_path / "priced.yaml"
     path.write_text(yaml.safe_dump(data))
     workload = jobs_from_instance(path)
-    run = run_policy(workload.jobs, "srtf", 1, 1, Interleave("fluid"), restart=False)
+    run = run_policy(workload.jobs, "srtf", 1, 1, Interleave("fluid", factors=None), restart=False)
     energy = run_energy(run, workload.jobs, 1, workload.tariff)
     assert energy.kwh == pytest.approx(300 * 100 / 3.6e6)
     assert energy.cost == pytest.approx(300 * (50 * 0.1 + 50 * 0.2) / 3.6e6)

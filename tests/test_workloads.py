@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from planner.app.cli import app
-from planner.dl.workloads import generate, import_muri
+from planner.dl.workloads import generate_batch, import_muri
 from planner.errors import InputError
 from planner.io.instance import load_instance, problem_from_data
 from planner.metrics import schedule_metrics
@@ -112,7 +112,7 @@ def test_muri_import_names_the_line_and_the_column(
 def test_workloads_write_the_placement(placement: str) -> None:
     for data in (
         import_muri(TRACE, placement=placement),
-        generate(12, seed=4, nodes=2, gpus_per_node=4, placement=placement),
+        generate_batch(12, seed=4, nodes=2, gpus_per_node=4, placement=placement),
     ):
         assert data["placement"] == placement
         p = problem_from_data(data)
@@ -128,7 +128,7 @@ def test_workloads_write_the_placement(placement: str) -> None:
 def test_workloads_refuse_an_unknown_placement() -> None:
     for make in (
         lambda: import_muri(TRACE, placement="rack"),
-        lambda: generate(3, placement="rack"),
+        lambda: generate_batch(3, placement="rack"),
     ):
         with pytest.raises(InputError) as err:
             make()
@@ -136,9 +136,9 @@ def test_workloads_refuse_an_unknown_placement() -> None:
 
 
 def test_generate_is_seeded_and_follows_the_gpu_mix() -> None:
-    a, b = generate(400, seed=7), generate(400, seed=7)
+    a, b = generate_batch(400, seed=7), generate_batch(400, seed=7)
     assert a == b
-    assert a != generate(400, seed=8)
+    assert a != generate_batch(400, seed=8)
     mix = Counter(j["gpus"] for j in a["jobs"])
     assert set(mix) <= {1, 2, 4, 8, 16, 32}
     assert 0.6 < mix[8] / 400 < 0.8  # 70% of the published trace's jobs use 8 GPUs
@@ -147,7 +147,7 @@ def test_generate_is_seeded_and_follows_the_gpu_mix() -> None:
 
 
 def test_generate_with_arrivals_and_blocks() -> None:
-    data = generate(20, seed=1, arrival_rate=10, blocks=2, nodes=2, gpus_per_node=4)
+    data = generate_batch(20, seed=1, arrival_rate=10, blocks=2, nodes=2, gpus_per_node=4)
     assert all(j["gpus"] <= 8 for j in data["jobs"])
     releases = [j.get("release", 0) for j in data["jobs"]]
     assert releases == sorted(releases) and releases[-1] > 0

@@ -305,7 +305,7 @@ class _Cells:
                            "a finite time >= 0 (ms)")  # fmt: skip
 
 
-def generate(
+def generate_batch(
     jobs: int,
     seed: int = 0,
     nodes: int = 8,

@@ -49,7 +49,7 @@ from planner.execution.policies import (
     where_label,
 )
 from planner.execution.power import WATTS, compute_share, throttle
-from planner.interleave import MURI_GROUP_FACTORS, Interleave
+from planner.interleave import Interleave
 
 if TYPE_CHECKING:
     from planner.interrupt import Halt
@@ -212,7 +212,7 @@ def run_policy(
         (:func:`check_jobs`), an outage of a node the cluster does not have or with its
         return before its failure, or a power cap not above the GPUs' idle draw.
     """
-    model = interleave or Interleave("muri", factors=MURI_GROUP_FACTORS)
+    model = interleave or Interleave("muri")
     if plan is not None:
         jobs, plan = PlanDispatch.prepare(jobs, plan, model, gpus_per_node)
         chosen_policy: Policy = PlanDispatch(plan)

@@ -120,6 +120,23 @@ def problem_from_data(data: dict[str, Any]) -> Problem:
     return problem
 
 
+def generate(jobs: int, seed: int = 0, **options: Any) -> Problem:
+    """A seeded synthetic batch of ``jobs`` catalog training jobs, compiled: the
+    :class:`Problem` of :func:`planner.dl.workloads.generate_batch` (whose keyword
+    ``options`` it takes: ``nodes``, ``gpus_per_node``, ``time_unit``, ``blocks``,
+    ``arrival_rate``, ``placement``), as ``planner generate`` writes it and
+    :func:`load_instance` reads it back.
+
+    Raises
+    ------
+    InputError
+        For a count, seed, rate or placement out of its range.
+    """
+    from planner.dl.workloads import generate_batch
+
+    return problem_from_data(generate_batch(jobs, seed, **options))
+
+
 def check_horizon(problem: Problem, cluster: bool = False) -> None:
     """Refuse a problem whose horizon (:func:`planner.bounds.horizon`) is above ``MAX_INT``.
 

@@ -155,7 +155,7 @@ def test_the_printed_makespan_is_the_executors_replay_of_the_plan(
 
 def test_a_job_alone_is_optimal_at_its_period() -> None:
     job = PeerJob("a", 1, 100, Stages(0.1, 0.2, 0.0), 0.3, 30.0)
-    model = Interleave("fluid")
+    model = Interleave("fluid", factors=None)
     dispatch = dispatch_of_jobs([job], model)
     result = search_dispatch(dispatch, Setting("fluid", slowdown="none", restart=False),
                              time_limit=0)  # fmt: skip
@@ -172,7 +172,7 @@ def dispatch_of_jobs(jobs: list[PeerJob], model: Interleave, nodes: int = 1) -> 
 
 def test_each_stage_runs_alone_and_the_objectives_pick_their_policies() -> None:
     jobs = read_trace(INSTANCES / "muri_trace3_40.csv")
-    dispatch = dispatch_of_jobs(jobs, Interleave("muri"), nodes=8)
+    dispatch = dispatch_of_jobs(jobs, Interleave("muri", factors=None), nodes=8)
     setting = Setting("muri", slowdown="none", restart=False)
     only = search_dispatch(dispatch, setting, stages=("policies",), time_limit=60)
     assert {c.stage for c in only.tried} == {"policies"}
@@ -200,11 +200,11 @@ def test_each_stage_runs_alone_and_the_objectives_pick_their_policies() -> None:
 
 def test_the_executors_bound_under_muri_takes_a_jobs_measured_period() -> None:
     fast = PeerJob("a", 1, 100, Stages(0.2, 0.2, 0.1), 0.25, 25.0)
-    assert longest_job([fast], Interleave("muri")) == pytest.approx(25.0)
-    assert longest_job([fast], Interleave("fluid")) == pytest.approx(50.0)
-    bound, kind = executor_bound([fast], Interleave("muri"), 8)
+    assert longest_job([fast], Interleave("muri", factors=None)) == pytest.approx(25.0)
+    assert longest_job([fast], Interleave("fluid", factors=None)) == pytest.approx(50.0)
+    bound, kind = executor_bound([fast], Interleave("muri", factors=None), 8)
     assert bound == pytest.approx(25.0)
-    assert mix_bound([fast], Interleave("muri"), 8) == pytest.approx(25.0)
+    assert mix_bound([fast], Interleave("muri", factors=None), 8) == pytest.approx(25.0)
     assert kind in ("group mix", "longest job")
 
 
@@ -271,7 +271,7 @@ def test_the_configuration_program_proves_the_optimum_known_by_enumeration() -> 
         PeerJob("c", 1, 2500, Stages(0.10, 0.15, 0.20), 0.45, 0.0),
         PeerJob("d", 1, 1500, Stages(0.20, 0.20, 0.02), 0.42, 0.0),
     ]
-    model = Interleave("muri")
+    model = Interleave("muri", factors=None)
     lp = pulp.LpProblem("subsets", pulp.LpMinimize)
     subsets = [s for k in range(1, 5) for s in itertools.combinations(range(4), k)]
     time = {s: pulp.LpVariable("d" + "".join(map(str, s)), lowBound=0) for s in subsets}
@@ -302,7 +302,7 @@ def test_the_configuration_program_proves_the_optimum_known_by_enumeration() -> 
 
 def test_recombined_runs_are_a_dispatch_the_executor_audits_and_replays() -> None:
     jobs = read_trace(INSTANCES / "muri_trace3_40.csv")
-    dispatch = dispatch_of_jobs(jobs, Interleave("muri"), nodes=8)
+    dispatch = dispatch_of_jobs(jobs, Interleave("muri", factors=None), nodes=8)
     setting = Setting("muri", slowdown="none", restart=False)
     result = search_dispatch(dispatch, setting, stages=("policies", "recombine"), time_limit=60)
     best = result.stage_best()
@@ -337,7 +337,7 @@ def test_the_static_block_model_says_so(tmp_path: Path) -> None:
 
 def test_the_genetic_algorithm_decodes_keys_in_the_executor() -> None:
     jobs = read_trace(INSTANCES / "muri_trace3_40.csv")
-    dispatch = dispatch_of_jobs(jobs, Interleave("muri"), nodes=8)
+    dispatch = dispatch_of_jobs(jobs, Interleave("muri", factors=None), nodes=8)
     setting = Setting("muri", slowdown="none", restart=False)
     result = search_dispatch(dispatch, setting, stages=("tune", "evolve"), time_limit=4)
     evolved = [c for c in result.tried if c.stage == "evolve"]

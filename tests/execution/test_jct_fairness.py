@@ -13,7 +13,7 @@ from planner.execution.fairness import fairness
 from planner.execution.jobs import PeerJob, read_trace
 from planner.interleave import MURI_GROUP_FACTORS, Interleave, Stages
 
-PLAIN = Interleave("muri")
+PLAIN = Interleave("muri", factors=None)
 """Muri's model without factors: a job alone runs at its iteration time."""
 
 
@@ -195,14 +195,14 @@ def test_compare_ranks_policies_on_jct_and_fairness_and_draws_them(tmp_path: Pat
     from planner.app.cli import app
     from planner.app.compare import load_table
     from planner.app.compare_jct import read_jobs, summarize_jct
-    from planner.dl.workloads import generate
+    from planner.dl.workloads import generate_batch
     from planner.execution.jobs import jobs_from_instance
     from planner.execution.runs import Setting, dispatch_of
     from planner.times import tick_seconds
 
     batch = tmp_path / "batch.json"
-    batch.write_text(json.dumps(generate(8, seed=3, nodes=1, gpus_per_node=4, arrival_rate=2.0,
-                                         placement="node")))  # fmt: skip
+    data = generate_batch(8, seed=3, nodes=1, gpus_per_node=4, arrival_rate=2.0, placement="node")
+    batch.write_text(json.dumps(data))
     out = tmp_path / "r.csv"
     policies = ["muri-s", "srsf-pack", "tiresias", "planner"]
     args = ["compare", str(batch), *[x for p in policies for x in ("-s", p)]]

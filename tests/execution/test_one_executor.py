@@ -318,11 +318,12 @@ def test_a_repeated_cancel_is_refused(placed: dict[str, Path]) -> None:
 
 
 def test_groups_on_shared_gpus_keep_to_max_colocated(tmp_path: Path) -> None:
-    from planner.dl.workloads import generate
+    from planner.dl.workloads import generate_batch
     from planner.execution.audit import audit
 
     batch = tmp_path / "gpus.json"
-    batch.write_text(json.dumps(generate(40, seed=3, nodes=2, gpus_per_node=8, placement="gpu")))
+    data = generate_batch(40, seed=3, nodes=2, gpus_per_node=8, placement="gpu")
+    batch.write_text(json.dumps(data))
     problem = load_instance(batch)
     schedule = solve(problem, "sgs").schedule
     assert schedule is not None

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from planner.app.cli import app
-from planner.dl.workloads import generate
+from planner.dl.workloads import generate_batch
 from planner.execution.audit import audit
 from planner.execution.jobs import jobs_from_instance
 from planner.execution.policies.planner import online_planner
@@ -24,7 +24,7 @@ runner = CliRunner()
 def arrivals(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """30 generated jobs arriving over time, placed on 2 nodes of 8 GPUs."""
     path = tmp_path_factory.mktemp("online") / "arrivals.json"
-    data = generate(30, seed=2, nodes=2, gpus_per_node=8, placement="node", arrival_rate=20)
+    data = generate_batch(30, seed=2, nodes=2, gpus_per_node=8, placement="node", arrival_rate=20)
     path.write_text(json.dumps(data))
     return path
 

@@ -1,4 +1,4 @@
-"""Policies are plug-ins: the README's policy runs from its file, and passes the audit;
+"""Policies are plug-ins: the guide's policy runs from its file, and passes the audit;
 a file that fails, or a class that is not a policy, is one line of bad input."""
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from tests.conftest import INSTANCES, ROOT, lines
 SLICE = INSTANCES / "muri_trace3_40.csv"
 
 
-def readme_policy() -> str:
-    """The README's example policy."""
-    text = (ROOT / "README.md").read_text()
-    start = text.index("**Your own policy.**")
+def guide_policy() -> str:
+    """The example policy of the guide *Policies and online mode*."""
+    text = (ROOT / "docs" / "guides" / "policies-online.md").read_text()
+    start = text.index("## Your own policy")
     block = re.search(r"```python\n(.*?)```", text[start:], re.S)
     assert block is not None
     return block[1]
@@ -32,11 +32,11 @@ def readme_policy() -> str:
 @pytest.fixture
 def pairs(tmp_path: Path) -> Path:
     path = tmp_path / "pairs.py"
-    path.write_text(readme_policy())
+    path.write_text(guide_policy())
     return path
 
 
-def test_the_readme_policy_runs_from_its_file_and_passes_the_audit(pairs: Path) -> None:
+def test_the_guide_policy_runs_from_its_file_and_passes_the_audit(pairs: Path) -> None:
     result = CliRunner().invoke(app, ["policy", str(SLICE), f"{pairs}:PairsFirst"])
     assert result.exit_code == 0, result.output
     rows = lines(result.stdout)

@@ -21,13 +21,16 @@ ROOT = Path(__file__).resolve().parents[2]
 INSTANCES = ROOT / "instances"
 
 
-@pytest.mark.parametrize(("path", "optimum"), [("psplib/j301_1.sm", 43), ("mm/j1010_1.mm", 17)])
-def test_known_optimum(path: str, optimum: int) -> None:
+@pytest.mark.parametrize(
+    ("path", "optimum", "searches"),
+    [("psplib/j301_1.sm", 43, 1), ("mm/j1010_1.mm", 17, 0)],  # j1010_1: the passes meet the bound
+)
+def test_known_optimum(path: str, optimum: int, searches: int) -> None:
     problem = load_instance(INSTANCES / path)
     result = solve(problem, "portfolio", time_limit=30)
     assert result.valid and result.status is Status.OPTIMAL
     assert result.objective == result.lower_bound == optimum
-    assert result.stages == 1 and result.solver == "portfolio"
+    assert result.stages == searches and result.solver == "portfolio"
 
 
 def test_same_seed_same_schedule() -> None:
@@ -126,3 +129,31 @@ def test_ctrl_c_keeps_the_best_schedule(tmp_path: Path) -> None:
     )
     assert check.returncode == 0, check.stdout
     assert validate(load_instance(instance), load_schedule(out)).ok
+
+
+def test_a_heuristic_schedule_at_the_bound_ends_the_solve_without_a_search() -> None:
+    # issue 44: Muri's testbed slice on single GPUs: the SGS passes meet the lower bound
+    # at once, yet the portfolio searched on to its limit and printed "no CP-SAT solution
+    # within the time limit" beside "optimal"
+    from planner.dl.workloads import import_muri
+    from planner.io.instance import problem_from_data
+
+    problem = problem_from_data(import_muri(INSTANCES / "muri_trace.csv", placement="gpu"))
+    result = solve(problem, "portfolio", time_limit=20)
+    assert result.status is Status.OPTIMAL and result.objective == lower_bound(problem)
+    assert result.stages == 0  # no CP-SAT search ran
+    assert result.reason == "a heuristic schedule meets the lower bound: no search can do better"
+
+
+def test_a_sgs_pass_at_the_bound_is_optimal_and_says_why() -> None:
+    # the registry upgrades a schedule that meets the bound, with the reason
+    from planner.io.instance import problem_from_data
+
+    problem = problem_from_data(
+        {"resources": [{"name": "r", "capacity": 1}],
+         "tasks": [{"name": n, "modes": [{"segments": [{"duration": 3, "demand": {"r": 1}}]}]}
+                   for n in "ab"]}
+    )  # fmt: skip
+    result = solve(problem, "sgs")
+    assert (result.status, result.objective, result.lower_bound) == (Status.OPTIMAL, 6, 6)
+    assert result.reason == "its makespan meets the lower bound 6: proven optimal"

@@ -1,0 +1,223 @@
+"""One run of a study of ``planner compare``: a solver (or a policy) on an instance and a
+seed, its schedule validated, and under a simulation spec its realized figures; the
+columns of the results table it fills (:data:`COLUMNS`, :data:`REALIZED`).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from planner.errors import InputError
+from planner.execution.disturbances import Simulation, parse_simulation
+from planner.io.instance import load_instance
+
+if TYPE_CHECKING:
+    from planner.model import Problem
+
+log = logging.getLogger(__name__)
+
+COLUMNS = [
+    "instance",
+    "solver",
+    "seed",
+    "status",
+    "objective",
+    "lower_bound",
+    "gap_bound",
+    "reference",
+    "gap_reference",
+    "runtime",
+    "valid",
+    "error",
+    "energy_kwh",
+    "makespan",
+]
+"""Columns of the results table, in file order."""
+LEGACY = (COLUMNS[:-2], COLUMNS[:-1])
+"""The columns of results files written before ``energy_kwh`` and before ``makespan``: such
+files are read, and resumed with the columns added (empty for their rows)."""
+REALIZED = [
+    "simulation",
+    "realized_makespan_mean",
+    "realized_makespan_p95",
+    "realized_jct_mean",
+    "realized_jct_p99",
+    "realized_ftf_max",
+    "realized_jain",
+    "realized_wait_max",
+]
+"""Columns a study with a simulation adds after :data:`COLUMNS` (the last four: job-level
+runs only)."""
+REALIZED_BEFORE = REALIZED[:4]
+"""The columns a simulated study added before the fairness figures: such files are read,
+and resumed with the columns added."""
+ONLINE_PLANNER = "planner"
+"""The name of the online planner among a study's policies."""
+JOBS_KEY = "_jobs"
+"""The key of a row that holds, for a job-level run, every job's JCT (ticks) and
+finish-time fairness in the run of the first seed: not a column; the study writes it to
+the side table (:func:`planner.app.compare_jct.append_jobs`)."""
+FAILED = ("invalid", "error")
+"""Statuses of runs that failed: a schedule the validator rejects, or an exception."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run of a study: a solver on an instance file with a seed (with ``watts``: the
+    instance under ``objective: energy`` with those ``makespan_watts``, a point of a
+    makespan-energy front)."""
+
+    instance: str
+    path: str
+    solver: str
+    seed: int
+    watts: float | None = None
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        """What identifies the run in the results file."""
+        return (self.instance, self.solver, self.seed)
+
+
+def columns(simulated: bool) -> list[str]:
+    """Columns of a results table, with the :data:`REALIZED` ones if the study simulates."""
+    return COLUMNS + REALIZED if simulated else list(COLUMNS)
+
+
+def run_one(
+    run: Run,
+    time_limit: float | None = None,
+    workers: int | None = None,
+    simulation: str | None = None,
+) -> dict[str, Any]:
+    """Execute ``run`` and return its row (without the reference columns).
+
+    Never raises for a failing solver: a schedule the validator rejects gives
+    status ``invalid``, any other exception status ``error``, with the message
+    in ``error``. With a ``simulation`` spec the row also has the :data:`REALIZED`
+    columns, filled in for a valid schedule.
+
+    Raises
+    ------
+    KeyboardInterrupt
+        If Ctrl-C stopped the solve (``Result.interrupted``): its figures are
+        those of a cut-short run, not a result of the study.
+    """
+    from planner.metrics import schedule_metrics
+    from planner.solvers import SolverError, solve
+    from planner.solvers.registry import applicable
+    from planner.validate import validate
+
+    row: dict[str, Any] = {c: None for c in columns(simulation is not None)}
+    row.update(instance=run.instance, solver=run.solver, seed=run.seed, error="")
+    if simulation is not None:
+        row["simulation"] = simulation
+    if run.solver in policy_names() and simulation is not None:
+        row["status"] = "policy"
+        _realize(row, run.path, None, parse_simulation(simulation))
+        return row
+    options: dict[str, Any] = {"time_limit": time_limit, "seed": run.seed}
+    if workers is not None:
+        options["workers"] = workers
+    try:
+        problem = load_instance(run.path)
+        if run.watts is not None:
+            problem = problem.model_copy(
+                update={"objective": "energy", "makespan_watts": run.watts}
+            )
+        result = solve(problem, run.solver, **applicable(run.solver, options))
+    except SolverError as exc:
+        row.update(status="invalid", valid=False, error=str(exc))
+        return row
+    # One failing run must not end the study: record the error and go on.
+    except Exception as exc:
+        row.update(status="error", error=f"{exc.__class__.__name__}: {exc}")
+        return row
+    if result.interrupted:
+        raise KeyboardInterrupt
+    row.update(
+        status=result.status.value,
+        objective=result.objective,
+        lower_bound=result.lower_bound,
+        gap_bound=result.gap,
+        runtime=round(result.runtime, 6),
+    )
+    if result.schedule is not None:
+        row["valid"] = validate(problem, result.schedule).ok
+        if not row["valid"]:
+            row["status"] = "invalid"
+            return row
+        row["energy_kwh"] = schedule_metrics(problem, result.schedule).energy_kwh
+        row["makespan"] = result.schedule.makespan(problem)
+        if simulation is not None:
+            sim = parse_simulation(simulation, problem.time_unit)
+            _realize(row, run.path, (problem, result.schedule), sim)
+    return row
+
+
+def _realize(
+    row: dict[str, Any], path: str, plan: tuple[Problem, Any] | None, sim: Simulation
+) -> None:
+    """Fill in the realized figures of ``row``'s plan, or of its peer policy (``plan``
+    ``None``), in ticks of the instance (status ``error`` if running it fails): an instance
+    with training jobs runs in the job-level executor (:mod:`planner.execution.runs`, its
+    defaults unless ``sim`` says otherwise), a task graph without them in the task-level
+    replay."""
+    from planner.execution.fairness import fairness
+    from planner.execution.jobs import outages_of
+    from planner.execution.runs import Setting, dispatch_of, dl_workload, judge
+    from planner.execution.simulate import rank_by_realized
+    from planner.times import tick_seconds
+
+    jobs: dict[str, tuple[float, float]] = {}
+    time_keys = ("makespan_mean", "makespan_p95", "jct_mean", "jct_p99", "wait_max")
+    try:
+        workload, why = dl_workload(path)
+        if workload is None and plan is None:
+            raise InputError(f"a policy runs training jobs; {path} is {why}")
+        if workload is None:
+            problem, schedule = plan  # type: ignore[misc]
+            (rank,) = rank_by_realized(
+                problem, {row["solver"]: schedule}, sim.disturbances, sim.runs, sim.seed
+            )
+            figures = {"makespan_mean": rank.makespan["mean"], "makespan_p95": rank.makespan["p95"]}
+            if rank.mean_jct is not None:
+                figures["jct_mean"] = rank.mean_jct["mean"]
+            tick = 1.0
+        else:
+            dist = sim.disturbances
+            slowdown = "none" if dist.slowdown is None else dist.slowdown.source
+            setting = Setting(sim.interleave, None, slowdown, sim.restart)
+            outages = outages_of(
+                dist.failures, workload.names(workload.nodes or 8), workload.time_unit
+            )
+            dispatch = dispatch_of(workload, setting, "plan" if plan else row["solver"], plan,
+                                   dist.work_conserving, outages, dist.noise)  # fmt: skip
+            if row["solver"] == ONLINE_PLANNER and plan is None:
+                from planner.execution.policies.planner import SearchPlanner
+
+                dispatch.make = SearchPlanner
+            first = dispatch.run(sim.seed)
+            figures = dict(judge(dispatch, sim.runs, sim.seed, first=first))
+            ran = dispatch.jobs_of(sim.seed)
+            fair = fairness(first, ran, dispatch.nodes * dispatch.gpus_per_node).ftf
+            jobs = {j: (f - first.release[j], fair[j]) for j, f in first.finish.items()}
+            tick = tick_seconds(workload.time_unit)
+    # A replay that fails is a failed run of the study, not the end of it.
+    except Exception as exc:
+        row.update(status="error", error=f"simulation: {exc.__class__.__name__}: {exc}")
+        return
+    for key, value in figures.items():
+        row[f"realized_{key}"] = value / tick if key in time_keys else value
+    if jobs:
+        row[JOBS_KEY] = {j: (jct / tick, ftf) for j, (jct, ftf) in jobs.items()}
+
+
+def policy_names() -> list[str]:
+    """The executor's policies a study runs under a simulation: every policy, and the
+    online planner in the executor's model (:data:`ONLINE_PLANNER`, 1 s per event)."""
+    from planner.execution.policies import POLICIES
+
+    return [*POLICIES, ONLINE_PLANNER]
