@@ -187,8 +187,8 @@ BAD = [
      "0 is not in (seconds, > 0 and <= 604800)"),
     (["replan", P, S, "--at", "5", "--time-limit", "0"], "Invalid value for '--time-limit' / '-t': "
      "0 is not in (seconds, > 0 and <= 604800)"),
-    (["replan", P, S, "--at", "5", "--time-limit", "inf"], "Invalid value for '--time-limit' / '-t': "
-     "inf is not in (seconds, > 0 and <= 604800)"),
+    (["replan", P, S, "--at", "5", "--time-limit", "inf"], "Invalid value for '--time-limit' / "
+     "'-t': inf is not in (seconds, > 0 and <= 604800)"),
     (["solve", P, "--time-limit", "nan"], "Invalid value for '--time-limit' / '-t': "
      "nan is not in (seconds, > 0 and <= 604800)"),
     # noise that shrinks every duration to nothing, or overflows
