@@ -47,9 +47,10 @@ from planner.solvers.encoding import (
     least_energy_modes,
     schedule_lists,
 )
+from planner.solvers.passes_numba import evaluate
 from planner.solvers.search import DEFAULT_SCHEDULES, Search
 from planner.solvers.sgs import priorities
-from planner.solvers.sgs_numba import evaluate, repair_budgets
+from planner.solvers.sgs_numba import repair_budgets
 
 STALL = 25
 """Generations without improvement after which the population is drawn anew."""

@@ -44,14 +44,14 @@ def _tiny() -> Problem:
 
 def _cached() -> bool:
     """Whether the disk cache holds every entry point for this source (best effort)."""
-    from planner.solvers import ga, pso, sgs_numba
+    from planner.solvers import ga, passes_numba, pso, sgs_numba
 
     entries = (
         sgs_numba.serial_pass,
         sgs_numba.parallel_pass,
-        sgs_numba.justify,
-        sgs_numba.evaluate,
-        sgs_numba.keys_to_order,
+        passes_numba.justify,
+        passes_numba.evaluate,
+        passes_numba.keys_to_order,
         ga.generation,
         ga.initial,
         pso.iteration,

@@ -25,9 +25,10 @@ from planner.model import Problem
 from planner.result import Progress, Result
 from planner.schedule import Schedule
 from planner.solvers.encoding import Data, schedule_lists
+from planner.solvers.passes_numba import evaluate, keys_to_order
 from planner.solvers.search import Search
 from planner.solvers.sgs import priorities
-from planner.solvers.sgs_numba import evaluate, keys_to_order, repair_budgets
+from planner.solvers.sgs_numba import repair_budgets
 
 STALL = 25
 """Iterations without improvement after which the particles are scattered anew (on J120

@@ -24,6 +24,8 @@ from planner.errors import InputError
 from planner.model import Problem
 from planner.result import Progress, Result, Status
 from planner.schedule import Schedule
+from planner.solvers import capacity_numba as cap
+from planner.solvers import passes_numba as dec
 from planner.solvers import sgs_numba as k
 from planner.solvers.coarse import coarsen, refine
 from planner.solvers.encoding import Data, compile_problem, failure_reason, to_schedule
@@ -94,14 +96,14 @@ class Decoder:
     problem
         The problem; its arrays are compiled once.
     capacity
-        The form of the capacity profile, ``k.TICKS`` or ``k.SKYLINE``; by default the
-        one that suits the problem (see :func:`solvers.sgs_numba.new_capacity`).
+        The form of the capacity profile, ``cap.TICKS`` or ``cap.SKYLINE``; by default the
+        one that suits the problem (see :func:`solvers.capacity_numba.new_capacity`).
     """
 
     def __init__(self, problem: Problem, capacity: int | None = None) -> None:
         self.problem = problem
         self.data: Data = compile_problem(problem)
-        self.nodes, self.index = k.new_capacity(self.data, capacity)
+        self.nodes, self.index = cap.new_capacity(self.data, capacity)
         self.start = np.zeros(self.data.n, dtype=np.int64)
         self.mode = np.zeros(self.data.n, dtype=np.int64)
         self.placed = np.full((self.data.n, self.data.gang_max), -1, dtype=np.int64)
@@ -109,7 +111,7 @@ class Decoder:
 
     def order(self, priority: np.ndarray) -> np.ndarray:
         """The activity list that takes the eligible task of least ``priority`` first."""
-        return k.keys_to_order(self.data, np.asarray(priority, dtype=np.float64), False)
+        return dec.keys_to_order(self.data, np.asarray(priority, dtype=np.float64), False)
 
     def run(
         self, order: np.ndarray, pref: np.ndarray | None = None, parallel: bool = False
@@ -136,12 +138,12 @@ class Decoder:
     def justify(self) -> int:
         """Forward-backward improvement of :attr:`start` / :attr:`mode`; returns passes used."""
         return int(
-            k.justify(self.data, self.start, self.mode, self.placed, self.nodes, self.index, 2)
+            dec.justify(self.data, self.start, self.mode, self.placed, self.nodes, self.index, 2)
         )
 
     def objective(self) -> float:
         """Objective of :attr:`start` / :attr:`mode`."""
-        return float(k.objective(self.data, self.start, self.mode))
+        return float(dec.objective(self.data, self.start, self.mode))
 
     def schedule(self) -> Schedule:
         """:attr:`start` / :attr:`mode` as a :class:`Schedule`."""

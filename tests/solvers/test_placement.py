@@ -15,10 +15,10 @@ from planner.io.instance import problem_from_data
 from planner.metrics import schedule_metrics
 from planner.schedule import Schedule
 from planner.solvers import solve
+from planner.solvers.capacity_numba import SKYLINE, TICKS
 from planner.solvers.encoding import compile_problem
 from planner.solvers.ga import segment_use
 from planner.solvers.sgs import Decoder, priorities
-from planner.solvers.sgs_numba import SKYLINE, TICKS
 
 HEURISTICS = [("sgs", {}), ("ga", {"schedules": 300}), ("pso", {"schedules": 300})]
 

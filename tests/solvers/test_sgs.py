@@ -13,8 +13,9 @@ from planner.errors import InputError
 from planner.model import CapacityWindow, Job, Mode, Precedence, Problem, Resource, Segment, Task
 from planner.result import Status
 from planner.solvers import solve
+from planner.solvers.capacity_numba import SKYLINE, TICKS
+from planner.solvers.passes_numba import keys_to_order
 from planner.solvers.sgs import RULES, Decoder, parallel_sgs, priorities, serial_sgs
-from planner.solvers.sgs_numba import SKYLINE, TICKS, keys_to_order
 from tests.solvers.sgs_reference import parallel_reference, serial_reference
 
 INSTANCES = Path(__file__).resolve().parents[2] / "instances"
