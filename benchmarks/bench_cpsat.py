@@ -38,7 +38,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from planner import Schedule, load_instance, validate  # noqa: E402
-from planner.dl.cluster import ClusterInstance  # noqa: E402
+from planner.dl.cluster import compile_cluster  # noqa: E402
+from planner.dl.specs import ClusterInstance  # noqa: E402
 from planner.result import Progress  # noqa: E402
 from planner.solvers import solve  # noqa: E402
 
@@ -298,7 +299,7 @@ def cluster_instance(jobs: int, blocks: int, seed: int) -> ClusterInstance:
 
 def benchmark_cluster(args: argparse.Namespace) -> list[dict]:
     """Time to the first schedule and the gap after the time limit on a cluster-form batch."""
-    problem = cluster_instance(args.jobs, args.blocks, args.seed).compile()
+    problem = compile_cluster(cluster_instance(args.jobs, args.blocks, args.seed))
     solver = args.solver[0]
     events: list[Progress] = []
     t0 = time.perf_counter()

@@ -22,7 +22,8 @@ from collections import defaultdict
 from datetime import date
 from pathlib import Path
 
-from planner.dl.cluster import ClusterInstance
+from planner.dl.cluster import compile_cluster
+from planner.dl.specs import ClusterInstance
 from planner.io.instance import load_instance
 from planner.model import Problem
 from planner.solvers import solve
@@ -71,17 +72,19 @@ def cluster_instance(k: int) -> Problem:
                 "stage_in": rng.choice([0.0, 0.0, 1.0]),
             }
         )
-    return ClusterInstance.model_validate(
-        {
-            "name": f"cluster{k + 1}",
-            "time_unit": "500ms",
-            "objective": "makespan" if k % 2 == 0 else "weighted_completion",
-            "cluster": {
-                "nodes": [{"name": "n", "count": 2, "gpu": 4, "cpu": 8, "io": 2, "net": 2}]
-            },
-            "jobs": jobs,
-        }
-    ).compile()
+    return compile_cluster(
+        ClusterInstance.model_validate(
+            {
+                "name": f"cluster{k + 1}",
+                "time_unit": "500ms",
+                "objective": "makespan" if k % 2 == 0 else "weighted_completion",
+                "cluster": {
+                    "nodes": [{"name": "n", "count": 2, "gpu": 4, "cpu": 8, "io": 2, "net": 2}]
+                },
+                "jobs": jobs,
+            }
+        )
+    )
 
 
 def run(

@@ -63,7 +63,7 @@ _LAZY = {
     "run_policy": "planner.execution.executor",
     "read_trace": "planner.execution.jobs",
     "PeerJob": "planner.execution.jobs",
-    "ClusterInstance": "planner.dl.cluster",
+    "ClusterInstance": "planner.dl.specs",
     "generate": "planner.io.instance",
     "generate_batch": "planner.dl.workloads",
     "run_study": "planner.app.compare",

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from planner.dl.catalog import gpu_power
-from planner.dl.cluster import ClusterInstance
+from planner.dl.cluster import compile_cluster
+from planner.dl.specs import ClusterInstance
 from planner.errors import InputError
 from planner.execution.jobs import PeerJob, plan_of
 from planner.interleave import Stages
@@ -25,7 +26,7 @@ def _one_job(power: dict[str, object], objective: str = "makespan", **extra: obj
         "jobs": [{"name": "a", "gpus": 1, "stages": {"data": 0, "gpu": 1}, "duration": 3600}],
         **extra,
     }
-    return validated(ClusterInstance, data).compile()
+    return compile_cluster(validated(ClusterInstance, data))
 
 
 LIMIT = {"limits": [{"share": 0.75, "speed": 0.9}]}
@@ -52,7 +53,7 @@ def test_a_mixed_cluster_draws_each_types_power_and_its_machines_base() -> None:
         "power": {"node_base": 200, "gpus": {"v100": {"busy": 250, "idle": 50}}},
         "jobs": [{"name": "a", "gpus": 1, "stages": {"data": 0, "gpu": 1}, "iterations": 10}],
     }
-    problem = validated(ClusterInstance, data).compile()
+    problem = compile_cluster(validated(ClusterInstance, data))
     # a K80 machine's 200 W over its 4 GPUs; a V100 machine's over its 2
     assert problem.watts == {"gpu.k80": (200.0, 80.0), "gpu.v100": (350.0, 150.0)}
 
@@ -98,7 +99,7 @@ def test_a_job_may_keep_to_full_power() -> None:
             },
         ],
     }
-    problem = validated(ClusterInstance, data).compile()
+    problem = compile_cluster(validated(ClusterInstance, data))
     names = {t.name: [m.name for m in t.modes] for t in problem.tasks}
     assert "base@75%" in names["a/block1"]
     assert not any("%" in m for m in names["b/block1"])
@@ -172,7 +173,7 @@ def _day_jobs(switch_off: bool, **extra: object) -> Problem:
         ],
         **extra,
     }
-    return validated(ClusterInstance, data).compile()
+    return compile_cluster(validated(ClusterInstance, data))
 
 
 @pytest.mark.parametrize("solver", ["cpsat", "milp", "portfolio"])

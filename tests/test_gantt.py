@@ -29,7 +29,8 @@ from planner.app.gantt import (
     resource_profiles,
     save_gantt,
 )
-from planner.dl.cluster import ClusterInstance
+from planner.dl.cluster import compile_cluster
+from planner.dl.specs import ClusterInstance
 from planner.errors import InputError
 from planner.io.instance import load_instance, save_instance
 from planner.model import Problem
@@ -68,7 +69,7 @@ def cluster_problem(n_jobs: int, blocks: int, seed: int = 1, interleave: str = "
         "cluster": {"nodes": [node]},
         "jobs": jobs,
     }
-    return ClusterInstance.model_validate(spec).compile()
+    return compile_cluster(ClusterInstance.model_validate(spec))
 
 
 @pytest.fixture(scope="module")
@@ -531,7 +532,7 @@ def test_a_capped_plan_gets_a_power_panel_with_the_gpu_cap(j301) -> None:
         "cluster": {"nodes": [{"name": "n", "gpu": 2}]},
         "jobs": jobs,
     }
-    problem = ClusterInstance.model_validate(spec).compile()
+    problem = compile_cluster(ClusterInstance.model_validate(spec))
     schedule = solve(problem, "cpsat", time_limit=10).schedule
     fig = draw_gantt(new_figure(problem, schedule), problem, schedule)
     panel = fig.axes[-1]

@@ -11,7 +11,8 @@ import yaml
 from typer.testing import CliRunner
 
 from planner.app.cli import app
-from planner.dl.cluster import ClusterInstance
+from planner.dl.cluster import compile_cluster
+from planner.dl.specs import ClusterInstance
 from planner.errors import InputError
 from planner.execution.audit import audit
 from planner.execution.executor import run_policy
@@ -39,7 +40,7 @@ TWO_JOBS = {
 
 def _makespan(power: dict[str, object], placement: str = "pooled") -> int:
     inst = validated(ClusterInstance, {**TWO_JOBS, "power": power, "placement": placement})
-    problem = inst.compile()
+    problem = compile_cluster(inst)
     result = solve(problem, "cpsat", time_limit=10)
     assert result.status.value == "optimal"
     assert validate(problem, result.schedule).ok
@@ -94,7 +95,7 @@ def test_a_window_of_a_lower_cap_delays_one_job_through_it() -> None:
 )
 def test_bad_power_is_one_clear_error(power: dict[str, object], message: str) -> None:
     with pytest.raises(InputError) as caught:
-        validated(ClusterInstance, {**TWO_JOBS, "power": power}).compile()
+        compile_cluster(validated(ClusterInstance, {**TWO_JOBS, "power": power}))
     assert str(caught.value) == message
 
 
@@ -242,7 +243,7 @@ def test_the_cost_of_a_plan_under_a_tariff_by_hand() -> None:
 def test_a_cluster_tariff_is_compiled_to_ticks() -> None:
     tariff = {"price": 0.3, "period": 86400, "windows": [{"start": 0, "end": 21600, "price": 0.1}]}
     data = {**TWO_JOBS, "time_unit": "1min", "power": {"tariff": tariff}}
-    problem = validated(ClusterInstance, data).compile()
+    problem = compile_cluster(validated(ClusterInstance, data))
     assert problem.tariff is not None
     assert problem.tariff.model_dump() == {
         "price": 0.3,

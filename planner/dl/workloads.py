@@ -35,7 +35,7 @@ MURI_COLUMNS = (
 job's class is the ``class`` column."""
 
 PLACEMENTS = ("pooled", "node", "gpu")
-"""Placements of the cluster form (:mod:`planner.dl.cluster`) the workloads can ask for."""
+"""Placements of the cluster form (:mod:`planner.dl.specs`) the workloads can ask for."""
 
 GPU_MIX = {1: 134, 2: 22, 4: 34, 8: 691, 16: 3, 32: 108}
 """GPU counts of the jobs of Muri's published offline trace (992 jobs): the generator's mix."""

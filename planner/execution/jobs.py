@@ -16,7 +16,7 @@ from planner.interleave import MURI_GROUP_FACTORS, Interleave, Stages, fluid_rat
 from planner.model import PriceWindow, Tariff
 
 if TYPE_CHECKING:
-    from planner.dl.cluster import Tariff as ClusterTariff
+    from planner.dl.specs import Tariff as ClusterTariff
     from planner.execution.disturbances import Failure, Noise, Slowdown
     from planner.model import Problem
     from planner.schedule import Schedule
@@ -149,7 +149,8 @@ def jobs_from_instance(path: str | Path, data: Mapping[str, Any] | None = None) 
     InputError
         For another kind of file, a problem-form instance, or nodes of several sizes.
     """
-    from planner.dl.cluster import ClusterInstance, JobProfiles, gpu_watts
+    from planner.dl.cluster import JobProfiles
+    from planner.dl.specs import ClusterInstance, gpu_watts
     from planner.io.instance import parse_native_text, read_text
     from planner.model import validated
 

@@ -110,9 +110,10 @@ def parse_native_text(text: str, is_json: bool) -> dict[str, Any]:
 def problem_from_data(data: dict[str, Any]) -> Problem:
     """Build a :class:`Problem` from a parsed native file of either form."""
     if "cluster" in data:
-        from planner.dl.cluster import ClusterInstance
+        from planner.dl.cluster import compile_cluster
+        from planner.dl.specs import ClusterInstance
 
-        problem = validated(ClusterInstance, data).compile()
+        problem = compile_cluster(validated(ClusterInstance, data))
         check_horizon(problem, cluster=True)
         return problem
     problem = validated(Problem, data)

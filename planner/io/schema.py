@@ -10,7 +10,7 @@ import json
 from importlib import resources
 from typing import Any
 
-from planner.dl.cluster import ClusterInstance
+from planner.dl.specs import ClusterInstance
 from planner.model import Problem
 
 SCHEMA_ID = "urn:planner:instance-schema"
