@@ -18,17 +18,8 @@ import pytest
 from typer.testing import CliRunner
 
 from planner.app.cli import app
-from planner.app.gantt import (
-    Bar,
-    chart_layout,
-    draw_gantt,
-    gantt_layout,
-    merge_thin,
-    new_figure,
-    plotly_gantt,
-    resource_profiles,
-    save_gantt,
-)
+from planner.app.gantt import draw_gantt, new_figure, plotly_gantt, save_gantt
+from planner.app.gantt_layout import Bar, chart_layout, gantt_layout, merge_thin, resource_profiles
 from planner.dl.cluster import compile_cluster
 from planner.dl.specs import ClusterInstance
 from planner.errors import InputError

@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 
 from planner import solve
 from planner.app.cli import app
-from planner.app.gantt import chart_layout, save_gantt
+from planner.app.gantt import save_gantt
+from planner.app.gantt_layout import chart_layout
 from planner.dl.workloads import import_muri
 from planner.errors import InputError
 from planner.execution.audit import audit

@@ -136,7 +136,7 @@ def node_spread(
     (:func:`planner.app.gantt.share_kind`); ``None`` without nodes (a pooled plan)
     or when no node has a figure of that kind (an empty schedule).
     """
-    from planner.app.gantt import share_kind
+    from planner.app.gantt_layout import share_kind
 
     if not problem.nodes:
         return None
@@ -475,7 +475,8 @@ def gantt_cmd(
     share a set stacked (no --instance needed).
     """
     from planner.app.colocation import job_level_run, save_colocation_chart
-    from planner.app.gantt import FORMATS, check_view, save_gantt
+    from planner.app.gantt import FORMATS, save_gantt
+    from planner.app.gantt_layout import check_view
 
     with guard():
         inputs = [schedule] if instance is None else [schedule, instance]
