@@ -29,10 +29,9 @@ from planner import bounds
 from planner.errors import InputError, PlannerError
 from planner.interrupt import run_interruptibly
 from planner.model import Problem
-from planner.models.milp_model import (
-    MilpModel,
+from planner.models.milp_model import MilpModel, build_model
+from planner.models.milp_windows import (
     Windows,
-    build_model,
     estimate_size,
     job_completion_caps,
     start_windows,

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import bisect
 import itertools
-import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -39,8 +38,9 @@ import numpy as np
 import pulp
 
 from planner.arrays import FS
-from planner.bounds import earliest_starts, lower_bound
-from planner.model import Mode, Problem
+from planner.bounds import lower_bound
+from planner.model import Problem
+from planner.models.milp_windows import Windows, mode_of
 from planner.models.placement import (
     canonical_nodes,
     colocated_placements,
@@ -50,146 +50,6 @@ from planner.models.placement import (
     symmetry_task,
 )
 from planner.schedule import Schedule
-
-BYTES_PER_VARIABLE = 1_200
-"""Measured memory of one PuLP binary with its name, solver copy and file row."""
-BYTES_PER_NONZERO = 250
-"""Measured memory of one coefficient in PuLP expressions, the model file and the solver."""
-
-
-@dataclass(frozen=True)
-class Windows:
-    """Start windows of every mode over ``[0, horizon)``.
-
-    Attributes
-    ----------
-    horizon
-        Every task finishes by this tick.
-    earliest
-        Earliest start per task.
-    latest
-        Latest start per global mode number (below ``earliest`` for a mode that cannot run).
-    """
-
-    horizon: int
-    earliest: np.ndarray
-    latest: np.ndarray
-
-    def width(self, mode: int, task: int) -> int:
-        """Number of start ticks in the window of ``mode`` (of ``task``)."""
-        return max(0, int(self.latest[mode]) - int(self.earliest[task]) + 1)
-
-
-def start_windows(
-    problem: Problem, horizon: int, job_caps: dict[str, int] | None = None
-) -> Windows:
-    """Start windows of the modes for a schedule that ends by ``horizon``.
-
-    Parameters
-    ----------
-    problem
-        The instance (with an acyclic task graph).
-    horizon
-        Every task must finish by this tick.
-    job_caps
-        Optional latest completion per job name (for the weighted-completion objective).
-
-    Returns
-    -------
-    Windows
-        The earliest start per task and the latest start per mode, each mode
-        bounded with its own duration.
-    """
-    a = problem.arrays
-    es = earliest_starts(problem)
-    earliest = np.array([es[t.name] for t in problem.tasks], dtype=np.int64)
-    end_cap = np.full(a.n_tasks, horizon, dtype=np.int64)
-    for i, t in enumerate(problem.tasks):
-        if t.deadline is not None:
-            end_cap[i] = min(end_cap[i], t.deadline)
-        if job_caps and t.job in job_caps:
-            end_cap[i] = min(end_cap[i], job_caps[t.job])
-    latest = np.zeros(len(a.mode_task), dtype=np.int64)
-    task_latest = np.zeros(a.n_tasks, dtype=np.int64)
-    out: list[list[tuple[int, int, int]]] = [[] for _ in range(a.n_tasks)]
-    for b, f, k, lag in zip(a.prec_before, a.prec_after, a.prec_kind, a.prec_lag, strict=True):
-        out[int(b)].append((int(f), int(k), int(lag)))
-    index = problem.task_index
-    for name in reversed(list(nx.topological_sort(problem.graph()))):
-        i = index[name]
-        finish_by, start_by = int(end_cap[i]), math.inf
-        for f, kind, lag in out[i]:
-            if kind == FS:
-                finish_by = min(finish_by, int(task_latest[f]) - lag)
-            else:
-                start_by = min(start_by, int(task_latest[f]) - lag)
-        modes = range(a.mode_start[i], a.mode_start[i + 1])
-        for m in modes:
-            latest[m] = min(finish_by - int(a.mode_duration[m]), start_by)
-        task_latest[i] = max(latest[m] for m in modes)
-    return Windows(horizon=horizon, earliest=earliest, latest=latest)
-
-
-def job_completion_caps(problem: Problem, upper: float) -> dict[str, int]:
-    """Latest completion per job of any schedule whose weighted completion is at most ``upper``.
-
-    Every other job finishes no earlier than its critical-path bound, so job
-    ``k`` finishes by ``(upper - sum of the others' weight x bound) / weight_k``.
-    """
-    es = earliest_starts(problem)
-    least: dict[str, int] = {}
-    for t in problem.tasks:
-        if t.job is not None:
-            least[t.job] = max(least.get(t.job, 0), es[t.name] + t.min_duration)
-    weight = {j.name: j.weight for j in problem.jobs}
-    total = sum(weight[j] * c for j, c in least.items())
-    return {
-        j: math.floor((upper - total + weight[j] * c) / weight[j] + 1e-9) for j, c in least.items()
-    }
-
-
-@dataclass(frozen=True)
-class SizeEstimate:
-    """Size of the model before it is built."""
-
-    variables: int
-    nonzeros: int
-
-    @property
-    def memory_gb(self) -> float:
-        """Estimated peak memory in GB while building and solving."""
-        return (self.variables * BYTES_PER_VARIABLE + self.nonzeros * BYTES_PER_NONZERO) / 1e9
-
-
-def estimate_size(problem: Problem, windows: Windows) -> SizeEstimate:
-    """Count the start variables and bound the nonzeros of the model (without building it)."""
-    a = problem.arrays
-    width = np.array(
-        [windows.width(m, int(a.mode_task[m])) for m in range(len(a.mode_task))], dtype=np.int64
-    )
-    variables = int(width.sum())
-    per_task = np.add.reduceat(width, a.mode_start[:-1]) if len(width) else width
-    # each start appears in the assignment row, in one resource row per demanded tick,
-    # in the budget rows and once per objective row
-    ticks = np.zeros(len(a.mode_task), dtype=np.int64)
-    for m in range(len(a.mode_task)):
-        segs = slice(a.seg_start[m], a.seg_start[m + 1])
-        ticks[m] = int((a.seg_duration[segs] * (a.seg_demand[segs] > 0).sum(axis=1)).sum())
-    nonzeros = int((width * (2 + ticks + a.mode_consumption.shape[1])).sum())
-    for m in range(len(a.mode_task)):
-        mode = _mode(problem, m)
-        if mode.nodes and width[m]:
-            # per node: a step binary per start tick, in its gang, link and stay rows and
-            # on and off in the rows of every tick and kind its segments demand
-            busy = sum(2 * g.duration * len(g.demand) for g in node_segments(problem, mode))
-            nodes = len(problem.holding_nodes(mode))
-            variables += int(width[m]) * nodes
-            nonzeros += int(width[m]) * nodes * (4 + busy)
-    # a precedence row per start tick of ``after``, each with at most both tasks' starts
-    for b, f in zip(a.prec_before, a.prec_after, strict=True):
-        rows = int(per_task[f]) // max(1, int(a.mode_start[f + 1] - a.mode_start[f]))
-        nonzeros += rows * int(per_task[f] + per_task[b])
-    return SizeEstimate(variables=variables, nonzeros=nonzeros)
 
 
 @dataclass
@@ -347,13 +207,6 @@ def _start_variables(problem: Problem, windows: Windows, model: MilpModel) -> No
             _add(model, {steps[k]: 1, steps[k + 1]: -1}, pulp.LpConstraintLE, f"step_{m}_{k}", 0)
 
 
-def _mode(problem: Problem, m: int) -> Mode:
-    """The mode of global number ``m``."""
-    a = problem.arrays
-    i = int(a.mode_task[m])
-    return problem.tasks[i].modes[m - int(a.mode_start[i])]
-
-
 def _node_variables(problem: Problem, model: MilpModel) -> None:
     """Per mode on ``k`` nodes and node it can use, step binaries tied to the mode's steps.
 
@@ -361,7 +214,7 @@ def _node_variables(problem: Problem, model: MilpModel) -> None:
     a node's steps never fall: the mode keeps the ``k`` nodes it started on.
     """
     for m, steps in model.steps.items():
-        mode = _mode(problem, m)
+        mode = mode_of(problem, m)
         if not mode.nodes:
             continue
         nodes = problem.holding_nodes(mode)
@@ -521,7 +374,7 @@ def _node_capacity(problem: Problem, model: MilpModel) -> None:
     peak: dict[tuple[int, str, int], int] = defaultdict(int)
     for m, on in model.node_steps.items():
         ticks = model.ticks[m]
-        for g in node_segments(problem, _mode(problem, m)):
+        for g in node_segments(problem, mode_of(problem, m)):
             for t in range(ticks[0] + g.offset, ticks[-1] + g.offset + g.duration):
                 for n in on:
                     for kind, q in g.demand.items():
@@ -586,7 +439,7 @@ def _node_colocation(problem: Problem, model: MilpModel) -> None:
         for m in modes:
             for n, steps in model.node_steps[m].items():
                 _add(model, {steps[-1]: 1, ys[n]: -1}, pulp.LpConstraintLE, f"set_{j}_{m}_{n}", 0)
-        gangs = {_mode(problem, m).nodes for m in modes}
+        gangs = {mode_of(problem, m).nodes for m in modes}
         if len(gangs) == 1 and len(union) >= min(gangs):
             model.set_sizes[j] = gangs.pop()
             terms = dict.fromkeys(ys.values(), 1)
@@ -594,7 +447,7 @@ def _node_colocation(problem: Problem, model: MilpModel) -> None:
             continue
         for m in modes:
             # chosen (last step 1): size at least k and at most k; else between 0 and all
-            k, last = _mode(problem, m).nodes, model.steps[m][-1]
+            k, last = mode_of(problem, m).nodes, model.steps[m][-1]
             size = dict.fromkeys(ys.values(), 1)
             _add(model, {**size, last: -k}, pulp.LpConstraintGE, f"size_{j}_{m}_lo", 0)
             terms = {**size, last: len(union) - k}
@@ -606,7 +459,7 @@ def _kept_nodes(problem: Problem, model: MilpModel) -> None:
     exactly when the predecessor is: ``on <= theirs`` and ``theirs - on <= 1 - chosen``."""
     a = problem.arrays
     for m, on in model.node_steps.items():
-        ref = _mode(problem, m).same_nodes_as
+        ref = mode_of(problem, m).same_nodes_as
         if ref is None:
             continue
         r = problem.task_index[ref]
