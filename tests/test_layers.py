@@ -124,3 +124,12 @@ def test_one_import_reaches_the_library() -> None:
     from planner.solvers import solve
 
     assert (planner.solve, planner.simulate) == (solve, simulate)
+
+
+MAX_LINES = 700
+"""The most lines a module may have: a room a reader can hold in their head."""
+
+
+def test_no_module_is_over_700_lines() -> None:
+    sizes = {name: len(path.read_text().splitlines()) for name, path in MODULES.items()}
+    assert {name: n for name, n in sizes.items() if n > MAX_LINES} == {}
