@@ -127,6 +127,10 @@ def run_one(
             problem = problem.model_copy(
                 update={"objective": "energy", "makespan_watts": run.watts}
             )
+        elif run.solver == "portfolio" and _search_in_executor(
+            row, run, problem, time_limit, simulation
+        ):
+            return row
         result = solve(problem, run.solver, **applicable(run.solver, options))
     except SolverError as exc:
         row.update(status="invalid", valid=False, error=str(exc))
@@ -157,17 +161,108 @@ def run_one(
     return row
 
 
+def _search_in_executor(
+    row: dict[str, Any],
+    run: Run,
+    problem: Problem,
+    time_limit: float | None,
+    simulation: str | None,
+) -> bool:
+    """``portfolio`` on training jobs plans as ``planner solve`` does: the dispatch search
+    in the executor's model (under the simulation's model, if any). The row's figures
+    are its best run's, in ticks of the instance; status and gap are against the
+    executor's bound; under a simulation that run is the realized one. ``False`` (the
+    row untouched) for an instance without training jobs, or an objective the
+    executor's model does not plan.
+
+    A dispatch runs its events as planned: under noise, failures or work-conserving
+    starts the row is an error saying so.
+    """
+    from planner.app.solve_dl import static_portfolio
+    from planner.execution.audit import audit
+    from planner.execution.power import run_energy
+    from planner.execution.runs import Setting, dispatch_of, dl_workload
+    from planner.execution.search import DEFAULT_TIME_LIMIT, OBJECTIVES, search_dispatch
+    from planner.times import tick_seconds
+
+    workload, _ = dl_workload(run.path)
+    if workload is None or problem.objective not in OBJECTIVES:
+        return False
+    sim = None if simulation is None else parse_simulation(simulation, problem.time_unit)
+    if sim is not None:
+        dist = sim.disturbances
+        if dist.noise or dist.failures or dist.work_conserving:
+            row.update(
+                status="error",
+                error="portfolio plans a dispatch, which runs its events as planned: judge "
+                "it without noise, failures or work-conserving starts, or name a policy",
+            )
+            return True
+    setting = Setting() if sim is None else _sim_setting(sim)
+    dispatch = dispatch_of(workload, setting, "lp-groups")
+    weights = {j.name: j.weight for j in problem.jobs}
+    result = search_dispatch(
+        dispatch, setting, problem.objective, weights,
+        time_limit=time_limit or DEFAULT_TIME_LIMIT, seed=run.seed,
+        static=static_portfolio(problem, run.seed),
+    )  # fmt: skip
+    best = result.best
+    if best is None:
+        row.update(status="unknown", runtime=round(result.runtime, 6))
+        return True
+    if result.interrupted:
+        raise KeyboardInterrupt
+    tick = tick_seconds(problem.time_unit)
+    ran = best.ran if best.ran is not None else dispatch.jobs
+    gpus = dispatch.nodes * dispatch.gpus_per_node
+    row.update(
+        status=result.status,
+        objective=best.value / tick,
+        lower_bound=result.bound / tick,
+        gap_bound=result.gap,
+        runtime=round(result.runtime, 6),
+        valid=not audit(best.run, ran, gpus),
+        makespan=best.run.makespan / tick,
+        energy_kwh=run_energy(best.run, ran, gpus, workload.tariff, workload.switch_off).kwh,
+    )
+    if not row["valid"]:
+        row["status"] = "invalid"
+    elif sim is not None:
+        plan = result.plan(setting)
+        again = (
+            plan.dispatch(workload)
+            if plan is not None
+            else dispatch_of(workload, setting, "plan", best.static)
+        )
+        _realize(row, run.path, None, sim, again)
+    return True
+
+
+def _sim_setting(sim: Simulation) -> Any:
+    """The executor's :class:`~planner.execution.runs.Setting` a simulation spec names."""
+    from planner.execution.runs import Setting
+
+    dist = sim.disturbances
+    slowdown = "none" if dist.slowdown is None else dist.slowdown.source
+    return Setting(sim.interleave, None, slowdown, sim.restart)
+
+
 def _realize(
-    row: dict[str, Any], path: str, plan: tuple[Problem, Any] | None, sim: Simulation
+    row: dict[str, Any],
+    path: str,
+    plan: tuple[Problem, Any] | None,
+    sim: Simulation,
+    planned: Any = None,
 ) -> None:
     """Fill in the realized figures of ``row``'s plan, or of its peer policy (``plan``
     ``None``), in ticks of the instance (status ``error`` if running it fails): an instance
     with training jobs runs in the job-level executor (:mod:`planner.execution.runs`, its
     defaults unless ``sim`` says otherwise), a task graph without them in the task-level
-    replay."""
+    replay. ``planned``: the :class:`~planner.execution.runs.Dispatch` to judge, planned
+    already (a dispatch of the search in the executor's model)."""
     from planner.execution.fairness import fairness
     from planner.execution.jobs import outages_of
-    from planner.execution.runs import Setting, dispatch_of, dl_workload, judge
+    from planner.execution.runs import dispatch_of, dl_workload, judge
     from planner.execution.simulate import rank_by_realized
     from planner.times import tick_seconds
 
@@ -175,7 +270,7 @@ def _realize(
     time_keys = ("makespan_mean", "makespan_p95", "jct_mean", "jct_p99", "wait_max")
     try:
         workload, why = dl_workload(path)
-        if workload is None and plan is None:
+        if workload is None and plan is None and planned is None:
             raise InputError(f"a policy runs training jobs; {path} is {why}")
         if workload is None:
             problem, schedule = plan  # type: ignore[misc]
@@ -188,13 +283,13 @@ def _realize(
             tick = 1.0
         else:
             dist = sim.disturbances
-            slowdown = "none" if dist.slowdown is None else dist.slowdown.source
-            setting = Setting(sim.interleave, None, slowdown, sim.restart)
             outages = outages_of(
                 dist.failures, workload.names(workload.nodes or 8), workload.time_unit
             )
-            dispatch = dispatch_of(workload, setting, "plan" if plan else row["solver"], plan,
-                                   dist.work_conserving, outages, dist.noise)  # fmt: skip
+            dispatch = planned or dispatch_of(
+                workload, _sim_setting(sim), "plan" if plan else row["solver"], plan,
+                dist.work_conserving, outages, dist.noise,
+            )  # fmt: skip
             if row["solver"] == ONLINE_PLANNER and plan is None:
                 from planner.execution.policies.planner import SearchPlanner
 
