@@ -25,11 +25,11 @@ import math
 import sys
 from pathlib import Path
 
+from planner.execution.energy import run_energy
 from planner.execution.executor import run_policy
 from planner.execution.grouping import mix_bound
 from planner.execution.jobs import read_trace
 from planner.execution.policies import POLICIES
-from planner.execution.power import run_energy
 from planner.interleave import MURI_GROUP_FACTORS, Interleave, model_bound
 
 PUBLISHED = {

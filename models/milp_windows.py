@@ -14,6 +14,7 @@ import numpy as np
 
 from planner.arrays import FS
 from planner.bounds import earliest_starts
+from planner.graph import task_graph
 from planner.model import Mode, Problem
 from planner.models.placement import node_segments
 
@@ -81,7 +82,7 @@ def start_windows(
     for b, f, k, lag in zip(a.prec_before, a.prec_after, a.prec_kind, a.prec_lag, strict=True):
         out[int(b)].append((int(f), int(k), int(lag)))
     index = problem.task_index
-    for name in reversed(list(nx.topological_sort(problem.graph()))):
+    for name in reversed(list(nx.topological_sort(task_graph(problem)))):
         i = index[name]
         finish_by, start_by = int(end_cap[i]), math.inf
         for f, kind, lag in out[i]:

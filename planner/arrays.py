@@ -9,13 +9,11 @@ one demand per node resource kind (per node of the mode's node set).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from planner.model import Problem
 
 FS, SS = 0, 1
 """Precedence kinds: finish-to-start and start-to-start."""
@@ -23,6 +21,38 @@ FS, SS = 0, 1
 OK, FAIL_MODE, FAIL_DEADLINE = 0, 1, 2
 """Outcome codes of a schedule-generation pass: a schedule, no allowed mode for a task,
 a missed deadline."""
+
+
+class Parts(Protocol):
+    """What the arrays are built from: a :class:`~planner.model.Problem`, which builds
+    its own arrays (:attr:`~planner.model.Problem.arrays`); this protocol keeps the two
+    modules from importing each other. The items are the problem's tasks, resources,
+    jobs, nodes and precedences."""
+
+    tasks: Sequence[Any]
+    jobs: Sequence[Any]
+    nodes: Sequence[Any]
+    precedences: Sequence[Any]
+
+    @property
+    def renewables(self) -> Sequence[Any]:
+        """The renewable resources, in file order."""
+        ...
+
+    @property
+    def nonrenewables(self) -> Sequence[Any]:
+        """The non-renewable resources, in file order."""
+        ...
+
+    @property
+    def node_kinds(self) -> Sequence[str]:
+        """The node resource kinds."""
+        ...
+
+    @property
+    def task_index(self) -> Mapping[str, int]:
+        """Position of each task by name."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -79,7 +109,7 @@ class ProblemArrays:
     prec_lag: np.ndarray
 
     @classmethod
-    def build(cls, problem: Problem) -> ProblemArrays:
+    def build(cls, problem: Parts) -> ProblemArrays:
         """Build the arrays of ``problem``."""
         ren = problem.renewables
         r_index = {r.name: k for k, r in enumerate(ren)}

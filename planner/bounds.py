@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import networkx as nx
 
 from planner.errors import InputError
+from planner.graph import task_graph
 from planner.model import MAX_INT
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ def earliest_starts(problem: Problem) -> dict[str, int]:
     """
     es = {t.name: t.release for t in problem.tasks}
     dmin = {t.name: t.min_duration for t in problem.tasks}
-    g = problem.graph()
+    g = task_graph(problem)
     for u in nx.topological_sort(g):
         for _, v, data in g.out_edges(u, data=True):
             for kind, lag in data["constraints"]:
@@ -47,7 +48,7 @@ def latest_starts(problem: Problem, horizon: int | None = None) -> dict[str, int
     for t in problem.tasks:
         ends = [e for e in (t.deadline, horizon) if e is not None]
         ls[t.name] = min(ends) - dmin[t.name] if ends else None
-    g = problem.graph()
+    g = task_graph(problem)
     for v in reversed(list(nx.topological_sort(g))):
         if ls[v] is None:
             continue

@@ -14,7 +14,7 @@ cluster form's ``power``) override the defaults; pass ``power`` to override both
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -22,7 +22,25 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
     from planner.model import Mode, Problem, Resource, Segment, Tariff
-    from planner.schedule import Schedule
+
+
+class Plan(Protocol):
+    """What the metrics read of a schedule (a :class:`planner.schedule.Schedule`, which
+    asks the metrics for its energy objective: this protocol keeps the two modules from
+    importing each other)."""
+
+    modes: dict[str, str]
+    starts: dict[str, int]
+    nodes: dict[str, tuple[str, ...]]
+
+    def finish(self, problem: Problem, task: str) -> int:
+        """Finish tick of ``task``."""
+        ...
+
+    def makespan(self, problem: Problem) -> int:
+        """Latest finish over all tasks."""
+        ...
+
 
 DEFAULT_POWER: dict[str, tuple[float, float]] = {
     "gpu": (300.0, 60.0),
@@ -63,7 +81,7 @@ class Metrics:
 
 def schedule_metrics(
     problem: Problem,
-    schedule: Schedule,
+    schedule: Plan,
     power: dict[str, tuple[float, float]] | None = None,
 ) -> Metrics:
     """Compute the metrics of ``schedule`` (which the validator has accepted); ``power``
@@ -117,7 +135,7 @@ def schedule_metrics(
 
 def power_profile(
     problem: Problem,
-    schedule: Schedule,
+    schedule: Plan,
     power: Mapping[str, tuple[float, float]] | None = None,
 ) -> tuple[list[int], list[float]]:
     """The watts the resources draw over time: every resource (and node kind, over all
@@ -240,7 +258,7 @@ def cost_terms(problem: Problem) -> tuple[list[list[list[tuple[int, int, float]]
     return per, idle_watts(problem, figures) + problem.makespan_watts
 
 
-def power_objective(problem: Problem, schedule: Schedule) -> float:
+def power_objective(problem: Problem, schedule: Plan) -> float:
     """The ``energy`` objective of ``schedule`` in kWh (the estimated energy of
     :func:`schedule_metrics` and ``makespan_watts`` over the makespan), or the ``cost``
     objective (its cost, and ``makespan_watts`` priced over the makespan).
@@ -269,7 +287,7 @@ def power_objective(problem: Problem, schedule: Schedule) -> float:
 
 def _energy_kwh(
     problem: Problem,
-    schedule: Schedule,
+    schedule: Plan,
     power: Mapping[str, tuple[float, float]],
     makespan: int,
     tick: float,
@@ -334,7 +352,7 @@ def _node_draw(problem: Problem, power: Mapping[str, tuple[float, float]], which
 
 
 def _profile(
-    problem: Problem, schedule: Schedule, value: Callable[[Segment, list[str | None]], float]
+    problem: Problem, schedule: Plan, value: Callable[[Segment, list[str | None]], float]
 ) -> tuple[list[int], list[float]]:
     """The sum over running segments of ``value(segment, its nodes' types)`` as a step
     function: edges and values (see :func:`power_profile`)."""

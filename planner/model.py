@@ -27,8 +27,6 @@ from pydantic_core import ErrorDetails
 from planner.errors import InputError
 
 if TYPE_CHECKING:
-    import networkx as nx
-
     from planner.arrays import ProblemArrays
 
 GPU_KIND = re.compile(r"^(?:[^.]+\.)?gpu(?:\.[^.]+)?$")
@@ -546,12 +544,6 @@ class Problem(_Entity):
         from planner.arrays import ProblemArrays
 
         return ProblemArrays.build(self)
-
-    def graph(self) -> nx.DiGraph:
-        """The task graph: one node per task, one edge per precedence (attrs ``kind``, ``lag``)."""
-        from planner.graph import task_graph
-
-        return task_graph(self)
 
 
 _CACHED = ("task_index", "node_kinds", "renewables", "nonrenewables", "arrays")

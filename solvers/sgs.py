@@ -21,6 +21,7 @@ import numpy as np
 from planner.arrays import OK
 from planner.bounds import earliest_starts, horizon, latest_starts
 from planner.errors import InputError
+from planner.graph import task_graph
 from planner.model import Problem
 from planner.result import Progress, Result, Status
 from planner.schedule import Schedule
@@ -64,7 +65,7 @@ def priorities(problem: Problem, rule: str) -> np.ndarray:
     if rule == "mts":
         import networkx as nx
 
-        g = problem.graph()
+        g = task_graph(problem)
         return -np.array([len(nx.descendants(g, t)) for t in names], dtype=float)
     if rule == "est":
         es = earliest_starts(problem)

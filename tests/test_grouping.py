@@ -190,7 +190,7 @@ def test_a_job_level_run_writes_its_co_location_table_as_csv(tmp_path: Path) -> 
 
 
 def test_the_energy_of_a_run_by_hand() -> None:
-    from planner.execution.power import run_energy
+    from planner.execution.energy import run_energy
 
     # one 8-GPU job alone for 1,000 iterations of 1 s, computing 0.6 s of each: the 8
     # GPUs idle at 60 W all along and compute 60% of the time at 300 W

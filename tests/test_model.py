@@ -7,6 +7,7 @@ import pytest
 
 from planner.checks import check_feasibility
 from planner.errors import InfeasibleError
+from planner.graph import task_graph
 from planner.model import Problem, Resource
 
 
@@ -48,7 +49,7 @@ def test_arrays_view(two_jobs_data: dict) -> None:
 
 def test_graph_view(two_jobs_data: dict) -> None:
     two_jobs_data["precedences"] = [{"before": "a", "after": "b", "kind": "SS", "lag": 2}]
-    g = Problem.model_validate(two_jobs_data).graph()
+    g = task_graph(Problem.model_validate(two_jobs_data))
     assert list(g.edges(data="lag")) == [("a", "b", 2)]
     assert g.edges["a", "b"]["kind"] == "SS"
 

@@ -180,7 +180,7 @@ def _search_in_executor(
     """
     from planner.app.solve_dl import static_portfolio
     from planner.execution.audit import audit
-    from planner.execution.power import run_energy
+    from planner.execution.energy import run_energy
     from planner.execution.runs import Setting, dispatch_of, dl_workload
     from planner.execution.search import DEFAULT_TIME_LIMIT, OBJECTIVES, search_dispatch
     from planner.times import tick_seconds

@@ -119,9 +119,9 @@ class JobLevel:
 
         from planner.execution.audit import audit
         from planner.execution.disturbances import Failure
+        from planner.execution.energy import run_energy
         from planner.execution.jobs import outages_of
         from planner.execution.policies import policy_of
-        from planner.execution.power import run_energy
         from planner.execution.runs import dispatch_of
         from planner.interrupt import Halt, run_interruptibly
 

@@ -243,10 +243,10 @@ class JobOnline:
 
         from planner.execution.audit import audit
         from planner.execution.disturbances import Failure
+        from planner.execution.energy import run_energy
         from planner.execution.jobs import outages_of
         from planner.execution.policies import policy_of
         from planner.execution.policies.planner import online_planner
-        from planner.execution.power import run_energy
         from planner.execution.runs import dispatch_of, workload_problem
 
         with guard():

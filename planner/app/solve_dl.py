@@ -77,7 +77,7 @@ def solve_in_executor(
         With status 1 if no plan was found or its run fails the audit.
     """
     from planner.execution.audit import audit
-    from planner.execution.power import run_energy
+    from planner.execution.energy import run_energy
     from planner.execution.runs import dispatch_of
     from planner.execution.search import DEFAULT_TIME_LIMIT, OBJECTIVES, search_dispatch
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from planner.model import GPU_KIND
 
 if TYPE_CHECKING:
-    from planner.execution.replay import _Replay
+    from planner.execution.replay_state import ReplayState
 
 
 class Interference:
@@ -16,7 +16,7 @@ class Interference:
     docstring): interference groups (a node, a placement key, or ``None``: the pool),
     their GPUs, the tasks with GPUs running on each, and each group's slowdown."""
 
-    def __init__(self, replay: _Replay) -> None:
+    def __init__(self, replay: ReplayState) -> None:
         problem = replay.problem
         self.slow = replay.slow
         nodes = {nd.name: nd for nd in problem.nodes}

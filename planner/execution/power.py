@@ -1,4 +1,6 @@
-"""The power a job-level run draws, and its energy.
+"""The power of a job-level run, as the executor needs it while it runs: a GPU set's
+compute share and the speed a power cap leaves the running jobs (the energy of a run is
+:mod:`planner.execution.energy`'s).
 
 Every GPU of the cluster draws its idle power all the run long, and while it
 computes its busy power (:data:`planner.metrics.DEFAULT_POWER`: 300 W busy, 60 W
@@ -12,17 +14,13 @@ its idle power.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from planner.execution.jobs import shared_periods
 from planner.metrics import DEFAULT_POWER
 
 if TYPE_CHECKING:
-    from planner.execution.executor import PeerRun
-    from planner.execution.jobs import PeerJob, Where
-    from planner.model import Tariff
+    pass
 
 WATTS = DEFAULT_POWER["gpu"]
 """A GPU's (busy, idle) watts."""
@@ -46,81 +44,3 @@ def throttle(
     if cap is None or extra <= 0:
         return 1.0
     return min(1.0, (cap - gpus * idle) / extra)
-
-
-@dataclass(frozen=True)
-class Energy:
-    """What a run drew: its energy and its mean and peak power, and the energy's cost
-    under a tariff (``None`` without one)."""
-
-    kwh: float
-    mean_kw: float
-    peak_kw: float
-    cost: float | None = None
-
-
-def run_energy(
-    run: PeerRun,
-    jobs: Sequence[PeerJob],
-    gpus: int,
-    tariff: Tariff | None = None,
-    switch_off: bool = False,
-) -> Energy:
-    """The energy of ``run`` (of ``jobs`` on ``gpus`` GPUs) over its makespan, each GPU
-    drawing the run's watts (busy, idle) as the module docstring says, slowed by the
-    run's power cap where it had one (:func:`throttle`); with a ``tariff`` (in ticks of one
-    second) also its cost: the draw of every interval times the prices over it.
-    ``switch_off``: a GPU no job holds draws nothing (``power.switch_off``)."""
-    busy, idle = run.watts
-    by_name = {j.name: j for j in jobs}
-    model = run.interleave
-    joules = peak = cost = 0.0
-    done = dict.fromkeys(by_name, 0.0)
-    memo: dict[tuple[tuple[str, ...], tuple[float, ...]], dict[str, float]] = {}
-    for k, (t, groups) in enumerate(run.trace):
-        end = run.trace[k + 1][0] if k + 1 < len(run.trace) else t
-        span = end - t
-        before = joules
-        held = _held(groups, by_name) if switch_off else gpus
-        joules += held * idle * span
-        draw = held * idle
-        shared = shared_periods(groups, by_name, model, done, memo)[0] if run.shared else None
-        for names, overhead, _ in groups:
-            members = [by_name[n] for n in names]
-            if shared is not None:  # a job on GPUs it shares: its own compute
-                members = members[:1]
-                share = compute_share([members[0].stages.gpu], [shared[names[0]]])
-            else:
-                periods = model.periods(
-                    [m.stages for m in members], alone=[m.iteration_time for m in members]
-                )
-                share = compute_share([m.stages.gpu for m in members], periods)
-            speed = run.throttle[k] if run.throttle else 1.0
-            extra = members[0].gpus * share * speed * (busy - idle)
-            draw += extra
-            # a restart overhead computes nothing (a job's last interval pays none)
-            last = any(abs(run.finish.get(n, -1.0) - end) < 1e-4 for n in names)
-            working = span if last else max(span - overhead, 0.0)
-            joules += extra * working
-            if shared is not None:  # its progress: the block of its plan it is in
-                done[names[0]] += working * speed / shared[names[0]]
-        peak = max(peak, draw)
-        if tariff is not None and span > 0:  # the interval's energy at its mean price
-            cost += (joules - before) / 3.6e6 * tariff.paid(t, end) / span
-    makespan = run.makespan
-    return Energy(
-        kwh=joules / 3.6e6,
-        mean_kw=joules / makespan / 1000 if makespan else 0.0,
-        peak_kw=peak / 1000,
-        cost=cost if tariff is not None else None,
-    )
-
-
-def _held(
-    groups: Sequence[tuple[tuple[str, ...], float, Where]], by_name: Mapping[str, PeerJob]
-) -> int:
-    """The GPUs the ``groups`` of an event hold: their GPU sets (counted once each), or
-    where a policy counts GPUs without placing them, each group's count."""
-    placed = {(k, i) for _, _, where in groups for k, ids in where for i in ids}
-    counted = sum(by_name[names[0]].gpus for names, _, where in groups if not where)
-    return len(placed) + counted

@@ -19,7 +19,7 @@ from planner.schedule import Schedule
 from planner.validate import Report, validate
 
 if TYPE_CHECKING:
-    from planner.execution.replay import _Replay
+    from planner.execution.replay_state import ReplayState
 
 log = logging.getLogger(__name__)
 
@@ -174,7 +174,7 @@ class Execution:
         path.write_text(json.dumps(self.to_json(), indent=1) + "\n")
 
 
-def record(replay: _Replay) -> Execution:
+def record(replay: ReplayState) -> Execution:
     """The :class:`Execution` of the finished replay ``replay``: the realized instance and
     schedule, checked by the validator, and the figures."""
     problem, plan = replay.problem, replay.plan
@@ -204,7 +204,7 @@ def record(replay: _Replay) -> Execution:
     )
 
 
-def _segments(replay: _Replay, i: int, pieces: list[tuple[int, int, int]]) -> list[Segment]:
+def _segments(replay: ReplayState, i: int, pieces: list[tuple[int, int, int]]) -> list[Segment]:
     segs = replay.modes[i].segments
     return [
         Segment(name="wait", duration=b - a)
@@ -218,7 +218,7 @@ def _segments(replay: _Replay, i: int, pieces: list[tuple[int, int, int]]) -> li
     ]
 
 
-def _realized(replay: _Replay) -> tuple[Problem, Schedule, list[TaskRun]]:
+def _realized(replay: ReplayState) -> tuple[Problem, Schedule, list[TaskRun]]:
     problem, plan = replay.problem, replay.plan
     tasks: list[Task] = []
     modes: dict[str, str] = {}
@@ -287,7 +287,7 @@ def _realized(replay: _Replay) -> tuple[Problem, Schedule, list[TaskRun]]:
 
 
 def _utilisation(
-    replay: _Replay, real: Problem, sched: Schedule, makespan: int
+    replay: ReplayState, real: Problem, sched: Schedule, makespan: int
 ) -> dict[str, float]:
     """Work / capacity offered per cluster resource and per node kind over all nodes."""
     label = [
@@ -306,7 +306,7 @@ def _utilisation(
     return {r: work[r] / offered[r] for r in work if offered[r]}
 
 
-def _notes(replay: _Replay, runs: list[TaskRun]) -> list[str]:
+def _notes(replay: ReplayState, runs: list[TaskRun]) -> list[str]:
     notes = []
     if not any(replay.on):
         notes.append("pooled plan: no task has a node; interference counts the pool as one node")

@@ -262,7 +262,7 @@ def test_power_objectives_survive_compare_with_a_simulation(
 
 
 def test_the_energy_of_a_run_counts_no_idle_draw_with_switch_off(power: dict[str, Path]) -> None:
-    from planner.execution.power import run_energy
+    from planner.execution.energy import run_energy
 
     workload = jobs_from_instance(power["cost"])
     assert workload.switch_off
