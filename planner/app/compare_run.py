@@ -198,6 +198,9 @@ def _search_in_executor(
                 "it without noise, failures or work-conserving starts, or name a policy",
             )
             return True
+    from planner.solvers.kernels import load_kernels
+
+    load_kernels()  # outside the time limit, as for a static solve (the static stage's)
     setting = Setting() if sim is None else _sim_setting(sim)
     dispatch = dispatch_of(workload, setting, "lp-groups")
     weights = {j.name: j.weight for j in problem.jobs}
