@@ -120,6 +120,11 @@ class _SharedGpus:
         self.short: dict[int, int] = {}
         """Per node, the fewest GPUs with room a job lacked there at this event: room
         only shrinks within an event, so a job that needs as many waits too."""
+        self.free: dict[int, int] = {}
+        """Per node, its GPUs with room for one more resident, counted once per event
+        (and again once a job joins it)."""
+        self.most_free: int | None = None
+        """The most GPUs with room on one node up at this event (``None``: not counted)."""
 
     def schedule(self, runnable: list[JobState], down: frozenset[int] = frozenset()) -> Chosen:
         """Drop the finished jobs and those on nodes ``down``, admit the waiting jobs in
@@ -127,7 +132,7 @@ class _SharedGpus:
         residents, or residents' weights, changed get a new entry."""
         live = {s.idx for s in runnable}
         dirty: set[tuple[int, int]] = set()
-        self.short = {}
+        self.short, self.free, self.most_free = {}, {}, None
         # A waiting job is tried again only where room may have grown: on a node a job
         # left, or once the nodes down changed; the others would find none again.
         candidates: set[int] = set()
@@ -225,13 +230,12 @@ class _SharedGpus:
             if full:
                 return None
             for k, ids in s.job.on:
+                self._joined(k)
                 for i in ids:
                     self.residents[k][i].append(s)
             return s.job.on
         g = s.job.gpus
-        on = self.where[s.idx] or _first_fit(
-            g, self.per_node, down, lambda k: self._room(k), len(self.residents)
-        )
+        on = self.where[s.idx] or self._first_fit(g, down)
         if on is None:
             return None
         need = self.per_node if len(on) > 1 else g
@@ -255,25 +259,50 @@ class _SharedGpus:
             )
             where.append((k, tuple(sorted(room[:need]))))
         for k, ids in where:
+            self._joined(k)
             for i in ids:
                 self.residents[k][i].append(s)
         return tuple(where)
+
+    def _free(self, k: int) -> int:
+        """The GPUs of node ``k`` with room for one more resident (counted once per
+        event and node, until a job joins the node)."""
+        n = self.free.get(k)
+        if n is None:
+            cap = self.model.max_colocated
+            n = self.free[k] = sum(1 for r in self.residents[k] if len(r) < cap)
+        return n
+
+    def _joined(self, k: int) -> None:
+        """A job joins node ``k``: its room is counted again when asked."""
+        self.free.pop(k, None)
+        self.most_free = None
+
+    def _first_fit(self, gpus: int, down: frozenset[int]) -> tuple[int, ...] | None:
+        """:func:`_first_fit` on this event's room, at once ``None`` where no node up has
+        room for the job (most of the time, in a full cluster)."""
+        nodes = len(self.residents)
+        if self.most_free is None:
+            self.most_free = max((self._free(k) for k in range(nodes) if k not in down), default=0)
+        if self.most_free < min(gpus, self.per_node):
+            return None
+        return _first_fit(gpus, self.per_node, down, self._free, nodes)
 
 
 def _first_fit(
     gpus: int,
     per_node: int,
     down: frozenset[int],
-    room: Callable[[int], Sequence[int]],
+    free: Callable[[int], int],
     nodes: int,
 ) -> tuple[int, ...] | None:
     """Where the executor puts a job a pooled plan places nowhere: the first node up with
-    ``gpus`` GPUs with ``room``, or for a gang the first nodes up with room on all their
-    GPUs; ``None`` if none has."""
+    ``gpus`` GPUs with room (``free``: a node's GPUs with room), or for a gang the first
+    nodes up with room on all their GPUs; ``None`` if none has."""
     if gpus <= per_node:
-        return next(((k,) for k in range(nodes) if k not in down and len(room(k)) >= gpus), None)
+        return next(((k,) for k in range(nodes) if k not in down and free(k) >= gpus), None)
     need = -(-gpus // per_node)
-    whole = [k for k in range(nodes) if k not in down and len(room(k)) == per_node]
+    whole = [k for k in range(nodes) if k not in down and free(k) == per_node]
     return tuple(whole[:need]) if len(whole) >= need else None
 
 
@@ -338,7 +367,7 @@ class _PlanSets:
     def _admit(self, s: JobState, down: frozenset[int] = frozenset()) -> _GpuSet | None:
         g = s.job.gpus
         on = self.where[s.idx] or _first_fit(
-            g, self.per_node, down, lambda k: self.free[k], len(self.free)
+            g, self.per_node, down, lambda k: len(self.free[k]), len(self.free)
         )
         if on is None:  # a pooled plan's job: share the least full set of its size
             shared = [x for x in self.sets if x.gpus == g and not down.intersection(x.nodes)]
