@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from planner import __version__
@@ -121,3 +122,21 @@ def test_real_subprocess_end_to_end(tmp_path: Path) -> None:
     assert bad.returncode == 2
     assert bad.stderr == f"error: {tmp_path / 'none.yaml'}: no such file\n"
     assert "Traceback" not in bad.stderr
+
+
+def test_the_interleaving_gain_runs_its_baselines_up_to_a_size_or_when_asked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # issue 44: on 5,755 jobs the three exclusive baselines took 19 s past the time limit
+    import planner.app.cli as cli
+
+    monkeypatch.setattr(cli, "GAIN_TASKS", 5)  # the example has 11 tasks
+    example = str(ROOT / "instances" / "example.yaml")
+    args = ["solve", example, "--static", "-s", "sgs"]
+    skipped = runner.invoke(app, args)
+    assert skipped.exit_code == 0, skipped.output
+    gain = next(line for line in skipped.stdout.splitlines() if line.startswith("interleaving"))
+    assert gain.split(None, 2)[2] == "- (not figured above 5 tasks; --gain runs its baselines)"
+    asked = runner.invoke(app, [*args, "--gain"])
+    gain = next(line for line in asked.stdout.splitlines() if line.startswith("interleaving"))
+    assert gain.split(None, 2)[2].endswith("x over exclusive-fifo")
