@@ -819,3 +819,24 @@ def test_portfolio_on_training_jobs_plans_in_the_executor_as_solve_does(tmp_path
         "portfolio plans a dispatch, which runs its events as planned: judge it without "
         "noise, failures or work-conserving starts, or name a policy"
     )
+
+
+def test_an_unreachable_dask_scheduler_is_one_line_before_any_progress(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # issue 44: the progress bar of the study came out before the scheduler's error
+    import distributed
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise OSError("Timed out trying to connect to tcp://127.0.0.1:1 after 20 s")
+
+    monkeypatch.setattr(distributed, "Client", refuse)
+    out = tmp_path / "cp.csv"
+    args = ["compare", str(J301), "-s", "sgs", "--dask", "tcp://127.0.0.1:1", "-o", str(out)]
+    result = CliRunner().invoke(app, args)
+    assert (result.exit_code, result.stderr) == (
+        2,
+        "error: cannot reach the Dask scheduler at tcp://127.0.0.1:1 (Timed out trying to "
+        "connect to tcp://127.0.0.1:1 after 20 s)\n",
+    )
+    assert not out.exists()

@@ -286,15 +286,16 @@ def execute(
         start a local Dask cluster of N worker processes. Overrides ``jobs``.
     simulation
         A simulation spec: every valid schedule is also replayed (:func:`run_one`).
+
+    A Dask scheduler is reached when this is called, before the first run: a
+    scheduler out of reach is an :class:`InputError` at once.
     """
     args = (time_limit, workers, simulation)
     if dask is not None:
-        yield from _on_dask(runs, dask, args)
-    elif jobs <= 1:
-        for run in runs:
-            yield run_one(run, *args)
-    else:
-        yield from _on_processes(runs, jobs, args)
+        return _on_dask(runs, dask, args)
+    if jobs <= 1:
+        return (run_one(run, *args) for run in runs)
+    return _on_processes(runs, jobs, args)
 
 
 def _on_processes(runs: list[Run], jobs: int, args: tuple[Any, ...]) -> Iterator[dict[str, Any]]:
@@ -341,6 +342,8 @@ def parse_dask(spec: str) -> int | None:
 
 
 def _on_dask(runs: list[Run], address: str, args: tuple[Any, ...]) -> Iterator[dict[str, Any]]:
+    """Connect to the Dask scheduler (or start a local cluster) now, and return the rows
+    of ``runs`` as they finish there."""
     try:
         from distributed import Client, LocalCluster
         from distributed import as_completed as completed
@@ -367,14 +370,18 @@ def _on_dask(runs: list[Run], address: str, args: tuple[Any, ...]) -> Iterator[d
         if cluster is not None:
             cluster.close()
         raise InputError(f"cannot reach the Dask scheduler at {address} ({exc})") from None
-    try:
-        futures = [client.submit(run_one, r, *args, pure=False) for r in runs]
-        for future in completed(futures):
-            yield future.result()
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+
+    def rows() -> Iterator[dict[str, Any]]:
+        try:
+            futures = [client.submit(run_one, r, *args, pure=False) for r in runs]
+            for future in completed(futures):
+                yield future.result()
+        finally:
+            client.close()
+            if cluster is not None:
+                cluster.close()
+
+    return rows()
 
 
 def run_study(
@@ -471,16 +478,17 @@ def run_study(
     log.info(
         "%d runs planned, %d already done, %d to do", len(runs), len(runs) - len(todo), len(todo)
     )
-    bar = tqdm(total=len(todo), unit="run", file=sys.stderr, disable=not progress or not todo)
     side = jobs_path(output)
     if not resume and side.is_file():
         side.unlink()
     written = 0
     try:
+        where = {"jobs": jobs, "dask": dask, "simulation": simulation}
+        rows = execute(todo, time_limit=time_limit, workers=workers, **where)
+        bar = tqdm(total=len(todo), unit="run", file=sys.stderr, disable=not progress or not todo)
         with output.open("a", newline="") as f, bar:
             writer = csv.DictWriter(f, fieldnames=fields)
-            where = {"jobs": jobs, "dask": dask, "simulation": simulation}
-            for row in execute(todo, time_limit=time_limit, workers=workers, **where):
+            for row in rows:
                 row = _with_reference(row, reference)
                 per_job = row.pop(JOBS_KEY, None)
                 if per_job:
