@@ -1,0 +1,195 @@
+"""Gavel's workload data (Narayanan et al., OSDI 2020; stanford-futuredata/gavel): its
+job traces and its measured throughputs per GPU type, alone and beside each partner.
+
+A trace has one line per job, 10 tab-separated fields: job type, command, working
+directory, steps flag, needs-data-dir (unused in simulation), total steps, scale factor
+(GPUs, a gang on one GPU type), priority weight, SLO (``-1``: none) and arrival time
+(seconds), as Gavel's ``utils.parse_trace`` reads them. The throughputs file maps each
+GPU type to each job key ``"('ResNet-18 (batch size 64)', 1)"`` (job type, scale
+factor): its steps per second alone (``"null"``) and beside each partner key
+(``[own, partner's]``), as Gavel's ``read_all_throughputs_json_v2`` reads it. A job's
+duration on a type is its total steps over that type's throughput alone.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from planner.errors import InputError
+
+JobKey = tuple[str, int]
+"""A job type and its scale factor (GPUs), Gavel's key of a throughput."""
+FIELDS = 10
+"""Tab-separated fields of a trace line."""
+
+
+@dataclass(frozen=True)
+class GavelJob:
+    """One job of a Gavel trace."""
+
+    job_type: str
+    """E.g. ``ResNet-18 (batch size 64)``."""
+    steps: int
+    """Total steps to run."""
+    scale: int
+    """GPUs, all of one type (a gang)."""
+    weight: float
+    """Priority weight (1; 5 for high priority in Gavel's traces)."""
+    slo: float | None
+    """Service-level objective (seconds), ``None`` for none."""
+    arrival: float
+    """Arrival time (seconds)."""
+
+    @property
+    def key(self) -> JobKey:
+        """The job's key in the throughputs."""
+        return (self.job_type, self.scale)
+
+
+def read_gavel_trace(path: str | Path) -> list[GavelJob]:
+    """The jobs of a Gavel trace file, in file order.
+
+    Raises
+    ------
+    InputError
+        For a missing file, or a line without 10 tab-separated fields or with a field
+        that is not a number where one is due, naming the line.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read the trace ({exc.__class__.__name__})", str(path)) from None
+    jobs = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) != FIELDS:
+            raise InputError(
+                f"line {n}: {len(fields)} tab-separated fields, a Gavel trace line has {FIELDS}",
+                str(path),
+            )
+        try:
+            steps, scale = int(fields[5]), int(fields[6])
+            weight, slo, arrival = float(fields[7]), float(fields[8]), float(fields[9])
+        except ValueError:
+            raise InputError(
+                f"line {n}: steps, scale factor, weight, SLO and arrival must be numbers",
+                str(path),
+            ) from None
+        if steps < 1 or scale < 1 or not (math.isfinite(arrival) and arrival >= 0):
+            raise InputError(
+                f"line {n}: steps and scale factor must be at least 1, arrival a time >= 0",
+                str(path),
+            )
+        if not (math.isfinite(weight) and weight > 0):
+            raise InputError(f"line {n}: the priority weight must be a number > 0", str(path))
+        jobs.append(GavelJob(fields[0], steps, scale, weight, None if slo < 0 else slo, arrival))
+    if not jobs:
+        raise InputError("the trace holds no job", str(path))
+    return jobs
+
+
+@dataclass(frozen=True)
+class Throughputs:
+    """Measured steps per second per GPU type: of each job alone, and of each pair of
+    jobs sharing a GPU (each one's own rate)."""
+
+    alone: dict[str, dict[JobKey, float]]
+    """Per GPU type, per job key, its steps per second alone."""
+    pairs: dict[str, dict[tuple[JobKey, JobKey], tuple[float, float]]]
+    """Per GPU type, per (job, partner), the two steps per second side by side."""
+
+    @property
+    def types(self) -> list[str]:
+        """The GPU types measured."""
+        return list(self.alone)
+
+    def rate(self, gpu_type: str, key: JobKey) -> float:
+        """Steps per second of the job ``key`` alone on ``gpu_type``.
+
+        Raises
+        ------
+        InputError
+            For a type or a job the file does not measure.
+        """
+        per_type = self.alone.get(gpu_type)
+        if per_type is None:
+            raise InputError(
+                f"GPU type {gpu_type!r} is not measured (types: {', '.join(self.types)})"
+            )
+        if key not in per_type:
+            raise InputError(f"job {key[0]!r} on {key[1]} GPU(s) is not measured on {gpu_type}")
+        return per_type[key]
+
+    def seconds(self, job: GavelJob) -> dict[str, float]:
+        """The job's duration alone on every GPU type that measures it (``inf`` where its
+        throughput is 0: it cannot run there)."""
+        out = {}
+        for gpu_type, per_type in self.alone.items():
+            rate = per_type.get(job.key)
+            if rate is not None:
+                out[gpu_type] = job.steps / rate if rate > 0 else math.inf
+        return out
+
+
+def read_throughputs(path: str | Path) -> Throughputs:
+    """Gavel's throughputs file (``simulation_throughputs.json``).
+
+    Raises
+    ------
+    InputError
+        For a missing file, invalid JSON, or an entry of another shape, naming it.
+    """
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise InputError(
+            f"cannot read the throughputs ({exc.__class__.__name__})", str(path)
+        ) from None
+    if not isinstance(data, dict):
+        raise InputError("expected an object of GPU types", str(path))
+    alone: dict[str, dict[JobKey, float]] = {}
+    pairs: dict[str, dict[tuple[JobKey, JobKey], tuple[float, float]]] = {}
+    for gpu_type, jobs in data.items():
+        if not isinstance(jobs, dict):
+            raise InputError(f"{gpu_type}: expected an object of job keys", str(path))
+        alone[gpu_type], pairs[gpu_type] = {}, {}
+        for raw, entry in jobs.items():
+            key = _job_key(raw, f"{path}: {gpu_type}")
+            if not isinstance(entry, dict) or not isinstance(entry.get("null"), int | float):
+                raise InputError(f"{gpu_type}.{raw}: expected its 'null' throughput", str(path))
+            alone[gpu_type][key] = float(entry["null"])
+            for other, both in entry.items():
+                if other == "null":
+                    continue
+                if not (isinstance(both, list) and len(both) == 2):
+                    raise InputError(
+                        f"{gpu_type}.{raw}.{other}: expected [own, partner's] throughputs",
+                        str(path),
+                    )
+                partner = _job_key(other, f"{path}: {gpu_type}.{raw}")
+                pairs[gpu_type][key, partner] = (float(both[0]), float(both[1]))
+    return Throughputs(alone, pairs)
+
+
+def _job_key(raw: str, where: str) -> JobKey:
+    """``"('ResNet-18 (batch size 64)', 1)"`` as ``('ResNet-18 (batch size 64)', 1)``."""
+    try:
+        key = ast.literal_eval(raw)
+    except (ValueError, SyntaxError):
+        key = None
+    if not (
+        isinstance(key, tuple)
+        and len(key) == 2
+        and isinstance(key[0], str)
+        and isinstance(key[1], int)
+    ):
+        raise InputError(f"{where}: {raw!r} is not a job key ('JOB TYPE', SCALE)")
+    return key
