@@ -437,7 +437,7 @@ def test_progress_of_a_replan_shows_incumbents(trace: dict[str, Path]) -> None:
     assert "incumbent" in err
 
 
-def test_compare_counts_plans_and_replays_with_whole_objectives(
+def test_compare_counts_plans_and_replays_with_the_plans_runs_as_objectives(
     trace: dict[str, Path], tmp_path: Path
 ) -> None:
     out = tmp_path / "c.csv"
@@ -446,8 +446,9 @@ def test_compare_counts_plans_and_replays_with_whole_objectives(
         "--simulate", "runs=3,slowdown=none",
     )  # fmt: skip
     assert code == 0, err
-    objectives = [row["objective"] for row in csv.DictReader(out.read_text().splitlines())]
-    assert all(o.isdigit() for o in objectives), objectives
+    rows = list(csv.DictReader(out.read_text().splitlines()))
+    # a static plan of training jobs is its run in the executor (minutes: 1min ticks)
+    assert all(float(r["objective"]) == float(r["makespan"]) > 0 for r in rows), rows
     summary = out.with_suffix(".md").read_text()
     assert "| solver | plans | replays |" in summary
     assert "| 1 | 3 |" in summary

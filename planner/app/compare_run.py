@@ -155,6 +155,8 @@ def run_one(
             return row
         row["energy_kwh"] = schedule_metrics(problem, result.schedule).energy_kwh
         row["makespan"] = result.schedule.makespan(problem)
+        if run.watts is None:
+            _as_executed(row, run, problem, result.schedule, simulation)
         if simulation is not None:
             sim = parse_simulation(simulation, problem.time_unit)
             _realize(row, run.path, (problem, result.schedule), sim)
@@ -239,6 +241,53 @@ def _search_in_executor(
         )
         _realize(row, run.path, None, sim, again)
     return True
+
+
+def _as_executed(
+    row: dict[str, Any],
+    run: Run,
+    problem: Problem,
+    schedule: Any,
+    simulation: str | None,
+) -> None:
+    """A static engine's plan of training jobs, as ``planner solve`` prints it: the row's
+    figures become the plan's run in the executor (under the simulation's model, if any),
+    in ticks of the instance, its status and gap against the executor's bound; the static
+    block model's figures are the solver's, not the plan's. Nothing changes for an
+    instance without training jobs, or an objective the executor's model does not plan.
+    """
+    from planner.execution.audit import audit
+    from planner.execution.energy import run_energy
+    from planner.execution.runs import Setting, dispatch_of, dl_workload
+    from planner.execution.search import OBJECTIVES, search_dispatch
+    from planner.times import tick_seconds
+
+    workload, _ = dl_workload(run.path)
+    if workload is None or problem.objective not in OBJECTIVES:
+        return
+    sim = None if simulation is None else parse_simulation(simulation, problem.time_unit)
+    setting = Setting() if sim is None else _sim_setting(sim)
+    dispatch = dispatch_of(workload, setting, "lp-groups")
+    weights = {j.name: j.weight for j in problem.jobs}
+    result = search_dispatch(
+        dispatch, setting, problem.objective, weights, stages=("static",),
+        static=lambda _limit: (problem, schedule),
+    )  # fmt: skip
+    best = result.best
+    if best is None:
+        row.update(status="error", error="the executor cannot run the plan")
+        return
+    tick = tick_seconds(problem.time_unit)
+    ran = best.ran if best.ran is not None else dispatch.jobs
+    gpus = dispatch.nodes * dispatch.gpus_per_node
+    row.update(
+        status="invalid" if audit(best.run, ran, gpus) else result.status,
+        objective=best.value / tick,
+        lower_bound=result.bound / tick,
+        gap_bound=result.gap,
+        makespan=best.run.makespan / tick,
+        energy_kwh=run_energy(best.run, ran, gpus, workload.tariff, workload.switch_off).kwh,
+    )
 
 
 def _sim_setting(sim: Simulation) -> Any:
