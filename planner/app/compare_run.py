@@ -181,8 +181,6 @@ def _search_in_executor(
     starts the row is an error saying so.
     """
     from planner.app.solve_dl import static_portfolio
-    from planner.execution.audit import audit
-    from planner.execution.energy import run_energy
     from planner.execution.runs import Setting, dispatch_of, dl_workload
     from planner.execution.search import DEFAULT_TIME_LIMIT, OBJECTIVES, search_dispatch
     from planner.times import tick_seconds
@@ -217,22 +215,9 @@ def _search_in_executor(
         return True
     if result.interrupted:
         raise KeyboardInterrupt
-    tick = tick_seconds(problem.time_unit)
-    ran = best.ran if best.ran is not None else dispatch.jobs
-    gpus = dispatch.nodes * dispatch.gpus_per_node
-    row.update(
-        status=result.status,
-        objective=best.value / tick,
-        lower_bound=result.bound / tick,
-        gap_bound=result.gap,
-        runtime=round(result.runtime, 6),
-        valid=not audit(best.run, ran, gpus),
-        makespan=best.run.makespan / tick,
-        energy_kwh=run_energy(best.run, ran, gpus, workload.tariff, workload.switch_off).kwh,
-    )
-    if not row["valid"]:
-        row["status"] = "invalid"
-    elif sim is not None:
+    _executed(row, result, dispatch, workload, tick_seconds(problem.time_unit))
+    row["runtime"] = round(result.runtime, 6)
+    if row["valid"] and sim is not None:
         plan = result.plan(setting)
         again = (
             plan.dispatch(workload)
@@ -256,8 +241,6 @@ def _as_executed(
     block model's figures are the solver's, not the plan's. Nothing changes for an
     instance without training jobs, or an objective the executor's model does not plan.
     """
-    from planner.execution.audit import audit
-    from planner.execution.energy import run_energy
     from planner.execution.runs import Setting, dispatch_of, dl_workload
     from planner.execution.search import OBJECTIVES, search_dispatch
     from planner.times import tick_seconds
@@ -273,15 +256,26 @@ def _as_executed(
         dispatch, setting, problem.objective, weights, stages=("static",),
         static=lambda _limit: (problem, schedule),
     )  # fmt: skip
-    best = result.best
-    if best is None:
+    if result.best is None:
         row.update(status="error", error="the executor cannot run the plan")
         return
-    tick = tick_seconds(problem.time_unit)
+    _executed(row, result, dispatch, workload, tick_seconds(problem.time_unit))
+
+
+def _executed(row: dict[str, Any], result: Any, dispatch: Any, workload: Any, tick: float) -> None:
+    """The row's figures from the best run of ``result`` (a search in the executor's
+    model, on ``dispatch``'s cluster), in ticks of ``tick`` seconds: objective, bound, gap,
+    makespan, energy, the audit's verdict, status."""
+    from planner.execution.audit import audit
+    from planner.execution.energy import run_energy
+
+    best = result.best
     ran = best.ran if best.ran is not None else dispatch.jobs
     gpus = dispatch.nodes * dispatch.gpus_per_node
+    valid = not audit(best.run, ran, gpus)
     row.update(
-        status="invalid" if audit(best.run, ran, gpus) else result.status,
+        status=result.status if valid else "invalid",
+        valid=valid,
         objective=best.value / tick,
         lower_bound=result.bound / tick,
         gap_bound=result.gap,
