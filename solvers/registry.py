@@ -142,7 +142,7 @@ def solve(problem: Problem, solver: str = DEFAULT_SOLVER, **options: Any) -> Res
     if result.objective is not None and best is not None and result.objective <= best:
         if status != Status.OPTIMAL:  # the bound proves what the solver could not
             proof = f"its {problem.objective} meets the lower bound {best:g}: proven optimal"
-            reason = f"{reason}; {proof}" if reason and "time limit" not in reason else proof
+            reason = f"{reason}; {proof}" if reason else proof
         status = Status.OPTIMAL
     elif status == Status.OPTIMAL and result.objective is not None and best is not None:
         # proven in the solver's rounded units, not for the plan's own figure: the status

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +14,22 @@ from planner.model import Problem
 
 ROOT = Path(__file__).resolve().parent.parent
 INSTANCES = ROOT / "instances"
+
+
+def needed(what: str, how: str) -> None:
+    """Skip the test for want of ``what`` (installed by ``how``) on a developer's
+    machine; fail it in CI, which installs everything the tests need."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{what} is required in CI ({how})")
+    pytest.skip(f"{what} is not installed ({how})")
+
+
+def chromium() -> str:
+    """The headless browser's command (``needed`` when there is none)."""
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        needed("chromium", "apt-get install -y chromium")
+    return browser  # type: ignore[return-value]
 
 
 def lines(output: str) -> dict[str, str]:

@@ -26,13 +26,11 @@ from urllib.parse import unquote, urljoin, urlparse
 
 import pytest
 import yaml
+from sybil import Example, Sybil
+from sybil.evaluators.python import PythonEvaluator
+from sybil.parsers.markdown import CodeBlockParser, SkipParser
 
-from tests.conftest import INSTANCES, ROOT
-
-sybil = pytest.importorskip("sybil", reason="the docs tests need the test extras (sybil)")
-from sybil import Example, Sybil  # noqa: E402
-from sybil.evaluators.python import PythonEvaluator  # noqa: E402
-from sybil.parsers.markdown import CodeBlockParser, SkipParser  # noqa: E402
+from tests.conftest import INSTANCES, ROOT, chromium, needed
 
 LANGUAGES = {"bash", "python", "yaml", "text"}
 """The languages a code block of the docs may have; ``text`` is output, not code."""
@@ -91,10 +89,6 @@ def _load_yaml(example: Example) -> None:
     example.namespace["ran"].append("yaml")
 
 
-def _text(example: Example) -> None:
-    """A ``text`` block is output or a formula: nothing to run."""
-
-
 _PYTHON = PythonEvaluator()
 
 
@@ -109,7 +103,6 @@ SYBIL = Sybil(
         CodeBlockParser("bash", _run_bash),
         CodeBlockParser("python", _python),
         CodeBlockParser("yaml", _load_yaml),
-        CodeBlockParser("text", _text),
         SkipParser(),
     ]
 )
@@ -170,7 +163,10 @@ def test_the_readme_is_short_and_its_links_exist() -> None:
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The site built with ``mkdocs build --strict``."""
-    pytest.importorskip("mkdocs", reason="the site needs the test extras (mkdocs)")
+    try:
+        import mkdocs  # noqa: F401
+    except ImportError:
+        needed("mkdocs", "pip install -e '.[test]'")
     out = tmp_path_factory.mktemp("site")
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     done = subprocess.run(
@@ -207,12 +203,6 @@ def test_the_site_builds_strict_with_the_references_written_from_the_code(site: 
         assert f'id="{name}"' in api, name  # fmt: skip
 
 
-def _chromium() -> str | None:
-    import shutil
-
-    return shutil.which("chromium") or shutil.which("chromium-browser")
-
-
 @pytest.fixture(scope="module")
 def served(site: Path) -> Iterator[str]:
     """The site served over HTTP on this machine, as ``mkdocs serve`` would."""
@@ -232,11 +222,7 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 def test_every_page_opens_in_chromium_without_broken_links_or_console_errors(
     site: Path, served: str, tmp_path: Path
 ) -> None:
-    browser = _chromium()
-    if browser is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("chromium is required in CI (apt-get install -y chromium)")
-        pytest.skip("chromium is not installed (apt-get install -y chromium)")
+    browser = chromium()
     pages = sorted(p.relative_to(site) for p in site.rglob("index.html"))
     assert len(pages) >= len(PAGES) - 1
     broken, errors = [], []

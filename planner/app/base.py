@@ -89,11 +89,17 @@ TIME_LIMIT_RANGE = f"seconds, > 0 and <= {MAX_TIME_LIMIT:g}"
 """The range of every ``--time-limit``, as its help states it."""
 
 
-def time_limit_option(value: float | None) -> float | None:
+def _check_time_limit(value: float | None) -> float | None:
     """Check a ``--time-limit`` (a typer callback): ``None`` or ``0 < value <= a week``."""
     if value is not None and not 0 < value <= MAX_TIME_LIMIT:
         raise typer.BadParameter(f"{value:g} is not in ({TIME_LIMIT_RANGE})")
     return value
+
+
+def time_limit_option(help: str) -> Any:
+    """A command's ``--time-limit`` / ``-t`` option: seconds, checked against
+    :data:`TIME_LIMIT_RANGE`; ``help`` says what the limit bounds."""
+    return typer.Option("--time-limit", "-t", callback=_check_time_limit, help=help)
 
 
 SCHEDULE_FORMATS = (".json", ".csv")

@@ -165,11 +165,8 @@ def solve(
     ] = "portfolio",
     time_limit: Annotated[
         float | None,
-        typer.Option(
-            "--time-limit",
-            "-t",
-            callback=time_limit_option,
-            help=f"Seconds the solver may take (default {DEFAULT_TIME_LIMIT:g}, for solvers "
+        time_limit_option(
+            f"Seconds the solver may take (default {DEFAULT_TIME_LIMIT:g}, for solvers "
             f"with a time limit; {TIME_LIMIT_RANGE}).",
         ),
     ] = None,

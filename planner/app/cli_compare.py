@@ -30,11 +30,8 @@ def compare(
     ] = None,
     time_limit: Annotated[
         float | None,
-        typer.Option(
-            "--time-limit",
-            "-t",
-            callback=time_limit_option,
-            help=f"Seconds per run ({TIME_LIMIT_RANGE}).",
+        time_limit_option(
+            f"Seconds per run ({TIME_LIMIT_RANGE}).",
         ),
     ] = None,
     seeds: Annotated[

@@ -70,11 +70,8 @@ def replan_cmd(
     ] = "portfolio",
     time_limit: Annotated[
         float | None,
-        typer.Option(
-            "--time-limit",
-            "-t",
-            callback=time_limit_option,
-            help=f"Seconds (solvers with a time limit; default {DEFAULT_TIME_LIMIT:g}; "
+        time_limit_option(
+            f"Seconds (solvers with a time limit; default {DEFAULT_TIME_LIMIT:g}; "
             f"{TIME_LIMIT_RANGE}).",
         ),
     ] = None,

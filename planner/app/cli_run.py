@@ -14,6 +14,7 @@ module is imported, which :mod:`planner.app.cli` does.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -273,11 +274,8 @@ def policy_cmd(
     ],
     time_limit: Annotated[
         float | None,
-        typer.Option(
-            "--time-limit",
-            "-t",
-            callback=time_limit_option,
-            help=f"NAME planner: seconds of search per event (default {ONLINE_TIME_LIMIT:g}; "
+        time_limit_option(
+            f"NAME planner: seconds of search per event (default {ONLINE_TIME_LIMIT:g}; "
             f"{TIME_LIMIT_RANGE}).",
         ),
     ] = None,
@@ -325,11 +323,8 @@ def online_cmd(
     ] = None,
     time_limit: Annotated[
         float | None,
-        typer.Option(
-            "--time-limit",
-            "-t",
-            callback=time_limit_option,
-            help=f"Seconds per re-plan, for solvers with a limit (default {ONLINE_TIME_LIMIT:g}; "
+        time_limit_option(
+            f"Seconds per re-plan, for solvers with a limit (default {ONLINE_TIME_LIMIT:g}; "
             f"{TIME_LIMIT_RANGE}); sgs makes one pass and takes none.",
         ),
     ] = None,
@@ -398,12 +393,10 @@ def online_cmd(
                            replan_every, work_conserving, baseline or [], nodes or 8,
                            gpus_per_node or 8)  # fmt: skip
             return
-        refuse(
-            {"--interleave": interleave is not None, "--data-slots": data_slots is not None,
-             "--restart/--no-restart": restart is not None, "--power-cap": power_cap is not None,
-             "--nodes": nodes is not None, "--gpus-per-node": gpus_per_node is not None},
-            f"runs job by job; {instance} is {why} (task-level online replay)",
-        )  # fmt: skip
+        model = _Model(interleave, data_slots, restart, power_cap)
+        trace = {"--nodes": nodes is not None, "--gpus-per-node": gpus_per_node is not None}
+        refuse(model.given() | trace, f"runs job by job; {instance} is {why} (task-level "
+               "online replay)")  # fmt: skip
     online_task_graph(instance, noise, slowdown or DEFAULT_SLOWDOWN, fail or (), work_conserving,
                       seed, output, gantt, replan_every, planner, baseline or [])  # fmt: skip
 
@@ -420,28 +413,25 @@ def simulate_cmd(
         )
 
 
+@dataclass(frozen=True)
 class _Disturb:
     """The disturbances given on the command line, as given."""
 
-    def __init__(
-        self, noise: str | None, slowdown: str | None, fail: list[str], wc: bool, seed: int
-    ) -> None:
-        self.noise, self.slowdown, self.fail = noise, slowdown, fail
-        self.work_conserving, self.seed = wc, seed
+    noise: str | None
+    slowdown: str | None
+    fail: list[str]
+    work_conserving: bool
+    seed: int
 
 
+@dataclass(frozen=True)
 class _Model:
     """The job-level executor's model options given on the command line, as given."""
 
-    def __init__(
-        self,
-        interleave: str | None,
-        data_slots: float | None,
-        restart: bool | None,
-        power_cap: float | None,
-    ) -> None:
-        self.interleave, self.data_slots = interleave, data_slots
-        self.restart, self.power_cap = restart, power_cap
+    interleave: str | None
+    data_slots: float | None
+    restart: bool | None
+    power_cap: float | None
 
     def given(self) -> dict[str, bool]:
         """Which options were given, by their flags."""

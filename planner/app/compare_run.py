@@ -123,13 +123,16 @@ def run_one(
         options["workers"] = workers
     try:
         problem = load_instance(run.path)
+        sim = None if simulation is None else parse_simulation(simulation, problem.time_unit)
+        workload = None
         if run.watts is not None:
             problem = problem.model_copy(
                 update={"objective": "energy", "makespan_watts": run.watts}
             )
-        elif run.solver == "portfolio" and _search_in_executor(
-            row, run, problem, time_limit, simulation
-        ):
+        else:
+            workload = _executor_workload(run.path, problem)
+        if workload is not None and run.solver == "portfolio":
+            _search_in_executor(row, run, problem, workload, sim, time_limit)
             return row
         result = solve(problem, run.solver, **applicable(run.solver, options))
     except SolverError as exc:
@@ -153,42 +156,47 @@ def run_one(
         if not row["valid"]:
             row["status"] = "invalid"
             return row
-        row["energy_kwh"] = schedule_metrics(problem, result.schedule).energy_kwh
-        row["makespan"] = result.schedule.makespan(problem)
-        if run.watts is None:
-            _as_executed(row, run, problem, result.schedule, simulation)
-        if simulation is not None:
-            sim = parse_simulation(simulation, problem.time_unit)
-            _realize(row, run.path, (problem, result.schedule), sim)
+        if workload is not None:
+            _as_executed(row, problem, result.schedule, workload, sim)
+        else:
+            row["energy_kwh"] = schedule_metrics(problem, result.schedule).energy_kwh
+            row["makespan"] = result.schedule.makespan(problem)
+        if sim is not None:
+            _realize(row, run.path, (problem, result.schedule), sim, workload)
     return row
+
+
+def _executor_workload(path: str, problem: Problem) -> Any:
+    """The training jobs of ``path`` where the executor's model plans ``problem``'s
+    objective (its plans are runs in the executor), else ``None``."""
+    from planner.execution.runs import dl_workload
+    from planner.execution.search import OBJECTIVES
+
+    if problem.objective not in OBJECTIVES:
+        return None
+    return dl_workload(path)[0]
 
 
 def _search_in_executor(
     row: dict[str, Any],
     run: Run,
     problem: Problem,
+    workload: Any,
+    sim: Simulation | None,
     time_limit: float | None,
-    simulation: str | None,
-) -> bool:
+) -> None:
     """``portfolio`` on training jobs plans as ``planner solve`` does: the dispatch search
     in the executor's model (under the simulation's model, if any). The row's figures
     are its best run's, in ticks of the instance; status and gap are against the
-    executor's bound; under a simulation that run is the realized one. ``False`` (the
-    row untouched) for an instance without training jobs, or an objective the
-    executor's model does not plan.
+    executor's bound; under a simulation that run is the realized one.
 
     A dispatch runs its events as planned: under noise, failures or work-conserving
     starts the row is an error saying so.
     """
     from planner.app.solve_dl import static_portfolio
-    from planner.execution.runs import Setting, dispatch_of, dl_workload
-    from planner.execution.search import DEFAULT_TIME_LIMIT, OBJECTIVES, search_dispatch
-    from planner.times import tick_seconds
+    from planner.execution.runs import dispatch_of
+    from planner.execution.search import DEFAULT_TIME_LIMIT
 
-    workload, _ = dl_workload(run.path)
-    if workload is None or problem.objective not in OBJECTIVES:
-        return False
-    sim = None if simulation is None else parse_simulation(simulation, problem.time_unit)
     if sim is not None:
         dist = sim.disturbances
         if dist.noise or dist.failures or dist.work_conserving:
@@ -197,26 +205,20 @@ def _search_in_executor(
                 error="portfolio plans a dispatch, which runs its events as planned: judge "
                 "it without noise, failures or work-conserving starts, or name a policy",
             )
-            return True
-    from planner.solvers.kernels import load_kernels
-
-    load_kernels()  # outside the time limit, as for a static solve (the static stage's)
-    setting = Setting() if sim is None else _sim_setting(sim)
-    dispatch = dispatch_of(workload, setting, "lp-groups")
-    weights = {j.name: j.weight for j in problem.jobs}
-    result = search_dispatch(
-        dispatch, setting, problem.objective, weights,
+            return
+    result, dispatch, setting = _in_executor(
+        problem, workload, sim,
         time_limit=time_limit or DEFAULT_TIME_LIMIT, seed=run.seed,
         static=static_portfolio(problem, run.seed),
     )  # fmt: skip
+    row["runtime"] = round(result.runtime, 6)
     best = result.best
     if best is None:
-        row.update(status="unknown", runtime=round(result.runtime, 6))
-        return True
+        row["status"] = "unknown"
+        return
     if result.interrupted:
         raise KeyboardInterrupt
-    _executed(row, result, dispatch, workload, tick_seconds(problem.time_unit))
-    row["runtime"] = round(result.runtime, 6)
+    _executed(row, result, dispatch, workload, problem)
     if row["valid"] and sim is not None:
         plan = result.plan(setting)
         again = (
@@ -224,51 +226,56 @@ def _search_in_executor(
             if plan is not None
             else dispatch_of(workload, setting, "plan", best.static)
         )
-        _realize(row, run.path, None, sim, again)
-    return True
+        _realize(row, run.path, None, sim, workload, again)
 
 
 def _as_executed(
-    row: dict[str, Any],
-    run: Run,
-    problem: Problem,
-    schedule: Any,
-    simulation: str | None,
+    row: dict[str, Any], problem: Problem, schedule: Any, workload: Any, sim: Simulation | None
 ) -> None:
     """A static engine's plan of training jobs, as ``planner solve`` prints it: the row's
     figures become the plan's run in the executor (under the simulation's model, if any),
     in ticks of the instance, its status and gap against the executor's bound; the static
-    block model's figures are the solver's, not the plan's. Nothing changes for an
-    instance without training jobs, or an objective the executor's model does not plan.
-    """
-    from planner.execution.runs import Setting, dispatch_of, dl_workload
-    from planner.execution.search import OBJECTIVES, search_dispatch
-    from planner.times import tick_seconds
-
-    workload, _ = dl_workload(run.path)
-    if workload is None or problem.objective not in OBJECTIVES:
-        return
-    sim = None if simulation is None else parse_simulation(simulation, problem.time_unit)
-    setting = Setting() if sim is None else _sim_setting(sim)
-    dispatch = dispatch_of(workload, setting, "lp-groups")
-    weights = {j.name: j.weight for j in problem.jobs}
-    result = search_dispatch(
-        dispatch, setting, problem.objective, weights, stages=("static",),
-        static=lambda _limit: (problem, schedule),
-    )  # fmt: skip
+    block model's figures are the solver's, not the plan's."""
+    result, dispatch, _ = _in_executor(
+        problem, workload, sim, stages=("static",), static=lambda _limit: (problem, schedule)
+    )
     if result.best is None:
         row.update(status="error", error="the executor cannot run the plan")
         return
-    _executed(row, result, dispatch, workload, tick_seconds(problem.time_unit))
+    _executed(row, result, dispatch, workload, problem)
 
 
-def _executed(row: dict[str, Any], result: Any, dispatch: Any, workload: Any, tick: float) -> None:
+def _in_executor(
+    problem: Problem, workload: Any, sim: Simulation | None, **search: Any
+) -> tuple[Any, Any, Any]:
+    """The search in the executor's model (the simulation's, else the defaults) on
+    ``workload``, with the ``search`` options of
+    :func:`~planner.execution.search.search_dispatch`: its result, the dispatch it ran
+    on, and the setting."""
+    from planner.execution.runs import Setting, dispatch_of
+    from planner.execution.search import search_dispatch
+
+    setting = Setting() if sim is None else _sim_setting(sim)
+    dispatch = dispatch_of(workload, setting, "lp-groups")
+    weights = {j.name: j.weight for j in problem.jobs}
+    return (
+        search_dispatch(dispatch, setting, problem.objective, weights, **search),
+        dispatch,
+        setting,
+    )
+
+
+def _executed(
+    row: dict[str, Any], result: Any, dispatch: Any, workload: Any, problem: Problem
+) -> None:
     """The row's figures from the best run of ``result`` (a search in the executor's
-    model, on ``dispatch``'s cluster), in ticks of ``tick`` seconds: objective, bound, gap,
+    model, on ``dispatch``'s cluster), in ticks of ``problem``: objective, bound, gap,
     makespan, energy, the audit's verdict, status."""
     from planner.execution.audit import audit
     from planner.execution.energy import run_energy
+    from planner.times import tick_seconds
 
+    tick = tick_seconds(problem.time_unit)
     best = result.best
     ran = best.ran if best.ran is not None else dispatch.jobs
     gpus = dispatch.nodes * dispatch.gpus_per_node
@@ -298,14 +305,16 @@ def _realize(
     path: str,
     plan: tuple[Problem, Any] | None,
     sim: Simulation,
+    workload: Any = None,
     planned: Any = None,
 ) -> None:
     """Fill in the realized figures of ``row``'s plan, or of its peer policy (``plan``
     ``None``), in ticks of the instance (status ``error`` if running it fails): an instance
     with training jobs runs in the job-level executor (:mod:`planner.execution.runs`, its
     defaults unless ``sim`` says otherwise), a task graph without them in the task-level
-    replay. ``planned``: the :class:`~planner.execution.runs.Dispatch` to judge, planned
-    already (a dispatch of the search in the executor's model)."""
+    replay. ``workload``: the instance's training jobs, if read already; ``planned``: the
+    :class:`~planner.execution.runs.Dispatch` to judge, planned already (a dispatch of
+    the search in the executor's model)."""
     from planner.execution.fairness import fairness
     from planner.execution.jobs import outages_of
     from planner.execution.runs import dispatch_of, dl_workload, judge
@@ -315,9 +324,10 @@ def _realize(
     jobs: dict[str, tuple[float, float]] = {}
     time_keys = ("makespan_mean", "makespan_p95", "jct_mean", "jct_p99", "wait_max")
     try:
-        workload, why = dl_workload(path)
-        if workload is None and plan is None and planned is None:
-            raise InputError(f"a policy runs training jobs; {path} is {why}")
+        if workload is None:
+            workload, why = dl_workload(path)
+            if workload is None and plan is None:
+                raise InputError(f"a policy runs training jobs; {path} is {why}")
         if workload is None:
             problem, schedule = plan  # type: ignore[misc]
             (rank,) = rank_by_realized(
@@ -328,14 +338,16 @@ def _realize(
                 figures["jct_mean"] = rank.mean_jct["mean"]
             tick = 1.0
         else:
-            dist = sim.disturbances
-            outages = outages_of(
-                dist.failures, workload.names(workload.nodes or 8), workload.time_unit
-            )
-            dispatch = planned or dispatch_of(
-                workload, _sim_setting(sim), "plan" if plan else row["solver"], plan,
-                dist.work_conserving, outages, dist.noise,
-            )  # fmt: skip
+            dispatch = planned
+            if dispatch is None:
+                dist = sim.disturbances
+                outages = outages_of(
+                    dist.failures, workload.names(workload.nodes or 8), workload.time_unit
+                )
+                dispatch = dispatch_of(
+                    workload, _sim_setting(sim), "plan" if plan else row["solver"], plan,
+                    dist.work_conserving, outages, dist.noise,
+                )  # fmt: skip
             if row["solver"] == ONLINE_PLANNER and plan is None:
                 from planner.execution.policies.planner import SearchPlanner
 

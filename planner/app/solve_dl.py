@@ -37,15 +37,19 @@ STATIC_ONLY = ("rule", "scheme", "schedules", "backend", "workers", "log", "init
 
 
 def static_portfolio(
-    problem: Problem, seed: int = 0
+    problem: Problem, seed: int = 0, progress: Callable[[Any], None] | None = None
 ) -> Callable[[float], tuple[Problem, Schedule] | None]:
     """The search's static stage (:func:`~planner.execution.search.search_dispatch`'s
     ``static``): the static portfolio's plan of ``problem`` in :data:`STATIC_SHARE` of the
-    time it is given."""
+    time it is given. The static engines' kernels compile (first run after an install)
+    or load now, before the search's clock starts, as for a static solve (``progress``
+    is told when they compile)."""
+    from planner.solvers import solve
+    from planner.solvers.kernels import load_kernels
+
+    load_kernels(progress)
 
     def make(limit: float) -> tuple[Problem, Schedule] | None:
-        from planner.solvers import solve
-
         plan = solve(problem, "portfolio", time_limit=max(STATIC_SHARE * limit, 0.1), seed=seed)
         return None if plan.schedule is None else (problem, plan.schedule)
 
@@ -92,20 +96,14 @@ def solve_in_executor(
     dispatch = dispatch_of(workload, setting, "lp-groups")
     printer = progress_printer()
     if solver == "portfolio":
-        from planner.solvers.kernels import load_kernels
-
-        # the search's static stage runs the static engines: their kernels compile (first
-        # run after an install) or load before the clock starts, as for a static solve
-        load_kernels(printer)
-    t0 = time.perf_counter()
-    if solver == "portfolio":
         given = [k for k in STATIC_ONLY if k in options]
         if given:
             raise InputError(
                 f"--{given[0].replace('_', '-')}: the search in the executor's model does not "
                 "take it; name a static engine (--solver) or add --static"
             )
-
+        static = static_portfolio(problem, options.get("seed", 0), printer)
+        t0 = time.perf_counter()
         result = search_dispatch(
             dispatch,
             setting,
@@ -113,12 +111,14 @@ def solve_in_executor(
             weights,
             time_limit=options.get("time_limit", DEFAULT_TIME_LIMIT),
             seed=options.get("seed", 0),
-            static=static_portfolio(problem, options.get("seed", 0)),
+            static=static,
             progress=printer,
         )
         static_line = None
     else:
         from planner.solvers import solve as run
+
+        t0 = time.perf_counter()
 
         plan = run(problem, solver, progress=printer, **options)
         if plan.schedule is None:

@@ -10,11 +10,10 @@ import json
 from typing import Any
 
 from planner.io.schema import instance_schema
+from planner.model import MAX_INT
 
 _FORMS = ("Problem", "ClusterInstance")
 """The two forms of a file, first in the reference."""
-_NO_LIMIT = 2**40
-"""The bound the model puts on whole numbers that have no bound of their own."""
 
 
 def schema_reference(schema: dict[str, Any] | None = None) -> str:
@@ -65,7 +64,7 @@ def _type(spec: dict[str, Any]) -> str:
         if key in spec:
             limits.append(f"{sign} {spec[key]:g}")
     for key, sign in (("maximum", "<="), ("exclusiveMaximum", "<")):
-        if key in spec and spec[key] != _NO_LIMIT:
+        if key in spec and spec[key] != MAX_INT:
             limits.append(f"{sign} {spec[key]:g}")
     if "minLength" in spec:
         limits.append("not empty")

@@ -269,8 +269,7 @@ class _SharedGpus:
         event and node, until a job joins the node)."""
         n = self.free.get(k)
         if n is None:
-            cap = self.model.max_colocated
-            n = self.free[k] = sum(1 for r in self.residents[k] if len(r) < cap)
+            n = self.free[k] = len(self._room(k))
         return n
 
     def _joined(self, k: int) -> None:
