@@ -29,6 +29,11 @@ how fast each then progresses; the executor and the peer policies
   ``max(d_a, g_b + s_b) + max(d_b, g_a + s_a)``. A job alone runs at its trace
   ``iteration_time``.
 
+- ``table``: measured speeds (:class:`planner.rates.Throughputs`, Gavel's kind of
+  table). A job alone on a GPU set of some type runs at its measured rate there; two
+  jobs sharing one run at their measured pair rates; no group is larger than a pair.
+  Jobs have no stages here: the speed of a job is the table's, per GPU type.
+
 Interference: a group of ``k`` jobs is slowed by a factor ``s(k)`` on top, in
 either model (:data:`MURI_GROUP_FACTORS`: 1.33, 1.5 and 1.37 over 1.015 for 2, 3
 and 4 members, and 1.015 for a job alone).
@@ -41,15 +46,21 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from numba import njit
 
 from planner.errors import InputError
 
+if TYPE_CHECKING:
+    from planner.rates import Throughputs
+
 MODELS = ("fluid", "muri")
-"""The interleaving models."""
+"""The stage-based interleaving models."""
+
+TABLE = "table"
+"""The measured model: speeds per GPU type from a table, alone and in pairs."""
 
 MAX_MURI_GROUP = 4
 """Muri rotates at most four jobs over its four slots."""
@@ -199,7 +210,7 @@ class Interleave:
     Parameters
     ----------
     kind
-        ``fluid`` or ``muri`` (see the module docstring).
+        ``fluid``, ``muri`` or ``table`` (see the module docstring).
     data_slots
         ``fluid``: data-loading slots per GPU (1; Muri's overlap is 2).
     max_colocated
@@ -208,17 +219,27 @@ class Interleave:
         ``s(1), s(2), ...``: the slowdown of a set of ``k`` jobs over its ideal
         period (a ``k`` past the end takes the last). By default Muri's measured
         factors (:data:`MURI_GROUP_FACTORS`), as every command runs; ``None``: no
-        slowdown.
+        slowdown. ``table`` takes none: its pairs are measured.
+    table
+        ``table``: the measured rates per GPU type.
     """
 
-    kind: Literal["fluid", "muri"] = "fluid"
+    kind: Literal["fluid", "muri", "table"] = "fluid"
     data_slots: float = 1.0
     max_colocated: int = 4
     factors: tuple[float, ...] | None = MURI_GROUP_FACTORS
+    table: Throughputs | None = None
 
     def __post_init__(self) -> None:
+        if self.kind == TABLE:
+            if self.table is None:
+                raise InputError("the table model needs its measured rates (a throughputs file)")
+            object.__setattr__(self, "max_colocated", min(self.max_colocated, 2))
+            object.__setattr__(self, "factors", None)
+            return
         if self.kind not in MODELS:
-            raise InputError(f"interleave {self.kind!r} is not one of {', '.join(MODELS)}")
+            kinds = ", ".join((*MODELS, TABLE))
+            raise InputError(f"interleave {self.kind!r} is not one of {kinds}")
         if not (math.isfinite(self.data_slots) and self.data_slots > 0):
             raise InputError(f"data_slots must be a number > 0, got {self.data_slots}")
         most = MAX_MURI_GROUP if self.kind == "muri" else 64
@@ -244,6 +265,8 @@ class Interleave:
         ``iteration_time``), which ``muri`` uses for a job alone; by default the
         stage sums.
         """
+        if self.kind == TABLE:
+            raise InputError("the table model speeds jobs by GPU type: ask its table")
         k = len(members)
         if not 1 <= k <= self.max_colocated:
             raise InputError(f"{k} jobs on one GPU set: at most {self.max_colocated}")

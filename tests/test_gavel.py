@@ -48,8 +48,9 @@ def test_a_three_line_trace_reads_as_gavel_reads_it(files: tuple[Path, Path]) ->
 def test_durations_per_type_are_steps_over_the_rate_alone(files: tuple[Path, Path]) -> None:
     jobs, rates = read_gavel_trace(files[0]), read_throughputs(files[1])
     assert rates.types == ["v100", "k80"]
-    assert rates.seconds(jobs[0]) == {"v100": 50.0, "k80": 250.0}  # 1000 / 20, 1000 / 4
-    assert rates.seconds(jobs[1]) == {"v100": 100.0, "k80": math.inf}  # 600 / 6; k80 at 0
+    # 1000 / 20 and 1000 / 4; 600 / 6, and the k80 measures 0
+    assert rates.seconds(jobs[0].key, jobs[0].steps) == {"v100": 50.0, "k80": 250.0}
+    assert rates.seconds(jobs[1].key, jobs[1].steps) == {"v100": 100.0, "k80": math.inf}
     key = jobs[0].key
     assert rates.pairs["v100"][key, key] == (12.0, 12.0)
     assert rates.rate("k80", key) == 4.0

@@ -71,7 +71,7 @@ def test_fluid_shares_fit_then_slow_in_proportion() -> None:
 
 
 def test_bad_models_are_refused() -> None:
-    with pytest.raises(InputError, match="interleave 'lru' is not one of fluid, muri"):
+    with pytest.raises(InputError, match="interleave 'lru' is not one of fluid, muri, table"):
         Interleave("lru", factors=None)  # type: ignore[arg-type]
     with pytest.raises(InputError, match="5 jobs on one GPU set: at most 4"):
         Interleave("muri", factors=None).periods([RESNET18] * 5)
@@ -170,8 +170,11 @@ def test_cli_policy_on_a_cluster_form_instance(tmp_path: Path) -> None:
     ("args", "message"),
     [
         (["fifo"], "unknown policy 'fifo'; choose one of srtf, srsf, tiresias, muri-s, "
-         "muri-l, lp-groups, srsf-pack, jct-groups, ftf-groups, fair-groups, or FILE.py:CLASS"),
-        (["srtf", "--interleave", "lru"], "interleave 'lru' is not one of fluid, muri"),
+         "muri-l, lp-groups, srsf-pack, jct-groups, ftf-groups, fair-groups; Gavel's gavel-fifo, "
+        "gavel-max-min-fairness, "
+        "gavel-min-total-duration, gavel-finish-time-fairness, each also -perf or -packed, and "
+        "gavel-gandiva; or FILE.py:CLASS"),
+        (["srtf", "--interleave", "lru"], "interleave 'lru' is not one of fluid, muri, table"),
         (["srtf", "--nodes", "1", "--gpus-per-node", "2"], "job 'job0' needs 4 GPUs; "
          "the cluster has 2"),
         (["srtf", "--data-slots", "0"], "Invalid value for '--data-slots': Input "

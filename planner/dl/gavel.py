@@ -20,9 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from planner.errors import InputError
+from planner.rates import JobKey, Throughputs
 
-JobKey = tuple[str, int]
-"""A job type and its scale factor (GPUs), Gavel's key of a throughput."""
 FIELDS = 10
 """Tab-separated fields of a trace line."""
 
@@ -95,49 +94,6 @@ def read_gavel_trace(path: str | Path) -> list[GavelJob]:
     return jobs
 
 
-@dataclass(frozen=True)
-class Throughputs:
-    """Measured steps per second per GPU type: of each job alone, and of each pair of
-    jobs sharing a GPU (each one's own rate)."""
-
-    alone: dict[str, dict[JobKey, float]]
-    """Per GPU type, per job key, its steps per second alone."""
-    pairs: dict[str, dict[tuple[JobKey, JobKey], tuple[float, float]]]
-    """Per GPU type, per (job, partner), the two steps per second side by side."""
-
-    @property
-    def types(self) -> list[str]:
-        """The GPU types measured."""
-        return list(self.alone)
-
-    def rate(self, gpu_type: str, key: JobKey) -> float:
-        """Steps per second of the job ``key`` alone on ``gpu_type``.
-
-        Raises
-        ------
-        InputError
-            For a type or a job the file does not measure.
-        """
-        per_type = self.alone.get(gpu_type)
-        if per_type is None:
-            raise InputError(
-                f"GPU type {gpu_type!r} is not measured (types: {', '.join(self.types)})"
-            )
-        if key not in per_type:
-            raise InputError(f"job {key[0]!r} on {key[1]} GPU(s) is not measured on {gpu_type}")
-        return per_type[key]
-
-    def seconds(self, job: GavelJob) -> dict[str, float]:
-        """The job's duration alone on every GPU type that measures it (``inf`` where its
-        throughput is 0: it cannot run there)."""
-        out = {}
-        for gpu_type, per_type in self.alone.items():
-            rate = per_type.get(job.key)
-            if rate is not None:
-                out[gpu_type] = job.steps / rate if rate > 0 else math.inf
-        return out
-
-
 def read_throughputs(path: str | Path) -> Throughputs:
     """Gavel's throughputs file (``simulation_throughputs.json``).
 
@@ -193,3 +149,45 @@ def _job_key(raw: str, where: str) -> JobKey:
     ):
         raise InputError(f"{where}: {raw!r} is not a job key ('JOB TYPE', SCALE)")
     return key
+
+
+GAVEL_CLUSTER_TYPES = ("v100", "p100", "k80")
+"""The GPU types of Gavel's cluster spec ``V100:P100:K80``, in its order."""
+
+
+@dataclass(frozen=True)
+class GavelCluster:
+    """A cluster of Gavel's spec: GPUs of each type, on servers of one size."""
+
+    gpus: dict[str, int]
+    """GPUs of each type."""
+    per_server: int = 1
+    """GPUs per server (Gavel's ``--num_gpus_per_server``, default 1 of every type)."""
+
+    @property
+    def types(self) -> tuple[str, ...]:
+        """Each server's GPU type (servers of a type together, in the spec's order)."""
+        return tuple(t for t, n in self.gpus.items() for _ in range(n // self.per_server))
+
+
+def parse_cluster(spec: str, per_server: int = 1) -> GavelCluster:
+    """Gavel's ``-c V100:P100:K80`` (e.g. ``8:16:24``) on servers of ``per_server`` GPUs.
+
+    Raises
+    ------
+    InputError
+        For another form, a negative count, no GPU at all, or a count that is not a
+        multiple of ``per_server``.
+    """
+    parts = spec.split(":")
+    try:
+        counts = [int(p) for p in parts]
+    except ValueError:
+        counts = []
+    if len(counts) != len(GAVEL_CLUSTER_TYPES) or min(counts, default=-1) < 0 or not any(counts):
+        raise InputError(f"cluster {spec!r}: expected V100:P100:K80 GPU counts, e.g. 8:16:24")
+    if per_server < 1 or any(n % per_server for n in counts):
+        raise InputError(
+            f"cluster {spec!r}: every count must be a multiple of {per_server} GPUs per server"
+        )
+    return GavelCluster(dict(zip(GAVEL_CLUSTER_TYPES, counts, strict=True)), per_server)

@@ -74,10 +74,18 @@ def audit(run: PeerRun, jobs: Sequence[PeerJob], gpus: int) -> list[str]:
             if len(members) > model.max_colocated:
                 wrong.append(f"at {t:g} s: {len(members)} jobs share one GPU set")
                 continue
-            if model.kind == "muri" and len({m.gpus for m in members}) > 1:
-                wrong.append(f"at {t:g} s: a Muri group of several GPU counts {list(names)}")
-            stages = [m.stages for m in members]
-            periods = model.periods(stages, alone=[m.iteration_time for m in members])
+            if model.kind != "fluid" and len({m.gpus for m in members}) > 1:
+                wrong.append(f"at {t:g} s: a group of several GPU counts {list(names)}")
+            if model.table is not None:
+                kinds = {run.types[n] for n, _ in where}
+                if len(kinds) != 1:
+                    wrong.append(f"at {t:g} s: {list(names)} on GPUs of types {sorted(kinds)}")
+                    continue
+                keys = [(m.model, m.gpus) for m in members]
+                periods = model.table.periods(keys, kinds.pop())
+            else:
+                stages = [m.stages for m in members]
+                periods = model.periods(stages, alone=[m.iteration_time for m in members])
             periods = [period / speed for period in periods]
             for m, period in zip(members, periods, strict=True):
                 if m.release > t + 1e-9 or run.finish.get(m.name, math.inf) < end - 1e-6:

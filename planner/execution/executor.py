@@ -97,6 +97,8 @@ class PeerRun:
     """The jobs running when the run ended, on their GPU sets."""
     planning: list[float] = field(default_factory=list)
     """Wall time (s) of each plan the policy made (the online planner's re-plans)."""
+    types: tuple[str, ...] = ()
+    """Each node's GPU type (empty: one type)."""
 
     def residences(self, names: Sequence[str] = ()) -> list[dict[str, object]]:
         """The run as a co-location table: one row per stretch of a job on one GPU set
@@ -158,6 +160,7 @@ def run_policy(
     power_cap: float | None = None,
     watts: tuple[float, float] = WATTS,
     until: float = math.inf,
+    types: Sequence[str] = (),
 ) -> PeerRun:
     """Run ``jobs`` on the cluster under ``policy`` (see the module docstring).
 
@@ -203,6 +206,9 @@ def run_policy(
         Stop at this time (seconds), every running job credited its progress to it: the
         run's :attr:`PeerRun.done`, :attr:`PeerRun.started` and :attr:`PeerRun.running`
         are then the executor's state there (what re-planning from a run freezes).
+    types
+        Each node's GPU type, on a cluster of several (the ``table`` model's types):
+        a job's GPUs are all of one type, its speed that type's measured rate.
 
     Raises
     ------
@@ -210,9 +216,12 @@ def run_policy(
         For an unknown policy or a policy file that fails, a job larger than the
         cluster, or a plan that puts a job on nodes that cannot hold it
         (:func:`check_jobs`), an outage of a node the cluster does not have or with its
-        return before its failure, or a power cap not above the GPUs' idle draw.
+        return before its failure, or a power cap not above the GPUs' idle draw; GPU
+        types without the ``table`` model, or a job no GPU type of the cluster can run.
     """
     model = interleave or Interleave("muri")
+    types = tuple(types)
+    check_types(jobs, nodes, gpus_per_node, model, types, power_cap)
     if plan is not None:
         jobs, plan = PlanDispatch.prepare(jobs, plan, model, gpus_per_node)
         chosen_policy: Policy = PlanDispatch(plan)
@@ -233,9 +242,9 @@ def run_policy(
     t0 = time.perf_counter()
     state = [JobState(j, k, model, restart) for k, j in enumerate(jobs)]
     order = sorted(state, key=lambda s: s.job.release)
-    cluster = Cluster(nodes, gpus_per_node)
+    cluster = Cluster(nodes, gpus_per_node, types)
     periods = Periods(model, jobs)
-    chosen_policy.start(Context(jobs, state, model, periods, nodes, gpus_per_node, outages))
+    chosen_policy.start(Context(jobs, state, model, periods, nodes, gpus_per_node, outages, types))
     shared = chosen_policy.shared
     classes = sorted({j.priority for j in jobs}, reverse=True)
     if len(classes) < 2 or plan is not None or shared or chosen_policy.ranks_classes:
@@ -363,7 +372,43 @@ def run_policy(
         started=started,
         running={s.job.name: s.where for s in runnable if s.running},
         planning=chosen_policy.planning_seconds(),
+        types=types,
     )
+
+
+def check_types(
+    jobs: Sequence[PeerJob],
+    nodes: int,
+    gpus_per_node: int,
+    model: Interleave,
+    types: tuple[str, ...],
+    power_cap: float | None = None,
+) -> None:
+    """Refuse GPU types that do not fit the run: a type per node, only under the
+    ``table`` model, and every job runnable on GPUs of one type of the cluster.
+
+    Raises
+    ------
+    InputError
+        Naming what does not fit.
+    """
+    table = model.table
+    if table is None:
+        if types and len(set(types)) > 1:
+            raise InputError("a cluster of several GPU types runs under the table model only")
+        return
+    if power_cap is not None:
+        raise InputError("a power cap needs a stage model (fluid or muri), not the table")
+    if len(types) != nodes:
+        raise InputError(f"the table model needs a GPU type for each of the {nodes} nodes")
+    count = {t: types.count(t) * gpus_per_node for t in dict.fromkeys(types)}
+    for j in jobs:
+        if not any(n >= j.gpus and table.alone.get(t, {}).get((j.model, j.gpus), 0) > 0
+                   for t, n in count.items()):  # fmt: skip
+            raise InputError(
+                f"job {j.name!r} ({j.model}, {j.gpus} GPUs): no GPU type of the cluster has "
+                "a measured rate for it and as many GPUs"
+            )
 
 
 def by_class(

@@ -5,7 +5,9 @@ on which GPUs (:class:`~planner.execution.policies.base.Policy`). The peers repr
 Muri's simulator (``srtf``, ``srsf``, ``tiresias``, ``muri-s``, ``muri-l``); ``lp-groups``,
 ``srsf-pack``, ``jct-groups``, ``ftf-groups`` and ``fair-groups`` (finish-time fairness)
 are ours,
-and ``planner`` re-plans at every event; ``plan`` dispatches a plan. A new policy is one
+``gavel-*`` reproduce Gavel's policies in rounds on GPU types
+(:mod:`~planner.execution.policies.gavel`), and ``planner`` re-plans at every event;
+``plan`` dispatches a plan. A new policy is one
 module here and one line in :data:`POLICIES`; a user's runs from its file as ``FILE.py:CLASS``.
 """
 
@@ -26,6 +28,7 @@ from planner.execution.policies.base import (
     where_label,
 )
 from planner.execution.policies.ftf_groups import FairGroups, FtfGroups
+from planner.execution.policies.gavel import GAVEL_CLASSES
 from planner.execution.policies.jct_groups import JctGroups
 from planner.execution.policies.lp_groups import LpGroups
 from planner.execution.policies.muri import MuriL, MuriS
@@ -58,10 +61,19 @@ POLICIES: dict[str, type[Policy]] = {
     "jct-groups": JctGroups,
     "ftf-groups": FtfGroups,
     "fair-groups": FairGroups,
+    **GAVEL_CLASSES,
 }
 """The policies by name (``plan`` is not one: it needs a plan, :class:`PlanDispatch`; nor
 is the online planner, which runs the executor itself:
 :class:`~planner.execution.policies.planner.SearchPlanner`)."""
+
+
+def policy_list() -> str:
+    """The policies' names for a message: Gavel's forms (``-perf``, ``-packed``) once."""
+    names = [n for n in POLICIES if not n.endswith(("-perf", "-packed"))]
+    gavel = [n for n in names if n.startswith("gavel-") and f"{n}-perf" in POLICIES]
+    first = ", ".join(n for n in names if n not in gavel and n != "gavel-gandiva")
+    return f"{first}; Gavel's {', '.join(gavel)}, each also -perf or -packed, and gavel-gandiva;"
 
 
 def policy_of(spec: str | Policy) -> Policy:
@@ -80,9 +92,7 @@ def policy_of(spec: str | Policy) -> Policy:
         return POLICIES[spec]()
     path, sep, name = spec.rpartition(":")
     if not sep or not path.endswith(".py"):
-        raise InputError(
-            f"unknown policy {spec!r}; choose one of {', '.join(POLICIES)}, or FILE.py:CLASS"
-        )
+        raise InputError(f"unknown policy {spec!r}; choose one of {policy_list()} or FILE.py:CLASS")
     file = Path(path)
     if not file.is_file():
         raise InputError("no such file", path)

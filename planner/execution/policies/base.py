@@ -62,7 +62,11 @@ class JobState:
         self.remaining = float(job.iterations)
         self.running = False
         self.last = 0.0
-        self.alone = model.periods([job.stages], alone=[job.iteration_time])[0]
+        if model.table is not None:  # its period on its fastest GPU type
+            rate = model.table.best((job.model, job.gpus))[1]
+            self.alone = 1.0 / rate if rate > 0 else math.inf
+        else:
+            self.alone = model.periods([job.stages], alone=[job.iteration_time])[0]
         self.period = self.alone
         self.overhead = 0.0
         self.executed = 0.0
@@ -118,13 +122,27 @@ def where_label(where: Where, names: Sequence[str] = ()) -> str:
 
 class Cluster:
     """Free GPUs per node, placed first-fit (Muri's ``yarn``), none on nodes down, none
-    of those a higher class holds (``held``: per node, its lowest GPUs)."""
+    of those a higher class holds (``held``: per node, its lowest GPUs); on a cluster of
+    several GPU types (``types``: one per node), a job's GPUs are all of one type."""
 
-    def __init__(self, nodes: int, per_node: int) -> None:
+    def __init__(self, nodes: int, per_node: int, types: Sequence[str] = ()) -> None:
         self.per_node = per_node
         self.free = [per_node] * nodes
         self.down: frozenset[int] = frozenset()
         self.held = [0] * nodes
+        self.types = tuple(types)
+        self.of_type = {
+            t: [k for k, x in enumerate(self.types) if x == t] for t in dict.fromkeys(self.types)
+        }
+
+    def type_of(self, where: Where) -> str:
+        """The GPU type of a GPU set (``""`` on a cluster of one type or where a policy
+        counts GPUs without placing them)."""
+        return self.types[where[0][0]] if self.types and where else ""
+
+    def free_of(self, gpu_type: str) -> int:
+        """Free GPUs of ``gpu_type``."""
+        return sum(self.free[k] for k in self.of_type.get(gpu_type, ()))
 
     def empty(self) -> None:
         """Free every GPU of the nodes up but those a higher class holds."""
@@ -132,23 +150,36 @@ class Cluster:
             0 if k in self.down else self.per_node - self.held[k] for k in range(len(self.free))
         ]
 
-    def place(self, gpus: int) -> Where | None:
-        """Take ``gpus`` GPUs first-fit; where they were found (``None``: nowhere).
-        Every placement since :meth:`empty` takes a node's lowest free GPUs."""
+    def place(self, gpus: int, gpu_type: str | None = None) -> Where | None:
+        """Take ``gpus`` GPUs first-fit (of ``gpu_type``; on a cluster of several types,
+        by default of the first type in node order that has them); where they were found
+        (``None``: nowhere). Every placement since :meth:`empty` takes a node's lowest
+        free GPUs."""
+        if not self.types:
+            return self._place(gpus, range(len(self.free)))
+        for t in [gpu_type] if gpu_type is not None else self.of_type:
+            where = self._place(gpus, self.of_type.get(t, []))
+            if where is not None:
+                return where
+        return None
+
+    def _place(self, gpus: int, nodes: Sequence[int]) -> Where | None:
+        """:meth:`place` on ``nodes`` only."""
         free, g = self.free, self.per_node
         if gpus <= g:
-            for k, f in enumerate(free):
+            for k in nodes:
+                f = free[k]
                 if f >= gpus:
                     free[k] -= gpus
                     return ((k, tuple(range(g - f, g - f + gpus))),)
             return None
         full, rest = divmod(gpus, g)
-        idle = [k for k, f in enumerate(free) if f == g][:full]
+        idle = [k for k in nodes if free[k] == g][:full]
         if len(idle) < full:
             return None
         last = None
         if rest:
-            last = next((k for k, f in enumerate(free) if k not in idle and f >= rest), None)
+            last = next((k for k in nodes if k not in idle and free[k] >= rest), None)
             if last is None:
                 return None
         where = [(k, tuple(range(g))) for k in idle]
@@ -169,11 +200,14 @@ class Periods:
         self.model, self.jobs = model, jobs
         self.of_sorted = cache(self._of_sorted)
 
-    def __call__(self, members: Sequence[int]) -> dict[int, float]:
-        return self.of_sorted(tuple(sorted(members)))
+    def __call__(self, members: Sequence[int], gpu_type: str = "") -> dict[int, float]:
+        return self.of_sorted(tuple(sorted(members)), gpu_type)
 
-    def _of_sorted(self, members: tuple[int, ...]) -> dict[int, float]:
+    def _of_sorted(self, members: tuple[int, ...], gpu_type: str = "") -> dict[int, float]:
         jobs = [self.jobs[k] for k in members]
+        if self.model.table is not None:
+            keys = [(j.model, j.gpus) for j in jobs]
+            return dict(zip(members, self.model.table.periods(keys, gpu_type), strict=True))
         periods = self.model.periods(
             [j.stages for j in jobs], alone=[j.iteration_time for j in jobs]
         )
@@ -194,6 +228,8 @@ class Context:
     gpus_per_node: int
     outages: Sequence[Outage] = ()
     """The run's node failures: (node, down, back) in seconds."""
+    types: tuple[str, ...] = ()
+    """Each node's GPU type (empty: one type)."""
 
     @property
     def gpus(self) -> int:
@@ -249,13 +285,22 @@ class Policy:
         """The size of ``job``'s group ``members`` in the run's report of group sizes."""
         return len(members)
 
+    def gpu_type(self, where: Where) -> str:
+        """The GPU type of ``where`` (``""`` on a cluster of one type)."""
+        types = self.context.types
+        return types[where[0][0]] if types and where else ""
+
     def alone(self, job: JobState, where: Where) -> Chosen:
-        """``job`` alone on ``where``, at its period alone."""
-        return {job.idx: ([job], job.alone, job.cost, where)}
+        """``job`` alone on ``where``, at its period alone (on a GPU set's type, under a
+        table of measured rates)."""
+        period = job.alone
+        if self.context.model.table is not None:
+            period = self.context.periods([job.idx], self.gpu_type(where))[job.idx]
+        return {job.idx: ([job], period, job.cost, where)}
 
     def group(self, members: Sequence[JobState], where: Where) -> Chosen:
         """``members`` sharing ``where``, each at its period in the group."""
-        periods = self.context.periods([m.idx for m in members])
+        periods = self.context.periods([m.idx for m in members], self.gpu_type(where))
         cost = sum(m.cost for m in members)
         group = list(members)
         return {m.idx: (group, periods[m.idx], cost, where) for m in members}
