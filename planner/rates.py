@@ -13,6 +13,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from planner.errors import InputError
 
 JobKey = tuple[str, int]
@@ -90,3 +92,73 @@ class Throughputs:
         else:
             raise InputError(f"{len(keys)} jobs on one GPU set: the table measures pairs only")
         return [1.0 / r if r > 0 else math.inf for r in rates]
+
+
+def table_bound(
+    work: Sequence[tuple[JobKey, float, float]], gpus: dict[str, int], table: Throughputs
+) -> dict[str, float]:
+    """Lower bounds on the makespan (seconds) of jobs on a cluster of GPU types under the
+    ``table`` model. ``work``: per job, its key, its steps and its release; ``gpus``: the
+    GPUs of each type.
+
+    ``lp``: a relaxation of every schedule. Jobs of one key are pooled: per key, the
+    shares of time of its jobs alone and in each measured pair on each type (a share of
+    one: a GPU set held all along) must do its steps within ``M``, with no more of them
+    running at once than it has jobs and no type holding more GPU sets than its GPUs;
+    the least such ``M`` (releases relaxed to 0). ``longest``: the latest release plus
+    steps at the job's fastest rate, alone or in a pair. ``bound`` is the largest.
+    """
+    from planner.lp import INF, LinearProgram
+
+    classes: dict[JobKey, list[float]] = {}
+    for key, steps, _ in work:
+        got = classes.setdefault(key, [0.0, 0.0])
+        got[0] += steps
+        got[1] += 1
+    keys = list(classes)
+    types = [t for t in gpus if gpus[t] > 0]
+    combos: list[tuple[JobKey, ...]] = [(k,) for k in keys]
+    for a, k in enumerate(keys):
+        for m in keys[a:]:
+            if k[1] == m[1] and (k != m or classes[k][1] >= 2):
+                rates = [table.pair(t, k, m) for t in types]
+                if any(min(r) > 0 for r in rates):
+                    combos.append((k, m))
+    width = len(types)
+    lp = LinearProgram(len(combos) * width + 1)
+    inv = len(combos) * width
+    lp.cost[inv] = -1.0
+    for j, t in enumerate(types):
+        cols = np.arange(len(combos)) * width + j
+        lp.row(cols, np.array([c[0][1] for c in combos], dtype=float), -INF, float(gpus[t]))
+    for k in keys:
+        cols, rates, uses = [], [], []
+        for r, combo in enumerate(combos):
+            if k not in combo:
+                continue
+            for j, t in enumerate(types):
+                got = [table.rate(t, k) if (t in table.alone and k in table.alone[t]) else 0.0]
+                if len(combo) == 2:
+                    pair = table.pair(t, combo[0], combo[1])
+                    got = [pair[i] for i, x in enumerate(combo) if x == k]
+                cols.append(r * width + j)
+                rates.append(sum(got))
+                uses.append(len(got))
+        lp.row(np.append(cols, inv), np.append(-np.array(rates), classes[k][0]), -INF, 0.0)
+        lp.row(np.array(cols), np.array(uses, dtype=float), -INF, classes[k][1])
+    x = lp.solve()
+    relaxed = 1.0 / x[inv] if x is not None and x[inv] > 0 else math.inf
+    fastest = {}
+    for k in keys:
+        rates = [r for t in types for r in [table.alone.get(t, {}).get(k, 0.0)]]
+        rates += [max(table.pair(t, k, m)[0], 0.0) for t in types for m in keys if m[1] == k[1]]
+        fastest[k] = max(rates, default=0.0)
+    ends = [r + s / fastest[k] if fastest[k] > 0 else math.inf for k, s, r in work]
+    longest = max(ends, default=0.0)
+    return {"lp": float(relaxed), "longest": float(longest), "bound": float(max(relaxed, longest))}
+
+
+def alone_seconds(key: JobKey, steps: float, table: Throughputs) -> float:
+    """Seconds of ``steps`` of ``key`` alone on its fastest GPU type."""
+    rate = table.best(key)[1]
+    return steps / rate if rate > 0 else math.inf

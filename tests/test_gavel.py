@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 import pytest
+import yaml
 
 from planner.dl.gavel import GavelJob, read_gavel_trace, read_throughputs
 from planner.errors import InputError
@@ -82,3 +83,92 @@ def test_a_throughputs_file_of_another_shape_is_one_error(tmp_path: Path) -> Non
     path.write_text(json.dumps({"v100": {"ResNet": {"null": 1.0}}}))
     with pytest.raises(InputError, match="'ResNet' is not a job key"):
         read_throughputs(path)
+
+
+def test_import_gavel_writes_an_instance_the_policies_run(
+    files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from planner.app.cli import app
+
+    trace, rates = files
+    out = tmp_path / "three.yaml"
+    runner = CliRunner()
+    got = runner.invoke(app, ["import", "gavel", str(trace), "--throughputs", str(rates),
+                              "--cluster", "2:0:1", "-o", str(out)])  # fmt: skip
+    assert got.exit_code == 0, got.output
+    assert "(3 jobs on 2:0:1 V100:P100:K80, table model)" in got.output
+    data = yaml.safe_load(out.read_text())
+    assert data["interleave"] == "table" and data["throughputs"] == "rates.json"
+    assert [n["gpu_type"] for n in data["cluster"]["nodes"]] == ["v100", "k80"]
+    assert data["jobs"][1] == {"name": "job1", "gpus": 2, "model": "Transformer (batch size 128)",
+                               "iterations": 600, "release": 120.5, "weight": 5.0,
+                               "restart": 0.0}  # fmt: skip
+    run = runner.invoke(app, ["policy", str(out), "gavel-fifo-perf"])
+    assert run.exit_code == 0, run.output
+    assert "audit         valid" in run.output
+    # job0 alone on a V100 at 20/s: 1000 steps in 50 s; job1 on both V100s from the next
+    # round at 120.5 s: 600 / 6 = 100 s
+    assert "mean JCT      " in run.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["import", "gavel", "-o", "x.yaml"],
+            "give a Gavel trace, or --jobs N for a batch of Gavel's job mix",
+        ),
+        (
+            ["import", "gavel", "TRACE", "--jobs", "5", "-o", "x.yaml"],
+            "give a Gavel trace or --jobs N (a generated batch), not both",
+        ),
+        (
+            ["import", "gavel", "TRACE", "--seed", "3", "-o", "x.yaml"],
+            "--seed and --arrival-rate go with --jobs, not with a trace",
+        ),
+        (
+            ["import", "gavel", "TRACE", "--cluster", "8:16", "-o", "x.yaml"],
+            "cluster '8:16': expected V100:P100:K80 GPU counts, e.g. 8:16:24",
+        ),
+        (
+            ["import", "gavel", "TRACE", "--cluster", "3:0:0", "--per-server", "2", "-o", "x.yaml"],
+            "cluster '3:0:0': every count must be a multiple of 2 GPUs per server",
+        ),
+        (
+            ["import", "gavel", "TRACE", "--cluster", "0:0:1", "-o", "x.yaml"],
+            "job 'job1' (Transformer (batch size 128), 2 GPUs): no GPU type of the cluster has "
+            "a measured rate for it and as many GPUs",
+        ),
+    ],
+)
+def test_import_gavel_bad_input_is_one_line(
+    files: tuple[Path, Path], tmp_path: Path, args: list[str], message: str
+) -> None:
+    from typer.testing import CliRunner
+
+    from planner.app.cli import app
+
+    trace, rates = files
+    args = [str(trace) if a == "TRACE" else a for a in args]
+    args = [str(tmp_path / a) if a == "x.yaml" else a for a in args]
+    got = CliRunner().invoke(app, [*args, "--throughputs", str(rates)])
+    assert got.exit_code == 2
+    assert got.output.strip().splitlines() == [f"error: {message}"]
+    assert not (tmp_path / "x.yaml").exists()
+
+
+def test_the_table_bound_counts_pairs_by_hand() -> None:
+    from planner.rates import Throughputs, table_bound
+
+    a, b = ("a", 1), ("b", 1)
+    # both at 1 step/s alone and 0.8 each side by side, on one V100: 100 steps each take
+    # 125 s as a pair, 200 s one after the other; the longest alone is 100 s
+    table = Throughputs({"v100": {a: 1.0, b: 1.0}}, {"v100": {(a, b): (0.8, 0.8)}})
+    work = [(a, 100.0, 0.0), (b, 100.0, 0.0)]
+    bound = table_bound(work, {"v100": 1}, table)
+    assert bound == {"lp": pytest.approx(125.0, rel=1e-6), "longest": 100.0,
+                     "bound": pytest.approx(125.0, rel=1e-6)}  # fmt: skip
+    alone = table_bound(work, {"v100": 1}, Throughputs(table.alone, {"v100": {}}))
+    assert alone["bound"] == pytest.approx(200.0, rel=1e-6)

@@ -76,6 +76,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
+import_app = typer.Typer(help="Import workloads from other tools' formats.", no_args_is_help=True)
+"""``planner import``: its commands, one per format (``muri``, ``gavel``)."""
 
 DEFAULT_TIME_LIMIT = 60.0
 """Seconds of ``planner solve`` for solvers with a time limit, unless ``--time-limit``."""

@@ -16,7 +16,7 @@ import typer
 import yaml
 
 # the commands of their own modules register on ``app`` when imported
-from planner.app import cli_compare, cli_replan, cli_run  # noqa: F401
+from planner.app import cli_compare, cli_gavel, cli_replan, cli_run  # noqa: F401
 from planner.app.base import (
     DEFAULT_TIME_LIMIT,
     MAX_SOLVER_SEED,
@@ -26,6 +26,7 @@ from planner.app.base import (
     TIME_LIMIT_RANGE,
     app,
     guard,
+    import_app,
     progress_printer,
     run_file,
     show,
@@ -553,7 +554,6 @@ PLACEMENT_HELP = (
 """Help of the ``--placement`` option of ``planner import muri`` and ``planner generate``."""
 
 
-import_app = typer.Typer(help="Import workloads from other tools' formats.", no_args_is_help=True)
 app.add_typer(import_app, name="import")
 
 

@@ -242,10 +242,19 @@ def _run_rows(
 
     jobs, model, cap = dispatch.jobs_of(seed), dispatch.model, dispatch.power_cap
     total = dispatch.nodes * dispatch.gpus_per_node
-    bound = model_bound([(j.gpus, j.iterations, j.stages) for j in jobs], total, model)
-    budget = None if cap is None else (cap - total * dispatch.watts[1], dispatch.watts)
-    mix = mix_bound(jobs, model, total, budget)
     what = f"{len(jobs)} jobs, {dispatch.nodes} nodes x {dispatch.gpus_per_node} GPUs"
+    if model.table is not None:
+        bound, mix, bound_row, mix_row = _table_bounds(dispatch, jobs)
+        kinds = ", ".join(f"{n} {t}" for t, n in _type_gpus(dispatch).items())
+        what += f" ({kinds})"
+    else:
+        bound = model_bound([(j.gpus, j.iterations, j.stages) for j in jobs], total, model)
+        budget = None if cap is None else (cap - total * dispatch.watts[1], dispatch.watts)
+        mix = mix_bound(jobs, model, total, budget)
+        bound_row = f"{bound['bound']:,.0f} s ({binding(bound)}, under {model.kind})"
+        mix_row = f"{mix:,.0f} s (groups of one GPU count, regrouped at will" + (
+            ", under the power cap)" if cap else ")"
+        )
     rows: list[tuple[str, object]] = [
         ("instance", f"{instance} ({what})"),
         ("policy", dispatch.policy)
@@ -260,12 +269,8 @@ def _run_rows(
         ("noise", f"{noise}, seed {seed} (one factor per job)" if noise else "none"),
         ("failures", ", ".join(fail) if fail else "none"),
         ("power cap", f"{cap:,.0f} W" if cap else "none"),
-        ("bound", f"{bound['bound']:,.0f} s ({binding(bound)}, under {model.kind})"),
-        (
-            "mix bound",
-            f"{mix:,.0f} s (groups of one GPU count, regrouped at will"
-            + (", under the power cap)" if cap else ")"),
-        ),
+        ("bound", bound_row),
+        ("mix bound", mix_row),
     ]
     if run.finished and energy is not None:
         jct_bound = completion_bound(jobs, model, {})
@@ -320,6 +325,31 @@ def _run_rows(
         ("audit", verdict),
     ]
     return rows
+
+
+def _type_gpus(dispatch: Any) -> dict[str, int]:
+    """GPUs of each type of ``dispatch``'s cluster."""
+    out: dict[str, int] = {}
+    for t in dispatch.types:
+        out[t] = out.get(t, 0) + dispatch.gpus_per_node
+    return out
+
+
+def _table_bounds(dispatch: Any, jobs: Sequence[Any]) -> tuple[dict[str, float], float, str, str]:
+    """The ``table`` model's bounds of a run (:func:`planner.rates.table_bound`): the bound,
+    the relaxation's, and their lines."""
+    from planner.rates import table_bound
+
+    work = [((j.model, j.gpus), float(j.iterations), j.release) for j in jobs]
+    bound = table_bound(work, _type_gpus(dispatch), dispatch.model.table)
+    which = "longest job from its release" if bound["longest"] >= bound["lp"] else "relaxation"
+    return (
+        bound,
+        bound["lp"],
+        f"{bound['bound']:,.0f} s ({which}, under table)",
+        f"{bound['lp']:,.0f} s (the GPU types' time shared at will, alone and in measured "
+        "pairs, releases at 0)",
+    )
 
 
 def run_data(

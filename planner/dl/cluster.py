@@ -93,7 +93,19 @@ from planner.times import tick_seconds
 
 
 def compile_cluster(inst: ClusterInstance) -> Problem:
-    """Compile the cluster-form ``inst`` into the problem form."""
+    """Compile the cluster-form ``inst`` into the problem form.
+
+    Raises
+    ------
+    InputError
+        For an instance under the ``table`` model: its jobs have measured rates, no
+        stages, and run in the job-level executor only.
+    """
+    if inst.interleave == "table":
+        raise InputError(
+            "interleave table: the jobs have measured rates per GPU type, not stages; "
+            "run them in the executor (planner policy, study, online)"
+        )
     return _Compiler(inst).problem()
 
 

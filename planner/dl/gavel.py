@@ -191,3 +191,86 @@ def parse_cluster(spec: str, per_server: int = 1) -> GavelCluster:
             f"cluster {spec!r}: every count must be a multiple of {per_server} GPUs per server"
         )
     return GavelCluster(dict(zip(GAVEL_CLUSTER_TYPES, counts, strict=True)), per_server)
+
+
+def generate_gavel_jobs(
+    table: Throughputs,
+    count: int,
+    seed: int = 0,
+    jobs_per_hour: float | None = None,
+    multi_gpu: bool = True,
+    high_priority: float = 0.0,
+) -> list[GavelJob]:
+    """A batch with Gavel's job mix (its paper, section 7.1): job types uniformly from
+    those the table measures on one GPU of the reference type (``v100``, else the first);
+    a scale factor of 1, or (``multi_gpu``) 2, 4 or 8 with probabilities 0.1, 0.15 and
+    0.05 where the type is measured at it; a duration of ``10^x`` minutes, ``x`` uniform
+    in [1.5, 3] with probability 0.8, else in [3, 4]; its steps that duration at its
+    rate on the reference type; weight 5 with probability ``high_priority``; arrivals a
+    Poisson process of ``jobs_per_hour`` (``None``: all at 0).
+
+    Raises
+    ------
+    InputError
+        For a table that measures no job on one GPU of its reference type.
+    """
+    import numpy as np
+
+    reference = "v100" if "v100" in table.alone else table.types[0]
+    rates = table.alone[reference]
+    types = sorted(k[0] for k, r in rates.items() if k[1] == 1 and r > 0)
+    if not types:
+        raise InputError(f"the throughputs measure no job on one {reference} GPU")
+    rng = np.random.default_rng(seed)
+    jobs, clock = [], 0.0
+    for _ in range(count):
+        job_type = types[rng.integers(len(types))]
+        scale, draw = 1, rng.random()
+        if multi_gpu and draw >= 0.7:
+            scale = 2 if draw < 0.8 else 4 if draw < 0.95 else 8
+            if rates.get((job_type, scale), 0.0) <= 0:
+                scale = 1
+        low, high = (1.5, 3.0) if rng.random() < 0.8 else (3.0, 4.0)
+        minutes = 10 ** rng.uniform(low, high)
+        steps = max(1, round(minutes * 60 * rates[job_type, scale]))
+        weight = 5.0 if rng.random() < high_priority else 1.0
+        if jobs_per_hour is not None:
+            clock += rng.exponential(3600.0 / jobs_per_hour)
+        jobs.append(GavelJob(job_type, steps, scale, weight, None, round(clock, 3)))
+    return jobs
+
+
+def gavel_instance(
+    jobs: list[GavelJob], cluster: GavelCluster, throughputs: str, name: str = "gavel"
+) -> dict[str, object]:
+    """A cluster-form instance (data) of Gavel's jobs on its cluster under the ``table``
+    model, its rates from ``throughputs`` (a path relative to the instance's folder).
+    Every job restarts for free, as in Gavel's simulator."""
+    nodes = [
+        {
+            "name": f"{t}_",
+            "count": n // cluster.per_server,
+            "gpu": cluster.per_server,
+            "gpu_type": t,
+        }
+        for t, n in cluster.gpus.items()
+        if n
+    ]
+    return {
+        "name": name,
+        "interleave": "table",
+        "throughputs": throughputs,
+        "cluster": {"nodes": nodes},
+        "jobs": [
+            {
+                "name": f"job{i}",
+                "gpus": j.scale,
+                "model": j.job_type,
+                "iterations": j.steps,
+                "release": j.arrival,
+                "weight": j.weight,
+                "restart": 0.0,
+            }
+            for i, j in enumerate(jobs)
+        ],
+    }

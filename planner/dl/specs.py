@@ -331,12 +331,20 @@ class ClusterInstance(_Spec):
         description="objectives energy and cost: watts charged over the makespan, a price on time.",
     )
     placement: Literal["pooled", "node", "gpu"] = "pooled"
-    interleave: Literal["fluid", "muri", "phases"] = Field(
+    interleave: Literal["fluid", "muri", "phases", "table"] = Field(
         default="fluid",
         description="How co-located jobs share GPUs. fluid or muri: the interleaving model "
         "of the job-level executor and the peer policies (planner.interleave), and a "
         "training block compiles to one segment of per-GPU shares at speeds 1 to 1/4. "
-        "phases: a block compiles to its stages back to back (the executor runs fluid).",
+        "phases: a block compiles to its stages back to back (the executor runs fluid). "
+        "table: measured rates per GPU type, alone and in pairs (the 'throughputs' file); "
+        "its jobs run in the job-level executor only.",
+    )
+    throughputs: str | None = Field(
+        default=None,
+        description="interleave table: a throughputs file in Gavel's format (per GPU type, "
+        "per job key, steps per second alone and beside each partner), relative to the "
+        "instance's folder. A job's key is its model (Gavel's job type) and its GPUs.",
     )
     data_slots: Annotated[float, Field(gt=0, le=64, allow_inf_nan=False)] = Field(
         default=1.0, description="fluid: data-loading slots per GPU (Muri's overlap is 2)."
@@ -371,6 +379,10 @@ class ClusterInstance(_Spec):
                     f"power.gpus.{name}: no node has GPU type {name!r} (the cluster has "
                     f"{', '.join(sorted(types))})"
                 )
+        if (self.interleave == "table") != (self.throughputs is not None):
+            raise ValueError(
+                "throughputs: give a throughputs file exactly when 'interleave' is table"
+            )
         if self.objective == "cost" and (self.power is None or self.power.tariff is None):
             raise ValueError("objective: cost prices the energy by power.tariff; give one")
         return self

@@ -63,6 +63,8 @@ def run_energy(
             if shared is not None:  # a job on GPUs it shares: its own compute
                 members = members[:1]
                 share = compute_share([members[0].stages.gpu], [shared[names[0]]])
+            elif model.table is not None:  # measured rates: the GPUs compute all along
+                share = 1.0
             else:
                 periods = model.periods(
                     [m.stages for m in members], alone=[m.iteration_time for m in members]

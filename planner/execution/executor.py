@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from planner.errors import InputError
-from planner.execution.jobs import Outage, PeerJob, Where, check_jobs
+from planner.execution.jobs import Outage, PeerJob, Where, check_jobs, check_types
 from planner.execution.policies import (
     Chosen,
     Cluster,
@@ -374,41 +374,6 @@ def run_policy(
         planning=chosen_policy.planning_seconds(),
         types=types,
     )
-
-
-def check_types(
-    jobs: Sequence[PeerJob],
-    nodes: int,
-    gpus_per_node: int,
-    model: Interleave,
-    types: tuple[str, ...],
-    power_cap: float | None = None,
-) -> None:
-    """Refuse GPU types that do not fit the run: a type per node, only under the
-    ``table`` model, and every job runnable on GPUs of one type of the cluster.
-
-    Raises
-    ------
-    InputError
-        Naming what does not fit.
-    """
-    table = model.table
-    if table is None:
-        if types and len(set(types)) > 1:
-            raise InputError("a cluster of several GPU types runs under the table model only")
-        return
-    if power_cap is not None:
-        raise InputError("a power cap needs a stage model (fluid or muri), not the table")
-    if len(types) != nodes:
-        raise InputError(f"the table model needs a GPU type for each of the {nodes} nodes")
-    count = {t: types.count(t) * gpus_per_node for t in dict.fromkeys(types)}
-    for j in jobs:
-        if not any(n >= j.gpus and table.alone.get(t, {}).get((j.model, j.gpus), 0) > 0
-                   for t, n in count.items()):  # fmt: skip
-            raise InputError(
-                f"job {j.name!r} ({j.model}, {j.gpus} GPUs): no GPU type of the cluster has "
-                "a measured rate for it and as many GPUs"
-            )
 
 
 def by_class(

@@ -65,7 +65,12 @@ class Fairness:
 
 
 def alone_seconds(job: PeerJob, model: Interleave) -> float:
-    """``job``'s iterations at its period alone under ``model``."""
+    """``job``'s iterations at its period alone under ``model`` (under ``table``: on its
+    fastest GPU type)."""
+    if model.table is not None:
+        from planner.rates import alone_seconds as on_fastest
+
+        return on_fastest((job.model, job.gpus), job.iterations, model.table)
     return job.iterations * model.periods([job.stages], alone=[job.iteration_time])[0]
 
 

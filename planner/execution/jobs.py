@@ -12,13 +12,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from planner.errors import InputError
-from planner.interleave import MURI_GROUP_FACTORS, Interleave, Stages, fluid_rates
+from planner.interleave import MURI_GROUP_FACTORS, TABLE, Interleave, Stages, fluid_rates
 from planner.model import PriceWindow, Tariff
 
 if TYPE_CHECKING:
+    from planner.dl.specs import ClusterInstance
     from planner.dl.specs import Tariff as ClusterTariff
     from planner.execution.disturbances import Failure, Noise, Slowdown
     from planner.model import Problem
+    from planner.rates import Throughputs
     from planner.schedule import Schedule
 
 
@@ -62,6 +64,8 @@ class PeerJob:
     reweights: tuple[tuple[float, float], ...] = ()
     """Where a plan changes its speed (:func:`plan_of`): per later block of another speed,
     the iterations left when the block starts and its weight (``share`` before)."""
+    restart: float | None = None
+    """Its restart overhead (s); ``None``: the catalog's for its model and GPUs."""
 
     def share_at(self, left: float) -> float:
         """Its weight with ``left`` iterations left: the weight of the block it is in."""
@@ -129,6 +133,10 @@ class Workload:
     """The file's prices of energy (``power.tariff``) in whole seconds, if it has them."""
     switch_off: bool = False
     """Whether a GPU no job holds draws nothing (``power.switch_off``)."""
+    types: tuple[str, ...] = ()
+    """Each node's GPU type under the ``table`` model (empty: one type)."""
+    table: Throughputs | None = None
+    """The ``table`` model's measured rates (``None``: a stage model)."""
 
     def names(self, nodes: int) -> tuple[str, ...]:
         """The names of ``nodes`` nodes: the file's, else ``node1`` .. ``nodeN``."""
@@ -179,6 +187,8 @@ def jobs_from_instance(path: str | Path, data: Mapping[str, Any] | None = None) 
     sizes = {n.gpu for n in inst.cluster.nodes}
     if len(sizes) != 1:
         raise InputError("peer policies need nodes with one GPU count", str(path), "cluster")
+    if inst.interleave == "table":
+        return _table_workload(inst, path)
     profiles = JobProfiles(inst)
     jobs = []
     for i, job in enumerate(inst.jobs):
@@ -235,6 +245,70 @@ def jobs_from_instance(path: str | Path, data: Mapping[str, Any] | None = None) 
     )
 
 
+def _table_workload(inst: ClusterInstance, path: Path) -> Workload:
+    """The workload of a cluster-form instance under the ``table`` model: every node's GPU
+    type, every job's rates from the throughputs file (its key: its model, its GPUs).
+
+    Raises
+    ------
+    InputError
+        For a throughputs file that cannot be read, a node without a GPU type, or a job
+        without a model or iterations, or one no GPU type measures.
+    """
+    from planner.dl.gavel import read_throughputs
+
+    table = read_throughputs(path.parent / str(inst.throughputs))
+    names, types = [], []
+    for name, node in inst.cluster.node_names():
+        if node.gpu_type is None:
+            raise InputError("the table model needs every node's gpu_type", str(path), name)
+        names.append(name)
+        types.append(node.gpu_type)
+    jobs = []
+    for i, job in enumerate(inst.jobs):
+        rate = table.best((job.model or "", job.gpus))[1]
+        if job.model is None or rate <= 0:
+            raise InputError(
+                f"no measured rate for model {job.model!r} on {job.gpus} GPU(s) in the "
+                "throughputs file",
+                str(path),
+                f"jobs[{i}]",
+            )
+        steps = job.iterations or max(1, round((job.duration or 0.0) * rate))
+        period = 1.0 / rate
+        jobs.append(
+            PeerJob(
+                name=job.name,
+                gpus=job.gpus,
+                iterations=steps,
+                stages=Stages(0.0, period, 0.0),
+                iteration_time=period,
+                duration=steps * period,
+                model=job.model,
+                release=job.release,
+                weight=job.weight,
+                priority=job.priority,
+                restart=job.restart,
+            )
+        )
+    sizes = {n.gpu for n in inst.cluster.nodes}
+    per_node = sizes.pop()
+    try:
+        check_types(jobs, len(names), per_node, Interleave(TABLE, table=table), tuple(types))
+    except InputError as exc:
+        raise exc.at(str(path)) from None
+    return Workload(
+        jobs,
+        nodes=len(names),
+        gpus_per_node=per_node,
+        interleave="table",
+        node_names=tuple(names),
+        time_unit=inst.time_unit,
+        types=tuple(types),
+        table=table,
+    )
+
+
 def _tariff(tariff: ClusterTariff) -> Tariff:
     """A cluster form's tariff in whole seconds (ticks of one second)."""
     return Tariff(
@@ -264,6 +338,10 @@ def model_of(
     else:
         factors = slowdown.factors
     kind = interleave or workload.interleave or "muri"
+    if kind == TABLE or workload.table is not None:
+        if kind != TABLE:
+            raise InputError(f"interleave {kind!r}: the file's jobs have measured rates only")
+        return Interleave(TABLE, table=workload.table)
     return Interleave(kind, data_slots=data_slots or workload.data_slots, factors=factors)  # type: ignore[arg-type]
 
 
@@ -486,6 +564,41 @@ def check_jobs(
             raise InputError(
                 f"job {j.name!r}: the plan puts it on nodes {list(on)}; it needs {need} of "
                 f"the cluster's {nodes}"
+            )
+
+
+def check_types(
+    jobs: Sequence[PeerJob],
+    nodes: int,
+    gpus_per_node: int,
+    model: Interleave,
+    types: tuple[str, ...],
+    power_cap: float | None = None,
+) -> None:
+    """Refuse GPU types that do not fit the run: a type per node, only under the
+    ``table`` model, and every job runnable on GPUs of one type of the cluster.
+
+    Raises
+    ------
+    InputError
+        Naming what does not fit.
+    """
+    table = model.table
+    if table is None:
+        if types and len(set(types)) > 1:
+            raise InputError("a cluster of several GPU types runs under the table model only")
+        return
+    if power_cap is not None:
+        raise InputError("a power cap needs a stage model (fluid or muri), not the table")
+    if len(types) != nodes:
+        raise InputError(f"the table model needs a GPU type for each of the {nodes} nodes")
+    count = {t: types.count(t) * gpus_per_node for t in dict.fromkeys(types)}
+    for j in jobs:
+        if not any(n >= j.gpus and table.alone.get(t, {}).get((j.model, j.gpus), 0) > 0
+                   for t, n in count.items()):  # fmt: skip
+            raise InputError(
+                f"job {j.name!r} ({j.model}, {j.gpus} GPUs): no GPU type of the cluster has "
+                "a measured rate for it and as many GPUs"
             )
 
 

@@ -75,6 +75,9 @@ class Setting:
     def line(self, model: Interleave) -> str:
         """The setting on one line, e.g. ``fluid, 1 data slot per GPU, Muri's slowdown
         factors, restart overheads``: printed beside every figure of a run."""
+        if model.table is not None:
+            restart = "restart overheads" if self.restart else "no restart overhead"
+            return f"table (measured rates per GPU type, alone and in pairs), {restart}"
         parts = [model.kind]
         if model.kind == "fluid":
             plural = "" if model.data_slots == 1 else "s"
@@ -142,6 +145,8 @@ class Dispatch:
     make: Callable[[], Policy] | None = None
     """Makes a new policy for every run, where a name is not enough (the online planner:
     :func:`planner.execution.policies.planner.online_planner`); ``policy`` names it."""
+    types: tuple[str, ...] = ()
+    """Each node's GPU type under the ``table`` model (empty: one type)."""
 
     def __post_init__(self) -> None:
         check_jobs(self.jobs, self.nodes, self.gpus_per_node, self.placed)
@@ -180,6 +185,7 @@ class Dispatch:
             power_cap=self.power_cap,
             watts=self.watts,
             until=until,
+            types=self.types,
         )
 
     def summary(self, seed: int, run: PeerRun, valid: bool | None = None) -> RunSummary:
@@ -241,6 +247,7 @@ def dispatch_of(
         watts=workload.watts,
         noise=noise,
         planned=planned,
+        types=workload.types,
     )
 
 

@@ -226,9 +226,12 @@ def completion_bound(
 ) -> float:
     """A lower bound on the weighted mean JCT: every job at its least period from its
     release (:func:`~planner.execution.grouping.longest_job` of the job alone)."""
+    from planner.execution.fairness import alone_seconds
     from planner.execution.grouping import longest_job
 
     total = sum(weights.get(j.name, 1.0) for j in jobs) or 1.0
+    if model.table is not None:
+        return sum(weights.get(j.name, 1.0) * alone_seconds(j, model) for j in jobs) / total
     return sum(weights.get(j.name, 1.0) * longest_job([j], model) for j in jobs) / total
 
 
@@ -365,6 +368,7 @@ def _execute(dispatch: Dispatch, policy: Policy, halt: Halt | None) -> PeerRun:
     return run_policy(
         dispatch.jobs, policy, dispatch.nodes, dispatch.gpus_per_node, dispatch.model,
         dispatch.restart, halt=halt, power_cap=dispatch.power_cap, watts=dispatch.watts,
+        types=dispatch.types,
     )  # fmt: skip
 
 

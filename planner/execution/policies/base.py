@@ -72,7 +72,9 @@ class JobState:
         self.executed = 0.0
         self.remaining_time = 0.0
         self.sort_val = 0.0
-        known = restart_seconds(job.model, job.gpus) if job.model else None
+        known = job.restart
+        if known is None and job.model:
+            known = restart_seconds(job.model, job.gpus)
         self.cost = (known if known is not None else DEFAULT_OVERHEAD) if restart else 0.0
         self.holds = list(job.holds)
         self.pausing = False
@@ -255,6 +257,8 @@ class Policy:
     shared = False
     """Whether every answer's entry is one job on GPUs of its own that others may share
     (its group: the jobs on its GPUs), not a group on one GPU set."""
+    needs_types = False
+    """Whether the policy runs only on GPU types under the ``table`` model."""
 
     def start(self, context: Context) -> None:
         """Take the run's context (kept as ``self.context``)."""

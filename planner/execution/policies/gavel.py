@@ -69,12 +69,16 @@ class GavelRounds(Policy):
     """
 
     ranks_classes = True
+    needs_types = True
 
     def __init__(self, policy: str, mode: str, seed: int = 0, round_seconds: float = ROUND) -> None:
         self.policy, self.mode = policy, mode
         suffix = "" if mode == "agnostic" or policy == "gandiva" else f"_{mode}"
         self.name = f"gavel-{policy}{suffix}".replace("_", "-")
         self.round = round_seconds
+        self.reset_every = RESET
+        self.least_gain = 0.0
+        self.tiny = 0.0
         self.packing = mode == "packed" or policy == "gandiva"
         self.shuffle = mode == "agnostic" and policy != "gandiva"
         self.shuffler = random.Random(seed + 5)
@@ -103,6 +107,7 @@ class GavelRounds(Policy):
         self.priority: dict[str, dict[Combo, float]] = {t: {} for t in present}
         self.deficit: dict[str, dict[Combo, float]] = {t: {} for t in present}
         self.allocation: dict[Combo, dict[str, float]] = {}
+        self.shares: dict[str, dict[Combo, float]] = {}
         self.need = False
         self.last_reset = 0.0
         self.assigned: dict[Combo, Where] = {}
@@ -155,6 +160,8 @@ class GavelRounds(Policy):
                 for o in self.active
                 if self.context.jobs[o].gpus == job.job.gpus
             ]
+            if self.least_gain > 0:
+                pairs = [p for p in pairs if self._gain(p) >= self.least_gain]
         for gpu_type in self.priority:
             self.priority[gpu_type][(k,)] = 0.0
             self.deficit[gpu_type][(k,)] = 0.0
@@ -217,37 +224,40 @@ class GavelRounds(Policy):
             return self._fifo()
         if self.policy == "gandiva":
             return self._gandiva()
+        snap = self._snapshot(t)
+        shares = self.program(snap)
+        return {c: dict(zip(snap.types, x.tolist(), strict=True)) for c, x in shares.items()}
+
+    def program(self, snap: gavel_lp.Snapshot) -> dict[Combo, np.ndarray]:
+        """The policy's program over the jobs at hand: the shares per combination."""
         solve: Callable[[gavel_lp.Snapshot, str], dict[Combo, np.ndarray]] = {
             "max_min_fairness": gavel_lp.max_min_fairness,
             "min_total_duration": gavel_lp.min_total_duration,
             "finish_time_fairness": gavel_lp.finish_time_fairness,
         }[self.policy]
-        snap = self._snapshot(t)
-        shares = solve(snap, self.mode)
-        return {c: dict(zip(snap.types, x.tolist(), strict=True)) for c, x in shares.items()}
+        return solve(snap, self.mode)
 
     def _update_priorities(self, t: float) -> None:
         """Gavel's ``_update_priorities`` in simulation."""
-        due = t - self.last_reset >= RESET or self.last_reset == 0
+        due = t - self.last_reset >= self.reset_every or self.last_reset == 0
         if self.need and due:
             self._reset(t)
             self.allocation = self._allocate(t)
+            self.shares = {
+                g: {c: x[g] for c, x in self.allocation.items() if x.get(g, 0.0) > self.tiny}
+                for g in self.priority
+            }
             self.need = False
         for gpu_type, priorities in self.priority.items():
+            # a combination without a share (or the table's rate) here has priority 0
             total = self.worker_time[gpu_type]
-            for combo in priorities:
-                share = self.allocation.get(combo, {}).get(gpu_type)
-                if share is None:
-                    priorities[combo] = 0.0
+            priorities.update(dict.fromkeys(priorities, 0.0))
+            for combo, share in self.shares.get(gpu_type, {}).items():
+                if combo not in priorities or min(self._rate(combo, gpu_type)) <= 0:
                     continue
                 spent = self.time.get(combo, {}).get(gpu_type)
                 fraction = spent / total if total > 0 and spent is not None else 0.0
-                if share == 0.0 or min(self._rate(combo, gpu_type)) <= 0:
-                    priorities[combo] = 0.0
-                elif fraction > 0:
-                    priorities[combo] = share / fraction
-                else:
-                    priorities[combo] = share * 1e9
+                priorities[combo] = share / fraction if fraction > 0 else share * 1e9
 
     # -- a round ----------------------------------------------------------------------
 
@@ -463,6 +473,16 @@ class GavelRounds(Policy):
             total = max(sum(row.values()), 1.0)
             out[combo] = {t: v / total for t, v in row.items()}
         return out
+
+    def _gain(self, pair: Combo) -> float:
+        """A pair's best sum of normalised rates over the types (0: it cannot share)."""
+        best = 0.0
+        for gpu_type in self.sorted_types:
+            rates = self._rate(pair, gpu_type)
+            alone = [self._rate((k,), gpu_type)[0] for k in pair]
+            if min(rates) > 0 and min(alone) > 0:
+                best = max(best, sum(r / a for r, a in zip(rates, alone, strict=True)))
+        return best
 
     def _packed_gain(self, combo: Combo) -> float:
         """Gavel's normalised throughput of a pair, summed over the types."""

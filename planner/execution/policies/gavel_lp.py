@@ -25,14 +25,12 @@ share of time of combination ``r`` (a job, or a pair of jobs of one GPU count) o
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-INF = 1e30
+from planner.lp import INF, LinearProgram
 
 
 @dataclass
@@ -81,81 +79,11 @@ class Snapshot:
         return np.array([self.scale[c[0]] for c in self.combos], dtype=float)
 
 
-class _Lp:
-    """A linear program ``min c x`` over ``x >= 0`` in rows ``lo <= a x <= hi``."""
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-        self.cost = np.zeros(n)
-        self.upper = np.full(n, INF)
-        self.starts = [0]
-        self.index: list[np.ndarray] = []
-        self.value: list[np.ndarray] = []
-        self.lo: list[float] = []
-        self.hi: list[float] = []
-
-    def row(self, index: np.ndarray, value: np.ndarray, lo: float, hi: float) -> None:
-        """Add ``lo <= sum value * x[index] <= hi``."""
-        self.index.append(np.asarray(index, dtype=np.int32))
-        self.value.append(np.asarray(value, dtype=float))
-        self.starts.append(self.starts[-1] + len(index))
-        self.lo.append(lo)
-        self.hi.append(hi)
-
-    def solve(self) -> np.ndarray | None:
-        """The solution (``None``: infeasible), from the interior-point method."""
-        import highspy
-
-        lp = highspy.HighsLp()
-        lp.num_col_, lp.num_row_ = self.n, len(self.lo)
-        lp.col_cost_, lp.col_lower_, lp.col_upper_ = self.cost, np.zeros(self.n), self.upper
-        lp.row_lower_, lp.row_upper_ = np.array(self.lo), np.array(self.hi)
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-        lp.a_matrix_.start_ = np.array(self.starts, dtype=np.int32)
-        lp.a_matrix_.index_ = np.concatenate(self.index) if self.index else np.zeros(0, np.int32)
-        lp.a_matrix_.value_ = np.concatenate(self.value) if self.value else np.zeros(0)
-        h = _highs()
-        h.setOptionValue("presolve", "off")
-        h.setOptionValue("solver", "ipm")
-        h.setOptionValue("run_crossover", "off")
-        h.passModel(lp)
-        h.run()
-        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-            return None
-        return np.array(h.getSolution().col_value)
-
-
-def _highs() -> object:
-    """A HiGHS solver, its banner (printed once per process, as it is made) kept off
-    standard output."""
-    import highspy
-
-    global _BANNER_SHOWN
-    if _BANNER_SHOWN:
-        h = highspy.Highs()
-    else:
-        sys.stdout.flush()
-        saved = os.dup(1)
-        try:
-            with open(os.devnull, "w") as null:
-                os.dup2(null.fileno(), 1)
-                h = highspy.Highs()
-        finally:
-            os.dup2(saved, 1)
-            os.close(saved)
-        _BANNER_SHOWN = True
-    h.setOptionValue("output_flag", False)
-    return h
-
-
-_BANNER_SHOWN = False
-
-
-def _base(snap: Snapshot, extra: int = 0) -> _Lp:
+def _base(snap: Snapshot, extra: int = 0) -> LinearProgram:
     """Gavel's base constraints over ``x[r, j]`` (column ``r * T + j``), with ``extra``
     columns after them."""
     rows, t = len(snap.combos), len(snap.types)
-    lp = _Lp(rows * t + extra)
+    lp = LinearProgram(rows * t + extra)
     lp.upper[: rows * t] = 1.0
     scale = snap.combo_scale()
     for j in range(t):
@@ -290,3 +218,23 @@ def finish_time_fairness(
         else:
             hi, best = mid, x
     return {} if best is None else _unpack(snap, best)
+
+
+def shortest_first(snap: Snapshot, floor: float = 0.0) -> dict[tuple[int, ...], np.ndarray]:
+    """Ours, for the mean JCT: the most remaining work done per second, each job's
+    throughput weighted by its weight over its steps left (so the jobs nearest their end
+    first, as shortest-remaining-time-first), packed; with every job given at least
+    ``floor`` of an equal share of the cluster, in its rate on its fastest type."""
+    coef = snap.coefficients()
+    best = np.maximum(snap.rate.max(axis=1), 1e-12)
+    lp = _base(snap)
+    speed = float((snap.workers * (snap.rate / best[:, None]).mean(axis=0)).sum())
+    fair = floor * min(1.0, speed / max(float(snap.scale.sum()), 1.0))
+    for i, (cols, vals) in enumerate(_throughput_rows(snap, coef)):
+        lp.cost[cols] -= snap.weight[i] * vals / max(snap.remaining[i], 1e-9)
+        if fair > 0:
+            lp.row(cols, vals / best[i], fair, INF)
+    x = lp.solve()
+    if x is None and fair > 0:  # the floor cannot hold: without it
+        return shortest_first(snap, 0.0)
+    return {} if x is None else _unpack(snap, x)
