@@ -270,7 +270,7 @@ BAD = [
      "planner online INSTANCE"),
     (["online", P, "--baseline", "nope"], "unknown policy 'nope'; choose one of "
      "srtf, srsf, tiresias, muri-s, muri-l, lp-groups, srsf-pack, jct-groups, ftf-groups, "
-     "fair-groups, het-jct, het-makespan, het-srpt; Gavel's gavel-fifo, gavel-max-min-fairness, "
+     "fair-groups, het-srpt, het-makespan; Gavel's gavel-fifo, gavel-max-min-fairness, "
      "gavel-min-total-duration, gavel-finish-time-fairness, each also -perf or -packed, and "
      "gavel-gandiva; or FILE.py:CLASS"),
     (["online", P, "--option", "rule"], "--option 'rule': expected KEY=VALUE, "

@@ -171,7 +171,7 @@ def test_cli_policy_on_a_cluster_form_instance(tmp_path: Path) -> None:
     [
         (["fifo"], "unknown policy 'fifo'; choose one of srtf, srsf, tiresias, muri-s, "
          "muri-l, lp-groups, srsf-pack, jct-groups, ftf-groups, fair-groups, "
-        "het-jct, het-makespan, het-srpt; "
+        "het-srpt, het-makespan; "
         "Gavel's gavel-fifo, "
         "gavel-max-min-fairness, "
         "gavel-min-total-duration, gavel-finish-time-fairness, each also -perf or -packed, and "

@@ -29,7 +29,7 @@ from planner.execution.policies.base import (
 )
 from planner.execution.policies.ftf_groups import FairGroups, FtfGroups
 from planner.execution.policies.gavel import GAVEL_CLASSES
-from planner.execution.policies.hetero import HeteroJct, HeteroMakespan, HeteroRounds
+from planner.execution.policies.hetero import HeteroMakespan, HeteroSrpt
 from planner.execution.policies.jct_groups import JctGroups
 from planner.execution.policies.lp_groups import LpGroups
 from planner.execution.policies.muri import MuriL, MuriS
@@ -62,9 +62,8 @@ POLICIES: dict[str, type[Policy]] = {
     "jct-groups": JctGroups,
     "ftf-groups": FtfGroups,
     "fair-groups": FairGroups,
-    "het-jct": HeteroJct,
+    "het-srpt": HeteroSrpt,
     "het-makespan": HeteroMakespan,
-    "het-srpt": HeteroRounds,
     **GAVEL_CLASSES,
 }
 """The policies by name (``plan`` is not one: it needs a plan, :class:`PlanDispatch`; nor

@@ -102,12 +102,9 @@ class GavelRounds(Policy):
         self.workers = {t: context.types.count(t) * context.gpus_per_node for t in present}
         self.active: dict[int, JobState] = {}
         self.pending: list[JobState] = []
-        self.time: dict[Combo, dict[str, float]] = {}
-        self.worker_time = dict.fromkeys(present, 0.0)
-        self.priority: dict[str, dict[Combo, float]] = {t: {} for t in present}
-        self.deficit: dict[str, dict[Combo, float]] = {t: {} for t in present}
+        self.book = _Book(self.sorted_types)
+        self.worker_time = np.zeros(len(self.sorted_types))
         self.allocation: dict[Combo, dict[str, float]] = {}
-        self.shares: dict[str, dict[Combo, float]] = {}
         self.need = False
         self.last_reset = 0.0
         self.assigned: dict[Combo, Where] = {}
@@ -138,12 +135,7 @@ class GavelRounds(Policy):
 
     def finish(self, job: JobState, t: float) -> None:
         self.active.pop(job.idx, None)
-        for gpu_type in self.priority:
-            for combo in [c for c in self.priority[gpu_type] if job.idx in c]:
-                del self.priority[gpu_type][combo]
-                del self.deficit[gpu_type][combo]
-        for combo in [c for c in self.time if job.idx in c]:
-            del self.time[combo]
+        self.book.drop(job.idx)
         self.need = True
 
     def next_event(self) -> float:
@@ -162,15 +154,9 @@ class GavelRounds(Policy):
             ]
             if self.least_gain > 0:
                 pairs = [p for p in pairs if self._gain(p) >= self.least_gain]
-        for gpu_type in self.priority:
-            self.priority[gpu_type][(k,)] = 0.0
-            self.deficit[gpu_type][(k,)] = 0.0
-            for pair in pairs:
-                self.priority[gpu_type][pair] = 0.0
-                self.deficit[gpu_type][pair] = 0.0
-        self.time[(k,)] = dict.fromkeys(self.priority, half)
-        for pair in pairs:
-            self.time[pair] = dict.fromkeys(self.priority, 0.0)
+        combos = [(k,), *pairs]
+        ok = [[min(self._rate(c, g)) > 0 for g in self.sorted_types] for c in combos]
+        self.book.add(combos, [half] + [0.0] * len(pairs), ok)
         self.active[k] = job
         self.arrived[k] = job.job.release
         self.need = True
@@ -180,15 +166,10 @@ class GavelRounds(Policy):
         lacked, every time back to half a round."""
         elapsed = t - self.last_reset
         half = self.round / 2
-        for gpu_type in self.worker_time:
-            self.worker_time[gpu_type] = 0.0
-            for combo, spent in self.time.items():
-                got = spent[gpu_type] - half
-                due = self.allocation.get(combo, {}).get(gpu_type, 0.0) * elapsed
-                deficits = self.deficit[gpu_type]
-                deficits[combo] = deficits.get(combo, 0.0) + due - got
-                spent[gpu_type] = half
-                self.worker_time[gpu_type] += half
+        book = self.book
+        book.deficit = (book.deficit + book.share * elapsed) - (book.spent - half)
+        book.spent[:] = half
+        self.worker_time[:] = half * len(book.combos)
         self.last_reset = t
 
     def _snapshot(self, t: float) -> gavel_lp.Snapshot:
@@ -199,7 +180,7 @@ class GavelRounds(Policy):
         pairs, pair_rate = [], []
         if self.packing:
             pos = {k: i for i, k in enumerate(jobs)}
-            for combo in self.time:
+            for combo in self.book.combos:
                 if len(combo) == 2:
                     pairs.append((pos[combo[0]], pos[combo[1]]))
                     pair_rate.append([self._rate(combo, g) for g in types])
@@ -243,21 +224,15 @@ class GavelRounds(Policy):
         if self.need and due:
             self._reset(t)
             self.allocation = self._allocate(t)
-            self.shares = {
-                g: {c: x[g] for c, x in self.allocation.items() if x.get(g, 0.0) > self.tiny}
-                for g in self.priority
-            }
+            self.book.allot(self.allocation)
             self.need = False
-        for gpu_type, priorities in self.priority.items():
-            # a combination without a share (or the table's rate) here has priority 0
-            total = self.worker_time[gpu_type]
-            priorities.update(dict.fromkeys(priorities, 0.0))
-            for combo, share in self.shares.get(gpu_type, {}).items():
-                if combo not in priorities or min(self._rate(combo, gpu_type)) <= 0:
-                    continue
-                spent = self.time.get(combo, {}).get(gpu_type)
-                fraction = spent / total if total > 0 and spent is not None else 0.0
-                priorities[combo] = share / fraction if fraction > 0 else share * 1e9
+        book = self.book
+        total = self.worker_time[None, :]
+        fraction = np.divide(book.spent, total, out=np.zeros_like(book.spent), where=total > 0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            priority = np.where(fraction > 0, book.share / fraction, book.share * 1e9)
+        # no share (or no rate) on a type: priority 0 there
+        self.priority = np.where((book.share > 0) & book.ok, priority, 0.0)
 
     # -- a round ----------------------------------------------------------------------
 
@@ -278,17 +253,28 @@ class GavelRounds(Policy):
             self.need, self.last_reset = True, 0.0
             self._update_priorities(t)
             chosen = self._open_round(t, cluster)
+            if not chosen:
+                from planner.errors import InputError
+
+                name = self.context.jobs[min(self.active)].name
+                raise InputError(
+                    f"{self.name} stalls at {t:,.0f} s: job {name!r} has shares only where it "
+                    "cannot run (a GPU type without a measured rate for it), as Gavel's code "
+                    "gives it"
+                )
         return chosen
 
     def _close_round(self, t: float) -> None:
         """Credit every combination of the round that ends its time on its type."""
+        column = {g: j for j, g in enumerate(self.sorted_types)}
         for combo, where in self.assigned.items():
-            gpu_type = self.gpu_type(where)
+            j = column[self.gpu_type(where)]
             spent = self.spent[combo]
-            if combo in self.time:
-                self.time[combo][gpu_type] += spent
-            self.worker_time[gpu_type] += spent
-        self.previous = {c: w for c, w in self.assigned.items() if c in self.time}
+            row = self.book.index.get(combo)
+            if row is not None:
+                self.book.spent[row, j] += spent
+            self.worker_time[j] += spent
+        self.previous = {c: w for c, w in self.assigned.items() if c in self.book.index}
         self.assigned = {}
 
     def _open_round(self, t: float, cluster: Cluster) -> Chosen:
@@ -300,16 +286,18 @@ class GavelRounds(Policy):
         taken: set[int] = set()
         picked: dict[str, list[Combo]] = {g: [] for g in order}
         fifo = self.policy == "fifo"
+        book = self.book
         for gpu_type in order:
-            entries = [
-                (c, p, self.deficit[gpu_type][c], self.allocation.get(c, {}).get(gpu_type, 0.0))
-                for c, p in self.priority[gpu_type].items()
-            ]
-            entries.sort(key=lambda e: (e[1], e[2], e[3]), reverse=True)
-            for combo, priority, _, _ in entries:
-                if left[gpu_type] == 0 or taken.intersection(combo):
+            j = self.sorted_types.index(gpu_type)
+            # by priority, then deficit, then share, all descending; ties in Gavel's order
+            rank = np.lexsort((-book.share[:, j], -book.deficit[:, j], -self.priority[:, j]))
+            for row in rank.tolist():
+                if left[gpu_type] == 0:
+                    break
+                combo = book.combos[row]
+                if taken.intersection(combo) or not book.ok[row, j]:
                     continue
-                if min(self._rate(combo, gpu_type)) <= 0 or (fifo and priority <= 0):
+                if fifo and self.priority[row, j] <= 0:
                     continue
                 scale = self.context.jobs[combo[0]].gpus
                 if scale > left[gpu_type]:
@@ -326,7 +314,7 @@ class GavelRounds(Policy):
             for combo in combos:
                 if combo in kept:
                     where = self.previous[combo]
-                elif combo not in self.allocation:
+                elif not book.known[book.index[combo]]:
                     continue
                 else:
                     placed = cluster.place(self.context.jobs[combo[0]].gpus, gpu_type)
@@ -410,7 +398,7 @@ class GavelRounds(Policy):
                 types.pop(fits[pick][0])
         if self.mode == "packed":
             self._fifo_pack(queue)
-        out = {c: dict.fromkeys(self.sorted_types, 0.0) for c in self.time}
+        out = {c: dict.fromkeys(self.sorted_types, 0.0) for c in self.book.combos}
         for combo, gpu_type in self.fifo.items():
             out.setdefault(combo, dict.fromkeys(self.sorted_types, 0.0))[gpu_type] = 1.0
         return out
@@ -466,7 +454,7 @@ class GavelRounds(Policy):
             for k in free:
                 self.gandiva[k] = ((k,), None)
             combos = list(dict.fromkeys(c for c, _ in self.gandiva.values()))
-        out = {c: dict.fromkeys(self.sorted_types, 0.0) for c in self.time}
+        out = {c: dict.fromkeys(self.sorted_types, 0.0) for c in self.book.combos}
         m = len(combos)
         for combo in combos:
             row = {t: self.workers[t] / m / scale[combo[0]] for t in self.sorted_types}
@@ -494,6 +482,55 @@ class GavelRounds(Policy):
                     return 0.0
                 total += r / self._rate((k,), gpu_type)[0]
         return total
+
+
+class _Book:
+    """Every combination's time on each type since the last reset, deficit, share and
+    whether it can run there (a rate on that type), one row per combination in the
+    order Gavel's dictionaries hold them."""
+
+    def __init__(self, types: list[str]) -> None:
+        self.types = types
+        self.combos: list[Combo] = []
+        self.index: dict[Combo, int] = {}
+        width = len(types)
+        self.spent = np.zeros((0, width))
+        self.deficit = np.zeros((0, width))
+        self.share = np.zeros((0, width))
+        self.ok = np.zeros((0, width), dtype=bool)
+        self.known = np.zeros(0, dtype=bool)
+        """Whether the allocation holds the combination (else it is never placed anew)."""
+
+    def add(self, combos: list[Combo], spent: list[float], ok: list[list[bool]]) -> None:
+        """New combinations, their time so far on every type ``spent``."""
+        width = len(self.types)
+        for combo in combos:
+            self.index[combo] = len(self.combos)
+            self.combos.append(combo)
+        rows = len(combos)
+        self.spent = np.vstack([self.spent, np.repeat(np.array(spent)[:, None], width, 1)])
+        self.deficit = np.vstack([self.deficit, np.zeros((rows, width))])
+        self.share = np.vstack([self.share, np.zeros((rows, width))])
+        self.ok = np.vstack([self.ok, np.array(ok, dtype=bool).reshape(rows, width)])
+        self.known = np.append(self.known, np.zeros(rows, dtype=bool))
+
+    def drop(self, job: int) -> None:
+        """Every combination of ``job``."""
+        keep = np.array([job not in c for c in self.combos], dtype=bool)
+        self.combos = [c for c, k in zip(self.combos, keep, strict=True) if k]
+        self.index = {c: i for i, c in enumerate(self.combos)}
+        self.spent, self.deficit = self.spent[keep], self.deficit[keep]
+        self.share, self.ok, self.known = self.share[keep], self.ok[keep], self.known[keep]
+
+    def allot(self, allocation: dict[Combo, dict[str, float]]) -> None:
+        """Take the shares of a new allocation."""
+        self.share[:] = 0.0
+        self.known[:] = False
+        for combo, shares in allocation.items():
+            row = self.index.get(combo)
+            if row is not None:
+                self.share[row] = [shares.get(t, 0.0) for t in self.types]
+                self.known[row] = True
 
 
 GAVEL_POLICIES = {
