@@ -172,3 +172,39 @@ def test_the_table_bound_counts_pairs_by_hand() -> None:
                      "bound": pytest.approx(125.0, rel=1e-6)}  # fmt: skip
     alone = table_bound(work, {"v100": 1}, Throughputs(table.alone, {"v100": {}}))
     assert alone["bound"] == pytest.approx(200.0, rel=1e-6)
+
+
+def test_solve_on_gpu_types_searches_the_policies_in_the_executor(
+    files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from planner.app.cli import app
+
+    trace, rates = files
+    out = tmp_path / "three.yaml"
+    runner = CliRunner()
+    args = ["import", "gavel", str(trace), "--throughputs", str(rates), "--cluster", "2:0:1"]
+    assert runner.invoke(app, [*args, "-o", str(out)]).exit_code == 0
+    got = runner.invoke(app, ["solve", str(out), "-t", "5"])
+    assert got.exit_code == 0, got.output
+    # job0 alone on a V100 at 20/s: 50 s; job1 (2 GPUs, no K80 rate) on the two V100s
+    # from its arrival at 120.5 s at 6/s: 100 s; job2 at 7,200 s: 50 / 20 = 2.5 s. The
+    # first policy meets the bound (the last job from its release): proven optimal.
+    lines = dict(line.split(None, 1) for line in got.output.splitlines()[1:] if line)
+    assert lines["status"] == "optimal"
+    assert lines["makespan"] == "7,202 s"
+    assert lines["lower"] == "bound   7,202 s (longest job from its release)"
+    assert lines["mean"] == "JCT      51 s"
+    assert lines["audit"] == "valid (the executor's audit of the plan's run)"
+    for extra, message in [
+        (["--static"], "--static: the table model's jobs have measured rates, not stages; "
+                       "the portfolio plans them in the executor"),
+        (["-s", "cpsat"], "solver cpsat: the table model's jobs have measured rates, not "
+                          "stages; the portfolio plans them in the executor"),
+        (["--workers", "2"], "--workers: the search on GPU types takes --time-limit and "
+                             "--seed only"),
+    ]:  # fmt: skip
+        bad = runner.invoke(app, ["solve", str(out), *extra])
+        assert bad.exit_code == 2
+        assert bad.output.strip() == f"error: {message}"

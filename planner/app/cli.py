@@ -272,7 +272,6 @@ def solve(
             )
         if gantt is not None:
             check_output(gantt, inputs=[instance], suffixes=FORMATS, what="the chart file")
-        problem = load_instance(instance, check=True)
         options = {
             k: v
             for k, v in {
@@ -287,11 +286,15 @@ def solve(
             }.items()
             if v is not None
         }
+        from planner.app.solve_dl import executed_line, plan_in_executor, solve_on_types
+
+        if solve_on_types(instance, solver, options, static, output, gantt):
+            return
+        problem = load_instance(instance, check=True)
         if "time_limit" in options_of(solver):
             options.setdefault("time_limit", DEFAULT_TIME_LIMIT)
         if initial is not None:
             options["initial_solution"] = load_schedule(initial, problem)
-        from planner.app.solve_dl import executed_line, plan_in_executor
 
         if plan_in_executor(instance, problem, solver, options, static, output, gantt,
                         (interleave, data_slots, slowdown, restart)):  # fmt: skip

@@ -49,6 +49,10 @@ def import_gavel_cmd(
             help="Generate this many jobs of Gavel's job mix instead of reading a trace.",
         ),
     ] = None,
+    objective: Annotated[
+        str,
+        typer.Option(help="makespan, or weighted_completion (the mean JCT by the jobs' weights)."),
+    ] = "makespan",
     seed: Annotated[int, typer.Option(min=0, help="--jobs: random seed.")] = 0,
     arrival_rate: Annotated[
         float | None,
@@ -86,7 +90,9 @@ def import_gavel_cmd(
             name = f"gavel-mix-{jobs}-seed{seed}"
         folder = os.path.abspath(output.parent)
         ref = os.path.relpath(os.path.abspath(throughputs), folder)
-        data = gavel_instance(batch, spec, ref, name)
+        if objective not in ("makespan", "weighted_completion"):
+            raise InputError(f"--objective {objective!r}: makespan or weighted_completion")
+        data = {"objective": objective, **gavel_instance(batch, spec, ref, name)}
         if output.suffix.lower() == ".json":
             import json
 

@@ -59,18 +59,21 @@ def static_portfolio(
 def solve_in_executor(
     instance: Path,
     workload: Workload,
-    problem: Problem,
+    problem: Problem | None,
     solver: str,
     options: dict[str, Any],
     setting: Setting,
     output: Path | None,
     gantt: Path | None,
+    goal: tuple[str, dict[str, float]] | None = None,
 ) -> None:
     """Plan ``workload`` (the instance's training jobs; ``problem`` compiled from the
     same file) in the executor's model under ``setting``: with ``portfolio`` the dispatch
     search, with another solver its static plan as the executor runs it. Prints the
     run's figures; writes the plan (``output``: a dispatch file, or the static plan's
-    schedule) and the co-location chart (``gantt``).
+    schedule) and the co-location chart (``gantt``). Under the ``table`` model there is
+    no problem: ``goal`` gives the objective and the jobs' weights, and the search runs
+    its policies only.
 
     Raises
     ------
@@ -85,17 +88,28 @@ def solve_in_executor(
     from planner.execution.runs import dispatch_of
     from planner.execution.search import DEFAULT_TIME_LIMIT, OBJECTIVES, search_dispatch
 
-    if problem.objective not in OBJECTIVES:
+    if goal is None:
+        assert problem is not None
+        goal = (problem.objective, {j.name: j.weight for j in problem.jobs})
+    objective, weights = goal
+    if objective not in OBJECTIVES:
         raise InputError(
-            f"objective {problem.objective}: the executor's model plans makespan and "
+            f"objective {objective}: the executor's model plans makespan and "
             "weighted_completion; plan it in the static block model with --static"
         )
     if workload.nodes is None:  # pragma: no cover - instances name their cluster
         raise InputError("the instance names no cluster")
-    weights = {j.name: j.weight for j in problem.jobs}
     dispatch = dispatch_of(workload, setting, "lp-groups")
     printer = progress_printer()
-    if solver == "portfolio":
+    if problem is None:
+        t0 = time.perf_counter()
+        result = search_dispatch(
+            dispatch, setting, objective, weights,
+            time_limit=options.get("time_limit", DEFAULT_TIME_LIMIT),
+            seed=options.get("seed", 0), stages=("policies",), progress=printer,
+        )  # fmt: skip
+        static_line = None
+    elif solver == "portfolio":
         given = [k for k in STATIC_ONLY if k in options]
         if given:
             raise InputError(
@@ -107,7 +121,7 @@ def solve_in_executor(
         result = search_dispatch(
             dispatch,
             setting,
-            problem.objective,
+            objective,
             weights,
             time_limit=options.get("time_limit", DEFAULT_TIME_LIMIT),
             seed=options.get("seed", 0),
@@ -128,7 +142,7 @@ def solve_in_executor(
         result = search_dispatch(
             dispatch,
             setting,
-            problem.objective,
+            objective,
             weights,
             stages=("static",),
             static=lambda _limit: (problem, schedule),
@@ -203,6 +217,8 @@ def _rows(
         if solver == "portfolio"
         else "a static engine; its plan as the executor runs it"
     )
+    if dispatch.model.table is not None:
+        how = "in the executor's model on GPU types: " + ", ".join(c.source for c in result.tried)
     rows: list[tuple[str, object]] = [
         ("instance", f"{instance} ({what})"),
         ("model", f"{setting.line(dispatch.model)} (job-level executor: the plan is what it runs)"),
@@ -239,6 +255,58 @@ def _rows(
         )
         rows.append(("audit", verdict))
     return rows
+
+
+def solve_on_types(
+    instance: Path,
+    solver: str,
+    options: dict[str, Any],
+    static: bool,
+    output: Path | None,
+    gantt: Path | None,
+) -> bool:
+    """Solve an instance under the ``table`` model (GPU types, measured rates): the
+    search in the executor over the policies for GPU types
+    (:data:`~planner.execution.search.TABLE_POLICIES`); whether the instance is one.
+
+    Raises
+    ------
+    InputError
+        For a static engine, ``--static``, an option the search does not take, or an
+        objective it does not plan.
+    typer.Exit
+        With status 1 if its run fails the audit.
+    """
+    from planner.execution.runs import Setting, dl_workload
+
+    if instance.suffix.lower() not in (".json", ".yaml", ".yml") or not instance.is_file():
+        return False  # the static path reads (or refuses) it
+    workload, _ = dl_workload(instance)
+    if workload is None or workload.table is None:
+        return False
+    if static or solver != "portfolio":
+        what = "--static" if static else f"solver {solver}"
+        raise InputError(
+            f"{what}: the table model's jobs have measured rates, not stages; the portfolio "
+            "plans them in the executor"
+        )
+    given = [k for k in options if k not in ("time_limit", "seed")]
+    if given:
+        raise InputError(
+            f"--{given[0].replace('_', '-')}: the search on GPU types takes --time-limit and "
+            "--seed only"
+        )
+    from planner.dl.specs import ClusterInstance
+    from planner.io.instance import parse_native_text, read_text
+    from planner.model import validated
+
+    data = parse_native_text(read_text(instance), instance.suffix.lower() == ".json")
+    inst = validated(ClusterInstance, data)
+    objective = inst.objective
+    weights = {j.name: j.weight for j in inst.jobs}
+    solve_in_executor(instance, workload, None, solver, options, Setting(restart=False),
+                      output, gantt, (objective, weights))  # fmt: skip
+    return True
 
 
 def plan_in_executor(

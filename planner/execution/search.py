@@ -67,6 +67,20 @@ OBJECTIVES = ("makespan", "weighted_completion")
 
 MAKESPAN_POLICIES = ("lp-groups", "muri-l", "tiresias", "muri-s", "srsf-pack")
 """The policies stage 1 runs for the makespan, in order."""
+TABLE_POLICIES = {
+    "makespan": (
+        "het-makespan",
+        "gavel-min-total-duration-packed",
+        "gavel-min-total-duration-perf",
+    ),
+    "weighted_completion": (
+        "het-srpt",
+        "gavel-max-min-fairness-packed",
+        "gavel-finish-time-fairness-perf",
+    ),
+}
+"""The policies stage 1 runs on GPU types under the ``table`` model (the stage-based
+ones need stages), per objective."""
 COMPLETION_POLICIES = (
     "jct-groups",
     "srsf-pack",
@@ -306,7 +320,9 @@ def search_dispatch(
     deadline = Deadline(t0 + time_limit, halt)
     jobs, model = dispatch.jobs, dispatch.model
     gpus = dispatch.nodes * dispatch.gpus_per_node
-    if objective == "makespan":
+    if objective == "makespan" and model.table is not None:
+        bound, kind = _table_makespan_bound(dispatch)
+    elif objective == "makespan":
         budget = None
         if dispatch.power_cap is not None:
             budget = (dispatch.power_cap - gpus * dispatch.watts[1], dispatch.watts)
@@ -333,6 +349,8 @@ def search_dispatch(
     if "exact" in stages and objective == "makespan":
         _exact(out, dispatch, progress, t0, halt)
     names = policies or (MAKESPAN_POLICIES if objective == "makespan" else COMPLETION_POLICIES)
+    if model.table is not None and policies is None:
+        names = TABLE_POLICIES[objective]
     if "policies" in stages:
         for name in names:
             if out.tried and (deadline.is_set() or out.status == "optimal"):
@@ -359,6 +377,21 @@ def search_dispatch(
     out.runtime = time.perf_counter() - t0
     out.interrupted = halt is not None and halt.is_set()
     return out
+
+
+def _table_makespan_bound(dispatch: Dispatch) -> tuple[float, str]:
+    """The ``table`` model's makespan bound of ``dispatch`` (:func:`planner.rates.table_bound`)
+    and what it is."""
+    from planner.rates import table_bound
+
+    gpus: dict[str, int] = {}
+    for t in dispatch.types:
+        gpus[t] = gpus.get(t, 0) + dispatch.gpus_per_node
+    work = [((j.model, j.gpus), float(j.iterations), j.release) for j in dispatch.jobs]
+    bound = table_bound(work, gpus, dispatch.model.table)  # type: ignore[arg-type]
+    if bound["longest"] >= bound["lp"]:
+        return bound["bound"], "longest job from its release"
+    return bound["bound"], "GPU types' time shared at will, alone and in measured pairs"
 
 
 def _execute(dispatch: Dispatch, policy: Policy, halt: Halt | None) -> PeerRun:
