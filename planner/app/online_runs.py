@@ -293,8 +293,15 @@ class JobOnline:
                     ("failures", ", ".join(fail) if fail else "none"),
                     (
                         "planner",
-                        f"re-plans at every event in the executor's model ({solver}: the "
-                        f"search's policies and tuning{per_plan}, else jct-groups decides)"
+                        (
+                            f"re-plans at every event and round in the executor's model on "
+                            f"GPU types ({solver}: het-srpt, srsf and Gavel's max-min "
+                            f"fairness, packed{per_plan}, else srsf decides)"
+                            if workload.table is not None
+                            else f"re-plans at every event in the executor's model ({solver}: "
+                            f"the search's policies and tuning{per_plan}, else jct-groups "
+                            "decides)"
+                        )
                         if solver == "portfolio"
                         else f"re-plans at every arrival with {solver}{per_plan} (static "
                         "block model)",

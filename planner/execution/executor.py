@@ -229,6 +229,18 @@ def run_policy(
         chosen_policy = policy_of(policy)
     total = nodes * gpus_per_node
     check_jobs(jobs, nodes, gpus_per_node, plan)
+    if model.table is not None and chosen_policy.needs_stages:
+        from planner.execution.policies import table_policies
+
+        raise InputError(
+            f"policy {chosen_policy.name} needs stage times or leaves GPUs unplaced; under "
+            f"the table model run {table_policies()}"
+        )
+    if model.table is None and chosen_policy.needs_types:
+        raise InputError(
+            f"policy {chosen_policy.name} runs on GPU types under the table model "
+            "(planner import gavel writes such an instance)"
+        )
     for node, down, back in outages:
         if not 0 <= node < nodes or not 0 <= down <= back < math.inf:
             raise InputError(f"outage of node {node} from {down:g} s to {back:g} s: no such node")

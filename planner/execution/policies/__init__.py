@@ -71,6 +71,12 @@ is the online planner, which runs the executor itself:
 :class:`~planner.execution.policies.planner.SearchPlanner`)."""
 
 
+def table_policies() -> str:
+    """The policies that run under the ``table`` model, for a message."""
+    names = [n for n, cls in POLICIES.items() if not cls.needs_stages]
+    return ", ".join(n for n in names if not n.startswith("gavel-")) + " or a gavel-* policy"
+
+
 def policy_list() -> str:
     """The policies' names for a message: Gavel's forms (``-perf``, ``-packed``) once."""
     names = [n for n in POLICIES if not n.endswith(("-perf", "-packed"))]

@@ -259,6 +259,9 @@ class Policy:
     (its group: the jobs on its GPUs), not a group on one GPU set."""
     needs_types = False
     """Whether the policy runs only on GPU types under the ``table`` model."""
+    needs_stages = False
+    """Whether the policy needs the jobs' stage times or counts GPUs without placing them
+    (so not under the ``table`` model, whose speeds are per placed GPU type)."""
 
     def start(self, context: Context) -> None:
         """Take the run's context (kept as ``self.context``)."""

@@ -35,6 +35,8 @@ is critical: it is grouped first."""
 class LpGroups(Policy):
     """Groups rounded from the program at every event (see the module docstring)."""
 
+    needs_stages = True
+
     name = "lp-groups"
 
     def __init__(

@@ -30,6 +30,8 @@ WEIGHT_SCALE = 10**9
 class MuriS(Policy):
     """Muri with known durations."""
 
+    needs_stages = True
+
     name = "muri-s"
 
     def start(self, context: Context) -> None:

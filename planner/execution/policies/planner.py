@@ -34,8 +34,10 @@ from typing import TYPE_CHECKING, Any
 
 from planner.errors import PlannerError
 from planner.execution.policies.base import Chosen, Cluster, Context, JobState, Policy
+from planner.execution.policies.gavel import ROUND
 from planner.execution.policies.jct_groups import JctGroups
 from planner.execution.policies.plan import PlanDispatch
+from planner.execution.policies.srtf import Srsf
 
 if TYPE_CHECKING:
     from planner.model import Problem
@@ -166,6 +168,11 @@ tunes ``ftf-groups``' bias. Policies without groups or that fill GPU sets greedi
 them: on Muri's testbed trace (Muri's factors and overheads) a planner that could pick
 them had a mean JCT of 122,744 s, against 112,769 s without them."""
 
+TABLE_ONLINE_POLICIES = ("het-srpt", "srsf", "gavel-max-min-fairness-packed")
+"""On GPU types (the ``table`` model): the policies the online planner's search runs at
+every event, and nothing tuned; it also re-plans every
+:data:`~planner.execution.policies.gavel.ROUND` seconds, as rounds do."""
+
 SEARCH_OPTIONS = ("time_limit", "seed")
 """The options of the online planner in the executor's model."""
 
@@ -192,10 +199,17 @@ class SearchPlanner(Policy):
     def start(self, context: Context) -> None:
         """The fallback policy, started on the same run."""
         super().start(context)
-        self.fallback: Policy = JctGroups()
+        self.typed = context.model.table is not None
+        self.fallback: Policy = Srsf() if self.typed else JctGroups()
         """Decides an event where the search found no dispatch in its budget."""
         self.fallback.start(context)
         self.restart = any(s.cost > 0 for s in context.state)
+        self.again = math.inf
+        """When it re-plans next without an event (GPU types: every round)."""
+
+    def next_event(self) -> float:
+        """On GPU types, a round after the last re-plan."""
+        return self.again
 
     def arrive(self, job: JobState) -> None:
         """The fallback policy learns of it."""
@@ -234,12 +248,19 @@ class SearchPlanner(Policy):
         outages = [(k, max(down - t, 0.0), back - t) for k, down, back in context.outages
                    if back > t]  # fmt: skip
         dispatch = Dispatch(now, "planner", context.nodes, context.gpus_per_node,
-                            context.model, self.restart, outages=outages)  # fmt: skip
+                            context.model, self.restart, outages=outages,
+                            types=context.types)  # fmt: skip
         weights = {s.job.name: s.job.weight for s in jobs}
         deadline = Deadline(t0 + self.time_limit, None)
-        result = search_dispatch(dispatch, Setting(), self.objective, weights, self.time_limit,
-                                 self.seed, SEARCH_STAGES, halt=deadline,
-                                 policies=ONLINE_POLICIES, tuned="ftf-groups")  # fmt: skip
+        if self.typed:
+            self.again = t + ROUND
+            result = search_dispatch(dispatch, Setting(), self.objective, weights,
+                                     self.time_limit, self.seed, ("policies",), halt=deadline,
+                                     policies=TABLE_ONLINE_POLICIES)  # fmt: skip
+        else:
+            result = search_dispatch(dispatch, Setting(), self.objective, weights,
+                                     self.time_limit, self.seed, SEARCH_STAGES, halt=deadline,
+                                     policies=ONLINE_POLICIES, tuned="ftf-groups")  # fmt: skip
         best = result.best
         if best is None or best.run is None or not best.run.trace:
             self.fallbacks += 1

@@ -23,6 +23,8 @@ class SrsfPack(Policy):
     """Smallest remaining service first, each job on GPUs of its own or into a GPU set
     already open, whichever adds more weighted progress (see :meth:`SrsfPack.schedule`)."""
 
+    needs_stages = True
+
     name = "srsf-pack"
 
     def __init__(self, join: float = JOIN_SHARE) -> None:

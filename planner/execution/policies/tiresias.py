@@ -15,6 +15,8 @@ from planner.execution.policies.base import Chosen, Cluster, Context, JobState, 
 class Tiresias(Policy):
     """Tiresias' priority queues (see the module docstring)."""
 
+    needs_stages = True
+
     name = "tiresias"
     LIMITS = (3250.0, 7200.0)
     """Attained GPU-seconds at which a job leaves the first and the second queue."""
