@@ -291,8 +291,14 @@ def _run_rows(
             (
                 "energy",
                 f"{energy.kwh:,.1f} kWh, mean {energy.mean_kw:.1f} kW, peak "
-                f"{energy.peak_kw:.1f} kW (GPUs: {run.watts[0]:g} W busy, "
-                f"{run.watts[1]:g} W idle" + (", idle ones off)" if workload.switch_off else ")"),
+                f"{energy.peak_kw:.1f} kW ("
+                + (
+                    "GPUs busy/idle: "
+                    + ", ".join(f"{t} {b:g}/{i:g} W" for t, (b, i) in run.type_watts.items())
+                    if run.type_watts
+                    else f"GPUs: {run.watts[0]:g} W busy, {run.watts[1]:g} W idle"
+                )
+                + (", idle ones off)" if workload.switch_off else ")"),
             ),
         ]
         if energy.cost is not None:

@@ -43,7 +43,10 @@ def run_energy(
     drawing the run's watts (busy, idle) as the module docstring says, slowed by the
     run's power cap where it had one (:func:`throttle`); with a ``tariff`` (in ticks of one
     second) also its cost: the draw of every interval times the prices over it.
-    ``switch_off``: a GPU no job holds draws nothing (``power.switch_off``)."""
+    ``switch_off``: a GPU no job holds draws nothing (``power.switch_off``). On GPU types
+    (the run's ``type_watts``), each GPU draws its type's watts."""
+    if run.type_watts and run.types:
+        return _typed_energy(run, tariff, switch_off)
     busy, idle = run.watts
     by_name = {j.name: j for j in jobs}
     model = run.interleave
@@ -82,6 +85,34 @@ def run_energy(
         peak = max(peak, draw)
         if tariff is not None and span > 0:  # the interval's energy at its mean price
             cost += (joules - before) / 3.6e6 * tariff.paid(t, end) / span
+    makespan = run.makespan
+    return Energy(
+        kwh=joules / 3.6e6,
+        mean_kw=joules / makespan / 1000 if makespan else 0.0,
+        peak_kw=peak / 1000,
+        cost=cost if tariff is not None else None,
+    )
+
+
+def _typed_energy(run: PeerRun, tariff: Tariff | None, switch_off: bool) -> Energy:
+    """:func:`run_energy` on GPU types (the ``table`` model): a GPU of type ``t`` draws
+    ``type_watts[t]``, busy while a job runs on it (measured rates: it computes all
+    along), idle otherwise (nothing if ``switch_off`` and no job holds it)."""
+    per_node = run.gpus_per_node
+    watts = run.type_watts
+    everyone = sum(watts[t][1] * per_node for t in run.types)
+    joules = peak = cost = 0.0
+    for k, (t, groups) in enumerate(run.trace):
+        end = run.trace[k + 1][0] if k + 1 < len(run.trace) else t
+        span = end - t
+        held = {(n, i) for _, _, where in groups for n, ids in where for i in ids}
+        idle = sum(watts[run.types[n]][1] for n, _ in held) if switch_off else everyone
+        extra = sum(watts[run.types[n]][0] - watts[run.types[n]][1] for n, _ in held)
+        draw = idle + extra
+        peak = max(peak, draw)
+        joules += draw * span
+        if tariff is not None and span > 0:
+            cost += draw * span / 3.6e6 * tariff.paid(t, end) / span
     makespan = run.makespan
     return Energy(
         kwh=joules / 3.6e6,

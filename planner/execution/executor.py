@@ -99,6 +99,8 @@ class PeerRun:
     """Wall time (s) of each plan the policy made (the online planner's re-plans)."""
     types: tuple[str, ...] = ()
     """Each node's GPU type (empty: one type)."""
+    type_watts: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """On GPU types: a GPU's (busy, idle) watts per type (empty: ``watts`` for all)."""
 
     def residences(self, names: Sequence[str] = ()) -> list[dict[str, object]]:
         """The run as a co-location table: one row per stretch of a job on one GPU set
@@ -161,6 +163,7 @@ def run_policy(
     watts: tuple[float, float] = WATTS,
     until: float = math.inf,
     types: Sequence[str] = (),
+    type_watts: Mapping[str, tuple[float, float]] | None = None,
 ) -> PeerRun:
     """Run ``jobs`` on the cluster under ``policy`` (see the module docstring).
 
@@ -209,6 +212,8 @@ def run_policy(
     types
         Each node's GPU type, on a cluster of several (the ``table`` model's types):
         a job's GPUs are all of one type, its speed that type's measured rate.
+    type_watts
+        On GPU types: a GPU's (busy, idle) watts per type, for the run's energy.
 
     Raises
     ------
@@ -385,6 +390,7 @@ def run_policy(
         running={s.job.name: s.where for s in runnable if s.running},
         planning=chosen_policy.planning_seconds(),
         types=types,
+        type_watts=dict(type_watts or {}),
     )
 
 

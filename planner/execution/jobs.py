@@ -5,7 +5,7 @@ dispatch (:mod:`planner.execution.executor` runs them)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -137,6 +137,9 @@ class Workload:
     """Each node's GPU type under the ``table`` model (empty: one type)."""
     table: Throughputs | None = None
     """The ``table`` model's measured rates (``None``: a stage model)."""
+    type_watts: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """Under the ``table`` model: a GPU's (busy, idle) watts per type (the instance's
+    ``power``, else the catalog's)."""
 
     def names(self, nodes: int) -> tuple[str, ...]:
         """The names of ``nodes`` nodes: the file's, else ``node1`` .. ``nodeN``."""
@@ -306,7 +309,20 @@ def _table_workload(inst: ClusterInstance, path: Path) -> Workload:
         time_unit=inst.time_unit,
         types=tuple(types),
         table=table,
+        type_watts={t: _type_watts(inst, t) for t in dict.fromkeys(types)},
+        tariff=_tariff(inst.power.tariff) if inst.power and inst.power.tariff else None,
+        switch_off=inst.power is not None and inst.power.switch_off,
     )
+
+
+def _type_watts(inst: ClusterInstance, gpu_type: str) -> tuple[float, float]:
+    """A GPU's (busy, idle) watts of ``gpu_type`` in ``inst``: its power's, with its
+    machines' base spread over their GPUs, else the catalog's."""
+    from planner.dl.specs import Power, gpu_watts
+
+    if inst.power is None:
+        return Power().gpu_watts(gpu_type)
+    return gpu_watts(inst, gpu_type)
 
 
 def _tariff(tariff: ClusterTariff) -> Tariff:

@@ -147,6 +147,8 @@ class Dispatch:
     :func:`planner.execution.policies.planner.online_planner`); ``policy`` names it."""
     types: tuple[str, ...] = ()
     """Each node's GPU type under the ``table`` model (empty: one type)."""
+    type_watts: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """Under the ``table`` model: a GPU's (busy, idle) watts per type."""
 
     def __post_init__(self) -> None:
         check_jobs(self.jobs, self.nodes, self.gpus_per_node, self.placed)
@@ -186,6 +188,7 @@ class Dispatch:
             watts=self.watts,
             until=until,
             types=self.types,
+            type_watts=self.type_watts,
         )
 
     def summary(self, seed: int, run: PeerRun, valid: bool | None = None) -> RunSummary:
@@ -248,6 +251,7 @@ def dispatch_of(
         noise=noise,
         planned=planned,
         types=workload.types,
+        type_watts=workload.type_watts,
     )
 
 

@@ -200,3 +200,18 @@ def test_the_online_planner_searches_on_gpu_types() -> None:
     # steps at 1/s), then back: 300 - 40 - 25 = 235 steps at 4/s from 35 s. Mean JCT
     # 59.4 s, against 62.5 s with b on the K80 and 65 s sharing the V100 as a pair
     assert run.finish == {"b": pytest.approx(35.0), "a": pytest.approx(93.75)}
+
+
+def test_energy_counts_each_gpu_at_its_types_watts() -> None:
+    from planner.execution.energy import run_energy
+
+    jobs = [job("a", A, 300), job("b", B, 50)]
+    watts = {"v100": (300.0, 60.0), "k80": (150.0, 30.0)}
+    run = run_policy(
+        jobs, PairOnV100(), nodes=2, gpus_per_node=1, interleave=MODEL, restart=False,
+        types=("v100", "k80"), type_watts=watts,
+    )  # fmt: skip
+    # the V100 computes for 100 s at 300 W, the K80 rests for 100 s at 30 W
+    energy = run_energy(run, jobs, 2)
+    assert energy.kwh == pytest.approx((300 * 100 + 30 * 100) / 3.6e6)
+    assert energy.peak_kw == pytest.approx(0.33)
