@@ -36,6 +36,12 @@ class Throughputs:
         """The GPU types measured."""
         return list(self.alone)
 
+    def only(self, types: Sequence[str]) -> Throughputs:
+        """The table of ``types`` only (a cluster's: Gavel's files also measure types
+        such as ``v100_unconsolidated`` that a cluster of its spec does not have)."""
+        keep = [t for t in self.alone if t in set(types)]
+        return Throughputs({t: self.alone[t] for t in keep}, {t: self.pairs[t] for t in keep})
+
     def rate(self, gpu_type: str, key: JobKey) -> float:
         """Steps per second of the job ``key`` alone on ``gpu_type``.
 

@@ -208,3 +208,13 @@ def test_solve_on_gpu_types_searches_the_policies_in_the_executor(
         bad = runner.invoke(app, ["solve", str(out), *extra])
         assert bad.exit_code == 2
         assert bad.output.strip() == f"error: {message}"
+
+
+def test_a_cluster_sees_only_its_types_of_the_table() -> None:
+    from planner.rates import Throughputs
+
+    a = ("a", 2)
+    # Gavel's files also measure e.g. v100_unconsolidated: not a type of the cluster
+    table = Throughputs({"v100": {a: 3.0}, "v100_unconsolidated": {a: 5.0}}, {})
+    assert table.best(a) == ("v100_unconsolidated", 5.0)
+    assert table.only(["v100", "v100"]).best(a) == ("v100", 3.0)

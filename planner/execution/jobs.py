@@ -267,6 +267,7 @@ def _table_workload(inst: ClusterInstance, path: Path) -> Workload:
             raise InputError("the table model needs every node's gpu_type", str(path), name)
         names.append(name)
         types.append(node.gpu_type)
+    table = table.only(types)
     jobs = []
     for i, job in enumerate(inst.jobs):
         rate = table.best((job.model or "", job.gpus))[1]

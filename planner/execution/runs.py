@@ -76,7 +76,7 @@ class Setting:
         """The setting on one line, e.g. ``fluid, 1 data slot per GPU, Muri's slowdown
         factors, restart overheads``: printed beside every figure of a run."""
         if model.table is not None:
-            restart = "restart overheads" if self.restart else "no restart overhead"
+            restart = "each job's restart time" if self.restart else "no restart overhead"
             return f"table (measured rates per GPU type, alone and in pairs), {restart}"
         parts = [model.kind]
         if model.kind == "fluid":

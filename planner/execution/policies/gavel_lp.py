@@ -209,7 +209,7 @@ def finish_time_fairness(
     lo = float(np.max(snap.since / expected)) if len(expected) else 0.0
     hi, best = 1.0, feasible(1.0)
     for _ in range(steps):
-        if hi - lo < 1e-4 * hi:
+        if hi - lo < 1e-3 * hi:
             break
         mid = (lo + hi) / 2
         x = feasible(mid)

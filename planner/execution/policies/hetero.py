@@ -8,13 +8,14 @@ re-solved more often than Gavel's.
   their end go first (shortest remaining time first, in shares of time on each type),
   every job kept at least :data:`FLOOR` of an equal share of the cluster.
 - ``het-makespan``: Gavel's min-total-duration program with pairs (the least ``M`` at
-  which every job can finish), solved anew at every round the jobs at hand changed.
+  which every job can finish), solved anew every two rounds where the jobs at hand
+  changed.
 
 Gavel computes its allocation again at most every
-:data:`~planner.execution.policies.gavel.RESET` seconds; ours at every round where jobs
-have come or gone. ``het-srpt`` leaves out of its program the pairs whose normalised
-rates sum below 1: such a pair is slower than its members one after the other, and the
-program is smaller.
+:data:`~planner.execution.policies.gavel.RESET` seconds; ``het-srpt`` at every round
+where jobs have come or gone. Both leave out of their programs the pairs whose
+normalised rates sum below 1: such a pair is slower than its members one after the
+other, and the program is smaller.
 """
 
 from __future__ import annotations
@@ -56,8 +57,8 @@ class HeteroRounds(GavelRounds):
         self.name = "het-srpt" if objective == "jct" else "het-makespan"
         self.objective = objective
         self.aware = aware
-        self.reset_every = 0.0
-        self.least_gain = 1.0 if objective == "jct" else 0.0
+        self.reset_every = 0.0 if objective == "jct" else 2 * round_seconds
+        self.least_gain = 1.0
 
     def program(self, snap: gavel_lp.Snapshot) -> dict[tuple[int, ...], np.ndarray]:
         if not self.aware:
