@@ -40,7 +40,8 @@ class Throughputs:
         """The table of ``types`` only (a cluster's: Gavel's files also measure types
         such as ``v100_unconsolidated`` that a cluster of its spec does not have)."""
         keep = [t for t in self.alone if t in set(types)]
-        return Throughputs({t: self.alone[t] for t in keep}, {t: self.pairs[t] for t in keep})
+        pairs = {t: self.pairs.get(t, {}) for t in keep}
+        return Throughputs({t: self.alone[t] for t in keep}, pairs)
 
     def rate(self, gpu_type: str, key: JobKey) -> float:
         """Steps per second of the job ``key`` alone on ``gpu_type``.

@@ -270,14 +270,11 @@ def _table_workload(inst: ClusterInstance, path: Path) -> Workload:
     table = table.only(types)
     jobs = []
     for i, job in enumerate(inst.jobs):
-        rate = table.best((job.model or "", job.gpus))[1]
-        if job.model is None or rate <= 0:
-            raise InputError(
-                f"no measured rate for model {job.model!r} on {job.gpus} GPU(s) in the "
-                "throughputs file",
-                str(path),
-                f"jobs[{i}]",
-            )
+        if job.model is None:
+            raise InputError("the table model needs the job's model", str(path), f"jobs[{i}]")
+        rate = table.best((job.model, job.gpus))[1]
+        if rate <= 0:
+            raise InputError(unrunnable(job.name, job.model, job.gpus), str(path))
         steps = job.iterations or max(1, round((job.duration or 0.0) * rate))
         period = 1.0 / rate
         jobs.append(
@@ -584,6 +581,14 @@ def check_jobs(
             )
 
 
+def unrunnable(name: str, model: str, gpus: int) -> str:
+    """Why a job runs on no GPU type of a cluster under the ``table`` model."""
+    return (
+        f"job {name!r} ({model}, {gpus} GPUs): no GPU type of the cluster has a measured "
+        "rate for it and as many GPUs"
+    )
+
+
 def check_types(
     jobs: Sequence[PeerJob],
     nodes: int,
@@ -613,10 +618,7 @@ def check_types(
     for j in jobs:
         if not any(n >= j.gpus and table.alone.get(t, {}).get((j.model, j.gpus), 0) > 0
                    for t, n in count.items()):  # fmt: skip
-            raise InputError(
-                f"job {j.name!r} ({j.model}, {j.gpus} GPUs): no GPU type of the cluster has "
-                "a measured rate for it and as many GPUs"
-            )
+            raise InputError(unrunnable(j.name, j.model, j.gpus))
 
 
 def shared_periods(

@@ -78,7 +78,9 @@ class GavelRounds(Policy):
         self.round = round_seconds
         self.reset_every = RESET
         self.least_gain = 0.0
-        self.tiny = 0.0
+        self.eager = False
+        """Allocate anew at once where a round would leave every GPU idle (Gavel waits
+        for the next arrival where one is coming)."""
         self.packing = mode == "packed" or policy == "gandiva"
         self.shuffle = mode == "agnostic" and policy != "gandiva"
         self.shuffler = random.Random(seed + 5)
@@ -245,7 +247,7 @@ class GavelRounds(Policy):
             self.last_reset = 0.0  # Gavel: nothing ran and nothing will arrive
         self._update_priorities(t)
         chosen = self._open_round(t, cluster)
-        if not chosen and self.active and not coming:  # allocate anew rather than stall
+        if not chosen and self.active and (self.eager or not coming):  # allocate anew
             self.need, self.last_reset = True, 0.0
             self._update_priorities(t)
             chosen = self._open_round(t, cluster)

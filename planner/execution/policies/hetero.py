@@ -59,6 +59,7 @@ class HeteroRounds(GavelRounds):
         self.aware = aware
         self.reset_every = 0.0 if objective == "jct" else 2 * round_seconds
         self.least_gain = 1.0
+        self.eager = True
 
     def program(self, snap: gavel_lp.Snapshot) -> dict[tuple[int, ...], np.ndarray]:
         if not self.aware:
