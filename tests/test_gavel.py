@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from typer.testing import CliRunner
 
+from planner.app.cli import app
 from planner.dl.gavel import GavelJob, read_gavel_trace, read_throughputs
 from planner.errors import InputError
 
@@ -85,13 +87,8 @@ def test_a_throughputs_file_of_another_shape_is_one_error(tmp_path: Path) -> Non
         read_throughputs(path)
 
 
-def test_import_gavel_writes_an_instance_the_policies_run(
-    files: tuple[Path, Path], tmp_path: Path
-) -> None:
-    from typer.testing import CliRunner
-
-    from planner.app.cli import app
-
+def imported(files: tuple[Path, Path], tmp_path: Path) -> tuple[CliRunner, Path]:
+    """The 3-line trace imported on 2 V100s and a K80: a runner and the instance."""
     trace, rates = files
     out = tmp_path / "three.yaml"
     runner = CliRunner()
@@ -99,6 +96,13 @@ def test_import_gavel_writes_an_instance_the_policies_run(
                               "--cluster", "2:0:1", "-o", str(out)])  # fmt: skip
     assert got.exit_code == 0, got.output
     assert "(3 jobs on 2:0:1 V100:P100:K80, table model)" in got.output
+    return runner, out
+
+
+def test_import_gavel_writes_an_instance_the_policies_run(
+    files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    runner, out = imported(files, tmp_path)
     data = yaml.safe_load(out.read_text())
     assert data["interleave"] == "table" and data["throughputs"] == "rates.json"
     assert [n["gpu_type"] for n in data["cluster"]["nodes"]] == ["v100", "k80"]
@@ -146,10 +150,6 @@ def test_import_gavel_writes_an_instance_the_policies_run(
 def test_import_gavel_bad_input_is_one_line(
     files: tuple[Path, Path], tmp_path: Path, args: list[str], message: str
 ) -> None:
-    from typer.testing import CliRunner
-
-    from planner.app.cli import app
-
     trace, rates = files
     args = [str(trace) if a == "TRACE" else a for a in args]
     args = [str(tmp_path / a) if a == "x.yaml" else a for a in args]
@@ -177,15 +177,7 @@ def test_the_table_bound_counts_pairs_by_hand() -> None:
 def test_solve_on_gpu_types_searches_the_policies_in_the_executor(
     files: tuple[Path, Path], tmp_path: Path
 ) -> None:
-    from typer.testing import CliRunner
-
-    from planner.app.cli import app
-
-    trace, rates = files
-    out = tmp_path / "three.yaml"
-    runner = CliRunner()
-    args = ["import", "gavel", str(trace), "--throughputs", str(rates), "--cluster", "2:0:1"]
-    assert runner.invoke(app, [*args, "-o", str(out)]).exit_code == 0
+    runner, out = imported(files, tmp_path)
     got = runner.invoke(app, ["solve", str(out), "-t", "5"])
     assert got.exit_code == 0, got.output
     # job0 alone on a V100 at 20/s: 50 s; job1 (2 GPUs, no K80 rate) on the two V100s

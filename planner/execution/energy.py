@@ -85,13 +85,7 @@ def run_energy(
         peak = max(peak, draw)
         if tariff is not None and span > 0:  # the interval's energy at its mean price
             cost += (joules - before) / 3.6e6 * tariff.paid(t, end) / span
-    makespan = run.makespan
-    return Energy(
-        kwh=joules / 3.6e6,
-        mean_kw=joules / makespan / 1000 if makespan else 0.0,
-        peak_kw=peak / 1000,
-        cost=cost if tariff is not None else None,
-    )
+    return _energy(joules, peak, cost if tariff is not None else None, run.makespan)
 
 
 def _typed_energy(run: PeerRun, tariff: Tariff | None, switch_off: bool) -> Energy:
@@ -113,12 +107,16 @@ def _typed_energy(run: PeerRun, tariff: Tariff | None, switch_off: bool) -> Ener
         joules += draw * span
         if tariff is not None and span > 0:
             cost += draw * span / 3.6e6 * tariff.paid(t, end) / span
-    makespan = run.makespan
+    return _energy(joules, peak, cost if tariff is not None else None, run.makespan)
+
+
+def _energy(joules: float, peak: float, cost: float | None, makespan: float) -> Energy:
+    """The figures of ``joules`` drawn over ``makespan`` seconds, at ``peak`` watts at most."""
     return Energy(
         kwh=joules / 3.6e6,
         mean_kw=joules / makespan / 1000 if makespan else 0.0,
         peak_kw=peak / 1000,
-        cost=cost if tariff is not None else None,
+        cost=cost,
     )
 
 
