@@ -210,3 +210,15 @@ def test_a_cluster_sees_only_its_types_of_the_table() -> None:
     table = Throughputs({"v100": {a: 3.0}, "v100_unconsolidated": {a: 5.0}}, {})
     assert table.best(a) == ("v100_unconsolidated", 5.0)
     assert table.only(["v100", "v100"]).best(a) == ("v100", 3.0)
+
+
+def test_stage_options_are_refused_on_gpu_types(files: tuple[Path, Path], tmp_path: Path) -> None:
+    runner, out = imported(files, tmp_path)
+    for extra, message in [
+        (["--slowdown", "none"], "--slowdown: the table model's pairs run at their measured rates"),
+        (["--data-slots", "2"], "--data-slots: the table model has no stages to load data for"),
+        (["--interleave", "muri"], "interleave 'muri': the file's jobs have measured rates only"),
+    ]:
+        got = runner.invoke(app, ["policy", str(out), "het-srpt", *extra])
+        assert got.exit_code == 2
+        assert got.output.strip().splitlines()[-1] == f"error: {message}"

@@ -355,6 +355,10 @@ def model_of(
     if kind == TABLE or workload.table is not None:
         if kind != TABLE:
             raise InputError(f"interleave {kind!r}: the file's jobs have measured rates only")
+        if data_slots is not None:
+            raise InputError("--data-slots: the table model has no stages to load data for")
+        if slowdown is None or slowdown.source != "muri":
+            raise InputError("--slowdown: the table model's pairs run at their measured rates")
         return Interleave(TABLE, table=workload.table)
     return Interleave(kind, data_slots=data_slots or workload.data_slots, factors=factors)  # type: ignore[arg-type]
 

@@ -199,24 +199,26 @@ def finish_time_fairness(
     expected = snap.since + snap.remaining / iso
     rows = _throughput_rows(snap, coef)
 
-    def feasible(rho: float) -> np.ndarray | None:
+    def feasible(rho: float, interior: bool = False) -> np.ndarray | None:
         lp = _base(snap)
         for i, (cols, vals) in enumerate(rows):
             room = rho * expected[i] - snap.since[i]
             lp.row(cols, vals, snap.remaining[i] / room, INF)
-        return lp.solve()
+        return lp.solve(interior)
 
+    # the simplex method decides each ratio (it proves infeasibility fast); the interior
+    # point method gives the allocation at the least feasible one, as Gavel's ECOS would
     lo = float(np.max(snap.since / expected)) if len(expected) else 0.0
-    hi, best = 1.0, feasible(1.0)
+    hi = 1.0
     for _ in range(steps):
         if hi - lo < 1e-3 * hi:
             break
         mid = (lo + hi) / 2
-        x = feasible(mid)
-        if x is None:
+        if feasible(mid) is None:
             lo = mid
         else:
-            hi, best = mid, x
+            hi = mid
+    best = feasible(hi, interior=True)
     return {} if best is None else _unpack(snap, best)
 
 
