@@ -222,3 +222,15 @@ def test_stage_options_are_refused_on_gpu_types(files: tuple[Path, Path], tmp_pa
         got = runner.invoke(app, ["policy", str(out), "het-srpt", *extra])
         assert got.exit_code == 2
         assert got.output.strip().splitlines()[-1] == f"error: {message}"
+
+
+def test_info_of_an_instance_on_gpu_types(files: tuple[Path, Path], tmp_path: Path) -> None:
+    runner, out = imported(files, tmp_path)
+    got = runner.invoke(app, ["info", str(out)])
+    assert got.exit_code == 0, got.output
+    rows = dict(line.split(None, 1) for line in got.output.splitlines())
+    assert rows["GPUs"] == "2 v100, 1 k80"
+    # the last job from its release: 7,200 + 50 / 20 s; every job alone on its fastest
+    # type: (1000 / 20 + 600 / 6 + 50 / 20) / 3
+    assert rows["makespan"] == "bound  7,202 s (longest job from its release)"
+    assert rows["JCT"] == "bound       51 s mean (every job alone on its fastest type)"

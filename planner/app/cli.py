@@ -375,6 +375,12 @@ def validate_cmd(
 def info(instance: Annotated[Path, typer.Argument(help="Instance file.")]) -> None:
     """Print the instance's tasks, resources, horizon and lower bounds."""
     with guard():
+        from planner.app.solve_dl import table_info
+
+        rows = table_info(instance)
+        if rows:
+            show(rows)
+            return
         problem = load_instance(instance, check=True)
         modes = sum(len(t.modes) for t in problem.tasks)
         segments = sum(len(m.segments) for t in problem.tasks for m in t.modes)

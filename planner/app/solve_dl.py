@@ -309,6 +309,36 @@ def solve_on_types(
     return True
 
 
+def table_info(instance: Path) -> list[tuple[str, object]]:
+    """``planner info`` of an instance under the ``table`` model: its jobs, GPU types and
+    the model's bounds (seconds); empty for another instance."""
+    from planner.execution.runs import dl_workload
+    from planner.rates import alone_seconds, table_bound
+
+    if instance.suffix.lower() not in (".json", ".yaml", ".yml") or not instance.is_file():
+        return []
+    workload, _ = dl_workload(instance)
+    if workload is None or workload.table is None:
+        return []
+    gpus: dict[str, int] = {}
+    for t in workload.types:
+        gpus[t] = gpus.get(t, 0) + (workload.gpus_per_node or 1)
+    jobs = workload.jobs
+    work = [((j.model, j.gpus), float(j.iterations), j.release) for j in jobs]
+    bound = table_bound(work, gpus, workload.table)
+    jct = sum(alone_seconds(k, s, workload.table) for k, s, _ in work) / len(work)
+    which = "longest job from its release" if bound["longest"] >= bound["lp"] else "relaxation"
+    return [
+        ("instance", str(instance)),
+        ("jobs", f"{len(jobs)} ({len({k for k, _, _ in work})} job keys)"),
+        ("GPUs", ", ".join(f"{n} {t}" for t, n in gpus.items())),
+        ("interleave", "table (measured rates per GPU type, alone and in pairs)"),
+        ("makespan bound", f"{bound['bound']:,.0f} s ({which})"),
+        ("relaxation", f"{bound['lp']:,.0f} s (types' time shared at will, releases at 0)"),
+        ("JCT bound", f"{jct:,.0f} s mean (every job alone on its fastest type)"),
+    ]
+
+
 def plan_in_executor(
     instance: Path,
     problem: Problem,

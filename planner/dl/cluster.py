@@ -104,7 +104,7 @@ def compile_cluster(inst: ClusterInstance) -> Problem:
     if inst.interleave == "table":
         raise InputError(
             "interleave table: the jobs have measured rates per GPU type, not stages; "
-            "run them in the executor (planner policy, study, online)"
+            "run them in the executor (planner solve, policy, study, online)"
         )
     return _Compiler(inst).problem()
 
