@@ -532,20 +532,10 @@ class _Book:
 
 
 GAVEL_POLICIES = {
-    "gavel-fifo": ("fifo", "agnostic"),
-    "gavel-fifo-perf": ("fifo", "perf"),
-    "gavel-fifo-packed": ("fifo", "packed"),
-    "gavel-max-min-fairness": ("max_min_fairness", "agnostic"),
-    "gavel-max-min-fairness-perf": ("max_min_fairness", "perf"),
-    "gavel-max-min-fairness-packed": ("max_min_fairness", "packed"),
-    "gavel-min-total-duration": ("min_total_duration", "agnostic"),
-    "gavel-min-total-duration-perf": ("min_total_duration", "perf"),
-    "gavel-min-total-duration-packed": ("min_total_duration", "packed"),
-    "gavel-finish-time-fairness": ("finish_time_fairness", "agnostic"),
-    "gavel-finish-time-fairness-perf": ("finish_time_fairness", "perf"),
-    "gavel-finish-time-fairness-packed": ("finish_time_fairness", "packed"),
-    "gavel-gandiva": ("gandiva", "packed"),
-}
+    f"gavel-{policy.replace('_', '-')}{'' if mode == 'agnostic' else '-' + mode}": (policy, mode)
+    for policy in ("fifo", "max_min_fairness", "min_total_duration", "finish_time_fairness")
+    for mode in ("agnostic", "perf", "packed")
+} | {"gavel-gandiva": ("gandiva", "packed")}
 """Gavel's policies by name: (its policy, its form)."""
 
 
