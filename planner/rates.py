@@ -167,5 +167,4 @@ def table_bound(
 
 def alone_seconds(key: JobKey, steps: float, table: Throughputs) -> float:
     """Seconds of ``steps`` of ``key`` alone on its fastest GPU type."""
-    rate = table.best(key)[1]
-    return steps / rate if rate > 0 else math.inf
+    return min(table.seconds(key, steps).values(), default=math.inf)
