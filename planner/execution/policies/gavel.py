@@ -89,6 +89,7 @@ class GavelRounds(Policy):
         self.gandiva: dict[int, tuple[Combo, int | None]] = {}
 
     def start(self, context: Context) -> None:
+        """The cluster's types in Gavel's order, its GPUs per type, empty books."""
         super().start(context)
         assert context.model.table is not None  # the executor runs it on types only
         self.table = context.model.table
@@ -129,14 +130,17 @@ class GavelRounds(Policy):
         return got
 
     def arrive(self, job: JobState) -> None:
+        """The job waits for the next round."""
         self.pending.append(job)
 
     def finish(self, job: JobState, t: float) -> None:
+        """Its combinations go (Gavel's ``_remove_job``); the allocation is due."""
         self.active.pop(job.idx, None)
         self.book.drop(job.idx)
         self.need = True
 
     def next_event(self) -> float:
+        """The round's end."""
         return self.round_end
 
     def _add(self, job: JobState, t: float) -> None:
@@ -235,6 +239,8 @@ class GavelRounds(Policy):
     # -- a round ----------------------------------------------------------------------
 
     def schedule(self, t: float, jobs: list[JobState], cluster: Cluster) -> Chosen:
+        """During a round, its combinations still running; at its end, the next round
+        (the arrivals added, the priorities and, when due, the allocation anew)."""
         if self.assigned and t < self.round_end - 1e-6:
             return self._running()
         idle = not self.assigned

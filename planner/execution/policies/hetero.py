@@ -62,6 +62,7 @@ class HeteroRounds(GavelRounds):
         self.eager = True
 
     def program(self, snap: gavel_lp.Snapshot) -> dict[tuple[int, ...], np.ndarray]:
+        """Our program over the jobs at hand (heterogeneity-blind where not ``aware``)."""
         if not self.aware:
             best = snap.rate.max(axis=1)
             norm = np.where(snap.rate > 0, best[:, None] / np.maximum(snap.rate, 1e-12), 0.0)
