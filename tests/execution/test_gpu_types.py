@@ -113,6 +113,7 @@ def gavel_run(trace: str, policy: str) -> tuple[float, float]:
         ("max_min_fairness", "gavel-fifo-perf", 72_320, 19_527),
         ("max_min_fairness", "gavel-max-min-fairness-packed", 63_692, 14_083),
         ("minimize_makespan", "gavel-min-total-duration-perf", 64_721, 63_775),
+        ("minimize_makespan", "gavel-max-min-fairness-perf", 68_522, 35_659),
     ],
 )
 def test_gavel_policies_come_within_3_percent_of_gavels_simulator(

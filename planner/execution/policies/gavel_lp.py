@@ -11,10 +11,10 @@ share of time of combination ``r`` (a job, or a pair of jobs of one GPU count) o
 (``sum_r scale_r x[r, j] <= W_j``) and no job gets more than all of the time
 (``sum_{r containing i} sum_j x[r, j] <= 1``).
 
-- ``max_min_fairness``: the largest least weighted, normalised throughput. ``_perf``
-  normalises a job's throughput by what it gets under the heterogeneity-agnostic
-  allocation; the agnostic form sees every type as equal; ``_packed`` normalises by the
-  sum of its rates alone over the types.
+- ``max_min_fairness``: the largest least weighted, normalised throughput. ``_perf`` and
+  ``_packed`` normalise a job's throughput by its throughput on an equal share of every
+  type (Gavel's ``X^equal``, :func:`proportional`); the agnostic form sees every type as
+  equal.
 - ``min_total_duration``: the largest ``1 / M`` with every job's throughput at least its
   remaining steps over ``M`` (the agnostic form sees every type at the job's rate on a
   V100, as Gavel's does; else on its fastest type).
@@ -148,15 +148,19 @@ def agnostic_shares(snap: Snapshot) -> np.ndarray:
     return np.clip(x[: len(snap.jobs) * t], 0.0, 1.0).reshape(-1, t)
 
 
+def proportional(snap: Snapshot) -> np.ndarray:
+    """Each job's throughput on an equal share of every type (Gavel's ``X^equal``: of
+    each type the same share for every job, in proportion to its GPUs, all of the time)."""
+    share = snap.workers / max(float(snap.workers.sum()), 1e-12)
+    return np.maximum(snap.rate @ share, 1e-12)
+
+
 def max_min_fairness(snap: Snapshot, mode: str) -> dict[tuple[int, ...], np.ndarray]:
     """Gavel's ``max_min_fairness`` (``mode``: ``agnostic``, ``perf`` or ``packed``)."""
     coef = snap.coefficients()
-    if mode == "packed":
-        norm = snap.rate.sum(axis=1) * snap.weight
+    if mode in ("packed", "perf"):
+        norm = proportional(snap) * snap.weight
         coef = [[(r, c / norm[i]) for r, c in terms] for i, terms in enumerate(coef)]
-    elif mode == "perf":
-        iso = (snap.rate * agnostic_shares(snap)).sum(axis=1)
-        coef = [[(r, c / (snap.weight[i] * iso[i])) for r, c in t] for i, t in enumerate(coef)]
     else:
         coef = [[(i, np.ones(len(snap.types)) / snap.weight[i])] for i in range(len(snap.jobs))]
     _scaled(snap, coef)
