@@ -79,6 +79,9 @@ class GavelRounds(Policy):
         self.reset_every = RESET
         self.least_gain = 0.0
         self.eager = False
+        self.isolated: dict[int, list[float]] = {}
+        """Finish-time fairness: per job, its time in isolation so far, its steps left
+        and its isolated throughput at the last allocation."""
         """Allocate anew at once where a round would leave every GPU idle (Gavel waits
         for the next arrival where one is coming)."""
         self.packing = mode == "packed" or policy == "gandiva"
@@ -213,10 +216,11 @@ class GavelRounds(Policy):
 
     def program(self, snap: gavel_lp.Snapshot) -> dict[Combo, np.ndarray]:
         """The policy's program over the jobs at hand: the shares per combination."""
+        if self.policy == "finish_time_fairness":
+            return gavel_lp.finish_time_fairness(snap, self.mode, memory=self.isolated)
         solve: Callable[[gavel_lp.Snapshot, str], dict[Combo, np.ndarray]] = {
             "max_min_fairness": gavel_lp.max_min_fairness,
             "min_total_duration": gavel_lp.min_total_duration,
-            "finish_time_fairness": gavel_lp.finish_time_fairness,
         }[self.policy]
         return solve(snap, self.mode)
 

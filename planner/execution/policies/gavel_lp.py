@@ -185,11 +185,16 @@ def min_total_duration(snap: Snapshot, mode: str) -> dict[tuple[int, ...], np.nd
 
 
 def finish_time_fairness(
-    snap: Snapshot, mode: str, steps: int = 30
+    snap: Snapshot, mode: str, steps: int = 30, memory: dict[int, list[float]] | None = None
 ) -> dict[tuple[int, ...], np.ndarray]:
     """Gavel's ``finish_time_fairness`` (``mode``: ``agnostic``, ``perf`` or ``packed``):
     the least ``rho`` with every job's expected finish time under the allocation at most
-    ``rho`` times that under the agnostic max-min allocation, by bisection."""
+    ``rho`` times that in isolation, by bisection. In isolation: ``_perf`` as Gavel's
+    later code, on an equal split of every type over the jobs at hand (its
+    ``IsolatedPolicy``), the time the steps done so far would have taken there counted
+    allocation by allocation (``memory``, per job: that time, its steps left and its
+    isolated throughput at the last allocation); else under the agnostic max-min
+    allocation."""
     coef = snap.coefficients()
     rate = snap.rate
     if mode == "agnostic":
@@ -199,8 +204,19 @@ def finish_time_fairness(
         norm = snap.rate.sum(axis=1) * snap.weight
         rate = snap.rate / norm[:, None]
         coef = [[(r, c / norm[i]) for r, c in terms] for i, terms in enumerate(coef)]
-    iso = np.maximum((rate * agnostic_shares(snap)).sum(axis=1), 1e-12)
-    expected = snap.since + snap.remaining / iso
+    if mode == "perf" and memory is not None:
+        total = snap.workers.sum()
+        share = snap.workers[None, :] * snap.scale.min() / (snap.scale[:, None] * total)
+        iso = np.maximum((rate * share).sum(axis=1), 1e-12)
+        past = np.zeros(len(snap.jobs))
+        for i, k in enumerate(snap.jobs):
+            spent, left, before = memory.get(k, [0.0, snap.remaining[i], iso[i]])
+            past[i] = spent + (left - snap.remaining[i]) / before
+            memory[k] = [past[i], snap.remaining[i], iso[i]]
+        expected = past + snap.remaining / iso
+    else:
+        iso = np.maximum((rate * agnostic_shares(snap)).sum(axis=1), 1e-12)
+        expected = snap.since + snap.remaining / iso
     rows = _throughput_rows(snap, coef)
 
     def feasible(rho: float, interior: bool = False) -> np.ndarray | None:
@@ -213,7 +229,9 @@ def finish_time_fairness(
     # the simplex method decides each ratio (it proves infeasibility fast); the interior
     # point method gives the allocation at the least feasible one, as Gavel's ECOS would
     lo = float(np.max(snap.since / expected)) if len(expected) else 0.0
-    hi = 1.0
+    hi = max(1.0, 2 * lo)
+    while feasible(hi) is None and hi < 1e6:  # isolation need not be an allocation here
+        lo, hi = hi, 2 * hi
     for _ in range(steps):
         if hi - lo < 1e-3 * hi:
             break
