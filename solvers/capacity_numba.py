@@ -144,6 +144,14 @@ def _col(r, n_glob, n_kind, node):
 
 
 @njit(cache=True, inline="always")
+def _window(seg, s, dur_m, reverse):
+    """Segment ``s``'s offset from its mode's start and its length (the mode of ``dur_m``
+    ticks; ``reverse``: it runs backwards from its end)."""
+    dur = seg[s, SEG_DURATION]
+    return (dur_m - seg[s, SEG_OFFSET] - dur if reverse else seg[s, SEG_OFFSET]), dur
+
+
+@njit(cache=True, inline="always")
 def _demands(seg, s, lo, hi) -> bool:
     """Whether segment ``s`` demands something in demand columns ``[lo, hi)``."""
     for r in range(lo, hi):  # noqa: SIM110 (numba has no generators)
@@ -194,8 +202,7 @@ def _tick_place(avail, seg_start, seg, m, dur_m, est, limit, reverse, n_glob, n_
         for s in range(seg_start[m], seg_start[m + 1]):
             if seg[s, SEG_ACTIVE] == 0:
                 continue
-            dur = seg[s, SEG_DURATION]
-            off = dur_m - seg[s, SEG_OFFSET] - dur if reverse else seg[s, SEG_OFFSET]
+            off, dur = _window(seg, s, dur_m, reverse)
             lo = t + off
             for tau in range(lo + dur - 1, lo - 1, -1):
                 clash = False
@@ -223,8 +230,7 @@ def _tick_book(
     for s in range(seg_start[m], seg_start[m + 1]):
         if seg[s, SEG_ACTIVE] == 0:
             continue
-        dur = seg[s, SEG_DURATION]
-        off = dur_m - seg[s, SEG_OFFSET] - dur if reverse else seg[s, SEG_OFFSET]
+        off, dur = _window(seg, s, dur_m, reverse)
         lo = start + off
         for r in range(r_lo, r_hi):
             q = seg[s, SEG_DEMAND + r]
@@ -336,8 +342,7 @@ def _sky_place(
         for s in range(seg_start[m], seg_start[m + 1]):
             if seg[s, SEG_ACTIVE] == 0 or not _demands(seg, s, r_lo, r_hi):
                 continue
-            dur = seg[s, SEG_DURATION]
-            off = dur_m - seg[s, SEG_OFFSET] - dur if reverse else seg[s, SEG_OFFSET]
+            off, dur = _window(seg, s, dur_m, reverse)
             lo = t + off
             k = _find(nodes, index, base, lo)
             while k >= 0 and nodes[k, NODE_TIME] < lo + dur:
@@ -385,8 +390,7 @@ def _sky_book(
     for s in range(seg_start[m], seg_start[m + 1]):
         if seg[s, SEG_ACTIVE] == 0 or not _demands(seg, s, r_lo, r_hi):
             continue
-        dur = seg[s, SEG_DURATION]
-        off = dur_m - seg[s, SEG_OFFSET] - dur if reverse else seg[s, SEG_OFFSET]
+        off, dur = _window(seg, s, dur_m, reverse)
         lo = start + off
         hi = lo + dur
         k = _find(nodes, index, base, lo)

@@ -244,8 +244,11 @@ def _run_rows(
     total = dispatch.nodes * dispatch.gpus_per_node
     what = f"{len(jobs)} jobs, {dispatch.nodes} nodes x {dispatch.gpus_per_node} GPUs"
     if model.table is not None:
+        from planner.execution.jobs import type_gpus
+
         bound, mix, bound_row, mix_row = _table_bounds(dispatch, jobs)
-        kinds = ", ".join(f"{n} {t}" for t, n in _type_gpus(dispatch).items())
+        gpus = type_gpus(dispatch.types, dispatch.gpus_per_node)
+        kinds = ", ".join(f"{n} {t}" for t, n in gpus.items())
         what += f" ({kinds})"
     else:
         bound = model_bound([(j.gpus, j.iterations, j.stages) for j in jobs], total, model)
@@ -333,22 +336,12 @@ def _run_rows(
     return rows
 
 
-def _type_gpus(dispatch: Any) -> dict[str, int]:
-    """GPUs of each type of ``dispatch``'s cluster."""
-    out: dict[str, int] = {}
-    for t in dispatch.types:
-        out[t] = out.get(t, 0) + dispatch.gpus_per_node
-    return out
-
-
 def _table_bounds(dispatch: Any, jobs: Sequence[Any]) -> tuple[dict[str, float], float, str, str]:
-    """The ``table`` model's bounds of a run (:func:`planner.rates.table_bound`): the bound,
-    the relaxation's, and their lines."""
-    from planner.rates import table_bound
+    """The ``table`` model's bounds of a run (:func:`planner.execution.jobs.typed_bound`):
+    the bound, the relaxation's, and their lines."""
+    from planner.execution.jobs import typed_bound
 
-    work = [((j.model, j.gpus), float(j.iterations), j.release) for j in jobs]
-    bound = table_bound(work, _type_gpus(dispatch), dispatch.model.table)
-    which = "longest job from its release" if bound["longest"] >= bound["lp"] else "relaxation"
+    bound, which = typed_bound(jobs, dispatch.types, dispatch.gpus_per_node, dispatch.model.table)
     return (
         bound,
         bound["lp"],

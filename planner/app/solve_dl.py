@@ -296,41 +296,35 @@ def solve_on_types(
             f"--{given[0].replace('_', '-')}: the search on GPU types takes --time-limit and "
             "--seed only"
         )
-    from planner.dl.specs import ClusterInstance
-    from planner.io.instance import parse_native_text, read_text
-    from planner.model import validated
-
-    data = parse_native_text(read_text(instance), instance.suffix.lower() == ".json")
-    inst = validated(ClusterInstance, data)
-    objective = inst.objective
-    weights = {j.name: j.weight for j in inst.jobs}
+    weights = {j.name: j.weight for j in workload.jobs}
     solve_in_executor(instance, workload, None, solver, options, Setting(restart=False),
-                      output, gantt, (objective, weights))  # fmt: skip
+                      output, gantt, (workload.objective, weights))  # fmt: skip
     return True
 
 
 def table_info(instance: Path) -> list[tuple[str, object]]:
     """``planner info`` of an instance under the ``table`` model: its jobs, GPU types and
     the model's bounds (seconds); empty for another instance."""
+    from planner.execution.jobs import type_gpus, typed_bound
     from planner.execution.runs import dl_workload
-    from planner.rates import alone_seconds, table_bound
+    from planner.rates import alone_seconds
 
     if instance.suffix.lower() not in (".json", ".yaml", ".yml") or not instance.is_file():
         return []
     workload, _ = dl_workload(instance)
     if workload is None or workload.table is None:
         return []
-    gpus: dict[str, int] = {}
-    for t in workload.types:
-        gpus[t] = gpus.get(t, 0) + (workload.gpus_per_node or 1)
+    per_node = workload.gpus_per_node or 1
+    gpus = type_gpus(workload.types, per_node)
     jobs = workload.jobs
-    work = [((j.model, j.gpus), float(j.iterations), j.release) for j in jobs]
-    bound = table_bound(work, gpus, workload.table)
-    jct = sum(alone_seconds(k, s, workload.table) for k, s, _ in work) / len(work)
-    which = "longest job from its release" if bound["longest"] >= bound["lp"] else "relaxation"
+    bound, which = typed_bound(jobs, workload.types, per_node, workload.table)
+    keys = [(j.model, j.gpus) for j in jobs]
+    jct = sum(
+        alone_seconds(k, j.iterations, workload.table) for k, j in zip(keys, jobs, strict=True)
+    ) / len(jobs)
     return [
         ("instance", str(instance)),
-        ("jobs", f"{len(jobs)} ({len({k for k, _, _ in work})} job keys)"),
+        ("jobs", f"{len(jobs)} ({len(set(keys))} job keys)"),
         ("GPUs", ", ".join(f"{n} {t}" for t, n in gpus.items())),
         ("interleave", "table (measured rates per GPU type, alone and in pairs)"),
         ("makespan bound", f"{bound['bound']:,.0f} s ({which})"),

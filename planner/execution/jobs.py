@@ -140,6 +140,8 @@ class Workload:
     type_watts: dict[str, tuple[float, float]] = field(default_factory=dict)
     """Under the ``table`` model: a GPU's (busy, idle) watts per type (the instance's
     ``power``, else the catalog's)."""
+    objective: str = "makespan"
+    """The file's objective (a trace's: the makespan)."""
 
     def names(self, nodes: int) -> tuple[str, ...]:
         """The names of ``nodes`` nodes: the file's, else ``node1`` .. ``nodeN``."""
@@ -308,6 +310,7 @@ def _table_workload(inst: ClusterInstance, path: Path) -> Workload:
         types=tuple(types),
         table=table,
         type_watts={t: _type_watts(inst, t) for t in dict.fromkeys(types)},
+        objective=inst.objective,
         tariff=_tariff(inst.power.tariff) if inst.power and inst.power.tariff else None,
         switch_off=inst.power is not None and inst.power.switch_off,
     )
@@ -585,6 +588,25 @@ def check_jobs(
             )
 
 
+def type_gpus(types: Sequence[str], per_node: int) -> dict[str, int]:
+    """The GPUs of each type of a cluster of nodes of ``types`` with ``per_node`` GPUs."""
+    return {t: types.count(t) * per_node for t in dict.fromkeys(types)}
+
+
+def typed_bound(
+    jobs: Sequence[PeerJob], types: Sequence[str], per_node: int, table: Throughputs
+) -> tuple[dict[str, float], str]:
+    """The ``table`` model's makespan bounds of ``jobs`` on nodes of ``types``
+    (:func:`planner.rates.table_bound`) and which part binds: ``longest job from its
+    release`` or ``relaxation``."""
+    from planner.rates import table_bound
+
+    work = [((j.model, j.gpus), float(j.iterations), j.release) for j in jobs]
+    bound = table_bound(work, type_gpus(types, per_node), table)
+    longest = bound["longest"] >= bound["lp"]
+    return bound, "longest job from its release" if longest else "relaxation"
+
+
 def unrunnable(name: str, model: str, gpus: int) -> str:
     """Why a job runs on no GPU type of a cluster under the ``table`` model."""
     return (
@@ -618,7 +640,7 @@ def check_types(
         raise InputError("a power cap needs a stage model (fluid or muri), not the table")
     if len(types) != nodes:
         raise InputError(f"the table model needs a GPU type for each of the {nodes} nodes")
-    count = {t: types.count(t) * gpus_per_node for t in dict.fromkeys(types)}
+    count = type_gpus(types, gpus_per_node)
     for j in jobs:
         if not any(n >= j.gpus and table.alone.get(t, {}).get((j.model, j.gpus), 0) > 0
                    for t, n in count.items()):  # fmt: skip

@@ -380,18 +380,15 @@ def search_dispatch(
 
 
 def _table_makespan_bound(dispatch: Dispatch) -> tuple[float, str]:
-    """The ``table`` model's makespan bound of ``dispatch`` (:func:`planner.rates.table_bound`)
-    and what it is."""
-    from planner.rates import table_bound
+    """The ``table`` model's makespan bound of ``dispatch`` and what it is."""
+    from planner.execution.jobs import typed_bound
 
-    gpus: dict[str, int] = {}
-    for t in dispatch.types:
-        gpus[t] = gpus.get(t, 0) + dispatch.gpus_per_node
-    work = [((j.model, j.gpus), float(j.iterations), j.release) for j in dispatch.jobs]
-    bound = table_bound(work, gpus, dispatch.model.table)  # type: ignore[arg-type]
-    if bound["longest"] >= bound["lp"]:
-        return bound["bound"], "longest job from its release"
-    return bound["bound"], "GPU types' time shared at will, alone and in measured pairs"
+    table = dispatch.model.table
+    assert table is not None
+    bound, which = typed_bound(dispatch.jobs, dispatch.types, dispatch.gpus_per_node, table)
+    if which == "relaxation":
+        which = "GPU types' time shared at will, alone and in measured pairs"
+    return bound["bound"], which
 
 
 def _execute(dispatch: Dispatch, policy: Policy, halt: Halt | None) -> PeerRun:

@@ -137,11 +137,6 @@ class Cluster:
             t: [k for k, x in enumerate(self.types) if x == t] for t in dict.fromkeys(self.types)
         }
 
-    def type_of(self, where: Where) -> str:
-        """The GPU type of a GPU set (``""`` on a cluster of one type or where a policy
-        counts GPUs without placing them)."""
-        return self.types[where[0][0]] if self.types and where else ""
-
     def free_of(self, gpu_type: str) -> int:
         """Free GPUs of ``gpu_type``."""
         return sum(self.free[k] for k in self.of_type.get(gpu_type, ()))

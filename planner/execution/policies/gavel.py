@@ -106,7 +106,6 @@ class GavelRounds(Policy):
         self.pending: list[JobState] = []
         self.book = _Book(self.sorted_types)
         self.worker_time = np.zeros(len(self.sorted_types))
-        self.allocation: dict[Combo, dict[str, float]] = {}
         self.need = False
         self.last_reset = 0.0
         self.assigned: dict[Combo, Where] = {}
@@ -229,8 +228,7 @@ class GavelRounds(Policy):
         due = t - self.last_reset >= self.reset_every or self.last_reset == 0
         if self.need and due:
             self._reset(t)
-            self.allocation = self._allocate(t)
-            self.book.allot(self.allocation)
+            self.book.allot(self._allocate(t))
             self.need = False
         book = self.book
         total = self.worker_time[None, :]
