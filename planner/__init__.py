@@ -5,7 +5,8 @@ the independent validator, bounds, the interleaving model (loaded with the
 package), and, loaded when first used, the solvers (``planner.solve``), the
 executor (``planner.simulate``, ``planner.monte_carlo``), re-planning
 (``planner.replan``), the job-level executor with its policies
-(``planner.run_policy``), workloads and comparisons. ``__all__`` lists what is
+(``planner.run_policy``), the plan of training jobs in its model
+(``planner.plan_jobs``), workloads and comparisons. ``__all__`` lists what is
 public.
 
 The package is layered, each layer importing only those below it:
@@ -67,6 +68,7 @@ _LAZY = {
     "generate": "planner.io.instance",
     "generate_batch": "planner.dl.workloads",
     "run_study": "planner.app.compare",
+    "plan_jobs": "planner.app.solve_dl",
 }
 """Public names loaded on first use: their modules pull in solvers and heavy libraries."""
 

@@ -41,6 +41,24 @@ class InputError(PlannerError):
         return self
 
 
+class OutputError(PlannerError):
+    """An output file that cannot be written (no room on the disk, no permission, a
+    folder in its place); nothing of it is left behind.
+
+    Parameters
+    ----------
+    cause
+        What went wrong, in a few words.
+    file
+        The file that was being written.
+    """
+
+    def __init__(self, cause: str, file: str) -> None:
+        self.cause = cause
+        self.file = file
+        super().__init__(f"{file}: {cause}")
+
+
 class InfeasibleError(InputError):
     """An instance that is well formed but provably has no feasible schedule."""
 

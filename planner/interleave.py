@@ -82,6 +82,8 @@ class Stages:
     def __post_init__(self) -> None:
         if not all(math.isfinite(v) and v >= 0 for v in (self.data, self.gpu, self.sync)):
             raise InputError(f"stage times must be finite and >= 0, got {self}")
+        if self.total <= 0:
+            raise InputError("stage times are all 0: an iteration takes some time")
 
     @property
     def total(self) -> float:

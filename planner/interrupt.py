@@ -45,13 +45,22 @@ class Halt:
         return self.event.is_set()
 
 
+_CTRL_C = threading.Event()
+"""Set once the first Ctrl-C has reached the main thread's work, until that work returns:
+work nested in it on other threads (a solver inside a search) stops too."""
+_MAIN_BUSY = threading.Event()
+"""Set while the main thread waits in :func:`run_interruptibly`."""
+
+
 def run_interruptibly(
     work: Callable[[], T], stop: Callable[[], object], name: str
 ) -> tuple[T, bool]:
     """Run ``work``; the first Ctrl-C calls ``stop`` and waits for ``work`` to return.
 
-    Off the main thread (where Ctrl-C never arrives: a run of a parallel solver, whose
-    caller waits on the main thread) ``work`` runs in place.
+    Off the main thread (where Ctrl-C never arrives) ``work`` runs in place, unless the
+    main thread is itself waiting in this function on work that this one is part of (a
+    static solver inside the search of ``planner solve``): then the main thread's first
+    Ctrl-C calls this ``stop`` too.
 
     Returns
     -------
@@ -65,7 +74,8 @@ def run_interruptibly(
     BaseException
         Whatever ``work`` raised, raised again here.
     """
-    if threading.current_thread() is not threading.main_thread():
+    main = threading.current_thread() is threading.main_thread()
+    if not main and not _MAIN_BUSY.is_set():
         return work(), False
     done = threading.Event()
     out: list[tuple[bool, object]] = []
@@ -80,16 +90,27 @@ def run_interruptibly(
 
     threading.Thread(target=target, name=name, daemon=True).start()
     interrupted = False
-    while not done.is_set():
-        try:
-            # A sleep, not Thread.join or Event.wait: Ctrl-C inside those can leave the
-            # thread looking finished, or their lock released twice.
-            time.sleep(POLL_SECONDS)
-        except KeyboardInterrupt:
-            if interrupted:
-                raise  # a second Ctrl-C aborts
-            interrupted = True
-            stop()
+    if main:
+        _MAIN_BUSY.set()
+    try:
+        while not done.is_set():
+            try:
+                # A sleep, not Thread.join or Event.wait: Ctrl-C inside those can leave the
+                # thread looking finished, or their lock released twice.
+                time.sleep(POLL_SECONDS)
+                if not main and not interrupted and _CTRL_C.is_set():
+                    interrupted = True
+                    stop()
+            except KeyboardInterrupt:
+                if interrupted:
+                    raise  # a second Ctrl-C aborts
+                interrupted = True
+                _CTRL_C.set()
+                stop()
+    finally:
+        if main:
+            _MAIN_BUSY.clear()
+            _CTRL_C.clear()
     ok, value = out[0]
     if not ok:
         raise value  # type: ignore[misc]

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from planner.errors import InputError
+from planner.files import check_input_file, write_text
 from planner.model import MAX_INT
 
 if TYPE_CHECKING:
@@ -98,9 +99,9 @@ class Schedule:
             writer = csv.DictWriter(buf, fieldnames=[*fields, "finish"])
             writer.writeheader()
             writer.writerows(rows)
-            path.write_text(buf.getvalue())
+            write_text(path, buf.getvalue())
         elif path.suffix.lower() == ".json":
-            path.write_text(json.dumps(self.to_dict(problem), indent=1) + "\n")
+            write_text(path, json.dumps(self.to_dict(problem), indent=1) + "\n")
         else:
             raise InputError(
                 f"unknown schedule format {path.suffix!r} (use .json or .csv)", str(path)
@@ -131,8 +132,7 @@ def load_schedule(path: str | Path, problem: Problem | None = None) -> Schedule:
     """
     path = Path(path)
     name = str(path)
-    if not path.is_file():
-        raise InputError("no such file", name)
+    check_input_file(path)
     try:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as exc:

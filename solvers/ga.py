@@ -48,7 +48,7 @@ from planner.solvers.encoding import (
     schedule_lists,
 )
 from planner.solvers.passes_numba import evaluate
-from planner.solvers.search import DEFAULT_SCHEDULES, Search
+from planner.solvers.search import DEFAULT_SCHEDULES, Search, interruptible
 from planner.solvers.sgs import priorities
 from planner.solvers.sgs_numba import repair_budgets
 
@@ -427,7 +427,10 @@ def solve_ga(
         "initial": None if initial_solution is None else schedule_lists(problem, initial_solution),
     }
     if int(workers) == 1:
-        return _evolve(problem, schedules, time_limit, seed, settings, progress, None)
+        return interruptible(
+            "ga",
+            lambda stop: _evolve(problem, schedules, time_limit, seed, settings, progress, stop),
+        )
     if schedules is None and time_limit is None:
         schedules = DEFAULT_SCHEDULES
     runs = int(workers) if schedules is None else max(1, min(int(workers), int(schedules)))

@@ -21,12 +21,13 @@ import numpy as np
 from numba import njit
 
 from planner.errors import InputError
+from planner.interrupt import Halt
 from planner.model import Problem
 from planner.result import Progress, Result
 from planner.schedule import Schedule
 from planner.solvers.encoding import Data, schedule_lists
 from planner.solvers.passes_numba import evaluate, keys_to_order
-from planner.solvers.search import Search
+from planner.solvers.search import Search, interruptible
 from planner.solvers.sgs import priorities
 from planner.solvers.sgs_numba import repair_budgets
 
@@ -182,56 +183,60 @@ def solve_pso(
     if ring < 0:
         raise InputError(f"ring must be at least 0, got {ring}")
     max_stall = int(stall)
-    search = Search(problem, "pso", schedules, time_limit, progress)
-    size = int(particles)
-    rng = np.random.default_rng(seed)
-    dec = search.decoder
-    d = dec.data
-    n = d.n
-    x = rng.random((size, n))
-    lft = priorities(problem, "lft")
-    x[0] = (lft - lft.min()) / max(float(np.ptp(lft)), 1.0)
-    mk = rng.random((size, n))
-    if initial_solution is not None:
-        keys, modes = schedule_lists(problem, initial_solution)
-        _encode(d, dec.order(keys), modes, x[0], mk[0])
-    v = rng.uniform(-vmax, vmax, (size, n))
-    vm = rng.uniform(-MODE_VMAX, MODE_VMAX, (size, n))
-    pfit = np.full(size, np.inf)
-    swarm = (x, mk, v, vm)
-    pbest = (x.copy(), mk.copy())
-    gbest = (x[0].copy(), mk[0].copy())
-    work = (dec.start, dec.mode, dec.placed, dec.nodes, dec.index, search.stop.flag)
-    best = (
-        np.full(1, np.inf),
-        np.zeros(n, dtype=np.int64),
-        np.zeros(n, dtype=np.int64),
-        np.full_like(dec.placed, -1),
-    )
-    params = (float(inertia), float(c1), float(c2), float(vmax), MODE_VMAX)
-    count = {"iterations": 0, "restarts": 0}  # read after Ctrl-C has ended the loop
 
-    def body() -> None:
-        idle = 0
-        while not search.done():
-            count["iterations"] += 1
-            before = best[0][0]
-            search.used += iteration(
-                d, swarm, pbest, pfit, gbest, params, ring, rng, work, best, search.allowance()
-            )
-            idle = idle + 1 if best[0][0] >= before else 0
-            if idle >= max_stall:
-                # Stalled: scatter the particles again, their order and mode keys; personal
-                # and global bests stay.
-                count["restarts"] += 1
-                idle = 0
-                x[:] = rng.random((size, n))
-                v[:] = rng.uniform(-vmax, vmax, (size, n))
-                mk[:] = rng.random((size, n))
-                vm[:] = rng.uniform(-MODE_VMAX, MODE_VMAX, (size, n))
-            search.offer(best[0][0], best[1], best[2], best[3])
-            search.record(count["iterations"], pfit)
+    def swarm(stop: Halt) -> Result:
+        search = Search(problem, "pso", schedules, time_limit, progress, stop)
+        size = int(particles)
+        rng = np.random.default_rng(seed)
+        dec = search.decoder
+        d = dec.data
+        n = d.n
+        x = rng.random((size, n))
+        lft = priorities(problem, "lft")
+        x[0] = (lft - lft.min()) / max(float(np.ptp(lft)), 1.0)
+        mk = rng.random((size, n))
+        if initial_solution is not None:
+            keys, modes = schedule_lists(problem, initial_solution)
+            _encode(d, dec.order(keys), modes, x[0], mk[0])
+        v = rng.uniform(-vmax, vmax, (size, n))
+        vm = rng.uniform(-MODE_VMAX, MODE_VMAX, (size, n))
+        pfit = np.full(size, np.inf)
+        swarm = (x, mk, v, vm)
+        pbest = (x.copy(), mk.copy())
+        gbest = (x[0].copy(), mk[0].copy())
+        work = (dec.start, dec.mode, dec.placed, dec.nodes, dec.index, search.stop.flag)
+        best = (
+            np.full(1, np.inf),
+            np.zeros(n, dtype=np.int64),
+            np.zeros(n, dtype=np.int64),
+            np.full_like(dec.placed, -1),
+        )
+        params = (float(inertia), float(c1), float(c2), float(vmax), MODE_VMAX)
+        count = {"iterations": 0, "restarts": 0}  # read after Ctrl-C has ended the loop
 
-    search.run(body)
-    search.offer(best[0][0], best[1], best[2], best[3])
-    return search.result(particles=size, **count, seed=seed)
+        def body() -> None:
+            idle = 0
+            while not search.done():
+                count["iterations"] += 1
+                before = best[0][0]
+                search.used += iteration(
+                    d, swarm, pbest, pfit, gbest, params, ring, rng, work, best, search.allowance()
+                )
+                idle = idle + 1 if best[0][0] >= before else 0
+                if idle >= max_stall:
+                    # Stalled: scatter the particles again, their order and mode keys; personal
+                    # and global bests stay.
+                    count["restarts"] += 1
+                    idle = 0
+                    x[:] = rng.random((size, n))
+                    v[:] = rng.uniform(-vmax, vmax, (size, n))
+                    mk[:] = rng.random((size, n))
+                    vm[:] = rng.uniform(-MODE_VMAX, MODE_VMAX, (size, n))
+                search.offer(best[0][0], best[1], best[2], best[3])
+                search.record(count["iterations"], pfit)
+
+        search.run(body)
+        search.offer(best[0][0], best[1], best[2], best[3])
+        return search.result(particles=size, **count, seed=seed)
+
+    return interruptible("pso", swarm)

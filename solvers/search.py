@@ -18,6 +18,7 @@ import logging
 import math
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -211,3 +212,19 @@ class Search:
             stats=info,
             **common,
         )
+
+
+def interruptible(solver: str, work: Callable[[Halt], Result]) -> Result:
+    """Run a search's whole body, its set-up passes included, on the shared interrupt
+    path: Ctrl-C at any point stops it (``work`` gets the :class:`Halt` its
+    :class:`Search` should share) and keeps the incumbent, marked ``interrupted``."""
+    halt = Halt()
+    result, interrupted = run_interruptibly(lambda: work(halt), halt.set, solver)
+    if interrupted and not result.interrupted:
+        reason = (
+            "stopped by Ctrl-C; the best schedule so far is returned"
+            if result.schedule is not None
+            else f"stopped by Ctrl-C; {result.reason}"
+        )
+        result = replace(result, interrupted=True, reason=reason)
+    return result

@@ -257,3 +257,17 @@ def test_every_page_opens_in_chromium_without_broken_links_or_console_errors(
                 broken.append(f"{url}: {link} (no such anchor)")
     assert broken == []
     assert errors == []
+
+
+def test_the_written_references_are_in_their_pages_and_up_to_date() -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "docs" / "hooks.py")
+    assert spec is not None and spec.loader is not None
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    for name, (page, make) in hooks.REFERENCES.items():
+        text = (ROOT / "docs" / page).read_text()
+        assert hooks.written(name, text) == make().strip("\n"), f"run python docs/hooks.py: {page}"
+    formats = (ROOT / "docs" / "reference" / "formats.md").read_text()
+    assert "| `max_colocated` |" in formats

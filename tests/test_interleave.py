@@ -256,7 +256,7 @@ def test_a_fluid_plan_shares_single_gpus_across_gpu_counts() -> None:
     assert wrong[0] == "at 0 s: 'big' is not with the jobs on its GPUs"
     crowded = [(("big", "small"), cost, ((0, (0, 1, 2)),)), other]
     wrong = audit(replace(run, trace=[(t, crowded), *rest]), [big, small], 2)
-    assert wrong[0] == "at 0 s: 'big' on GPUs 0:0-2, taken or down"
+    assert wrong[0] == "at 0 s: 'big' on GPUs 0:0-2, taken, down or outside the cluster"
 
 
 def test_a_plan_on_nodes_the_cluster_lacks_is_refused() -> None:
@@ -337,7 +337,8 @@ def test_the_audit_passes_every_run_and_catches_a_wrong_one() -> None:
     (a, cost, where), (b, cost_b, _), *rest = groups
     stacked = [(a, cost, where), (b, cost_b, where), *rest]
     wrong = audit(replace(run, trace=[(t, stacked), *run.trace[1:]]), jobs, 64)
-    assert wrong[0] == f"at 0 s: {list(b)} on GPUs {where_label(where)}, taken or down"
+    label = where_label(where)
+    assert wrong[0] == f"at 0 s: {list(b)} on GPUs {label}, taken, down or outside the cluster"
 
 
 def test_policies_refuse_what_is_not_a_training_workload() -> None:
@@ -426,7 +427,7 @@ def test_the_audit_refuses_a_group_on_a_node_down() -> None:
     run = run_policy(jobs, "srtf", 1, 8, Interleave("fluid", factors=None), restart=False)
     down = replace(run, outages=((0, 0.0, 20.0),))
     assert audit(down, jobs, 8) == [
-        "at 0 s: ['j'] on GPUs 0:0-7, taken or down",
+        "at 0 s: ['j'] on GPUs 0:0-7, taken, down or outside the cluster",
         "at 0 s: groups hold 8 GPUs of 8, 1 nodes down",
     ]
 

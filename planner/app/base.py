@@ -41,6 +41,23 @@ class _OneLineErrors(TyperGroup):
         rank = {name: k for k, name in enumerate(COMMAND_ORDER)}
         return sorted(names, key=lambda n: rank.get(n, len(rank)))
 
+    def invoke(self, ctx: Any) -> Any:
+        """Run the command: an error of the toolkit that reaches here (an output file that
+        cannot be written) is one ``error:`` line, exit status 2 for bad input and 1
+        otherwise; Ctrl-C where a command has nothing to keep (or a second Ctrl-C, once
+        the first has stopped the work) ends it with one line, exit status 130."""
+        try:
+            return super().invoke(ctx)
+        except InputError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
+        except PlannerError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(1) from None
+        except KeyboardInterrupt:
+            typer.echo("aborted by Ctrl-C; what was not written yet is lost", err=True)
+            raise typer.Exit(130) from None
+
     def main(self, *args: object, standalone_mode: bool = True, **kwargs: object) -> object:
         try:
             rv = super().main(*args, standalone_mode=False, **kwargs)  # type: ignore[arg-type]
@@ -57,11 +74,6 @@ class _OneLineErrors(TyperGroup):
                 raise
             typer.echo("Aborted!", err=True)
             sys.exit(1)
-        except KeyboardInterrupt:  # a second Ctrl-C, once the first has stopped the work
-            if not standalone_mode:
-                raise
-            typer.echo("aborted", err=True)
-            sys.exit(130)
         if not standalone_mode:
             return rv
         sys.exit(rv if isinstance(rv, int) else 0)

@@ -7,16 +7,14 @@ failed run, 0 for success.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
-import yaml
 
 # the commands of their own modules register on ``app`` when imported
-from planner.app import cli_compare, cli_gavel, cli_replan, cli_run  # noqa: F401
+from planner.app import cli_compare, cli_files, cli_gavel, cli_replan, cli_run  # noqa: F401
 from planner.app.base import (
     DEFAULT_TIME_LIMIT,
     MAX_SOLVER_SEED,
@@ -33,17 +31,8 @@ from planner.app.base import (
     time_limit_option,
 )
 from planner.bounds import critical_path_bound, energy_bound, horizon
-from planner.dl.workloads import (
-    MAX_BLOCKS,
-    MAX_GPUS,
-    MAX_JOBS,
-    MAX_NODES,
-    MAX_RATE,
-    MAX_SEED,
-    MIN_RATE,
-)
 from planner.errors import InputError
-from planner.io.instance import NATIVE, load_instance, problem_from_data, save_instance
+from planner.io.instance import NATIVE, load_instance, save_instance
 from planner.io.paths import check_output
 from planner.metrics import schedule_metrics
 from planner.model import Problem
@@ -328,6 +317,8 @@ def solve(
 
             save_gantt(problem, result.schedule, gantt)
             typer.echo(f"chart written to {gantt}")
+        if result.interrupted:
+            raise typer.Exit(130)
 
 
 @app.command("solvers")
@@ -502,6 +493,7 @@ def gantt_cmd(
     from planner.app.colocation import job_level_run, save_colocation_chart
     from planner.app.gantt import FORMATS, save_gantt
     from planner.app.gantt_layout import check_view
+    from planner.execution.table import dispatch_data
 
     with guard():
         inputs = [schedule] if instance is None else [schedule, instance]
@@ -512,6 +504,18 @@ def gantt_cmd(
             check_output(output, inputs=inputs, what="the chart file")
             sets = save_colocation_chart(level, output)
             typer.echo(f"chart written to {output} (job-level run, {sets} GPU sets)")
+            return
+        if dispatch_data(schedule) is not None:
+            if instance is None:
+                raise InputError(
+                    "a dispatch file of planner solve: pass the instance file with --instance",
+                    str(schedule),
+                )
+            if by not in (None, "node"):
+                raise InputError(f"a dispatch is drawn by GPU set (--by node), not by {by}")
+            check_output(output, inputs=inputs, what="the chart file")
+            sets = _dispatch_chart(instance, schedule, output)
+            typer.echo(f"chart written to {output} (the dispatch's run, {sets} GPU sets)")
             return
         check_output(output, inputs=inputs, suffixes=FORMATS, what="the chart file")
         if instance is None:
@@ -541,6 +545,25 @@ def gantt_cmd(
         typer.echo(f"chart written to {output} ({report})")
 
 
+def _dispatch_chart(instance: Path, path: Path, output: Path) -> int:
+    """Run the dispatch file ``path`` of ``instance`` in the executor, as ``planner run``
+    does, and draw its co-location chart; the number of GPU sets drawn."""
+    from planner.app.colocation import save_colocation_chart
+    from planner.app.job_runs import dispatch_file
+    from planner.execution.runs import dl_workload
+
+    workload, _ = dl_workload(instance)
+    if workload is None:
+        raise InputError("not an instance of training jobs: a dispatch needs one", str(instance))
+    plan = dispatch_file(path)
+    dispatch = plan.dispatch(workload)
+    run = dispatch.run()
+    chart = {"residences": run.residences(workload.names(dispatch.nodes)),
+             "policy": plan.source, "interleave": dispatch.model.kind,
+             "makespan": run.makespan}  # fmt: skip
+    return save_colocation_chart(chart, output)
+
+
 def refuse_invalid(schedule: Path, problem: Problem, report: Report) -> None:
     """Print what is wrong with an invalid schedule (its first violations) and exit 1."""
     typer.echo(
@@ -556,124 +579,7 @@ def refuse_invalid(schedule: Path, problem: Problem, report: Report) -> None:
     raise typer.Exit(1)
 
 
-PLACEMENT_HELP = (
-    "pooled: one resource per kind summed over the nodes; node: every task placed on whole "
-    "nodes; gpu: every task placed on single GPUs."
-)
-"""Help of the ``--placement`` option of ``planner import muri`` and ``planner generate``."""
-
-
 app.add_typer(import_app, name="import")
-
-
-def _write_instance(data: dict, output: Path) -> Problem:
-    """Validate cluster-form ``data`` by compiling it, then write it as JSON or YAML."""
-    problem = problem_from_data(data)
-    text = json.dumps(data, indent=1) + "\n" if output.suffix.lower() == ".json" else None
-    output.write_text(text if text is not None else yaml.safe_dump(data, sort_keys=False))
-    return problem
-
-
-LARGE_BATCH = 10_000
-"""From this many jobs ``planner generate`` says what it does before it starts (about 7,000
-jobs a second)."""
-NODES_HELP = f"Nodes of the cluster (1 to {MAX_NODES:,})."
-GPUS_HELP = f"GPUs per node (1 to {MAX_GPUS})."
-BLOCKS_HELP = f"Training blocks per job (1 to {MAX_BLOCKS:,})."
-
-
-@import_app.command("muri")
-def import_muri_cmd(
-    trace: Annotated[Path, typer.Argument(help="Muri trace CSV.")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="Instance file to write.")],
-    nodes: Annotated[int, typer.Option(min=1, max=MAX_NODES, help=NODES_HELP)] = 8,
-    gpus_per_node: Annotated[int, typer.Option(min=1, max=MAX_GPUS, help=GPUS_HELP)] = 8,
-    time_unit: Annotated[str, typer.Option(help="Length of a tick.")] = "1min",
-    blocks: Annotated[int, typer.Option(min=1, max=MAX_BLOCKS, help=BLOCKS_HELP)] = 1,
-    placement: Annotated[str, typer.Option(help=PLACEMENT_HELP)] = "pooled",
-    migrate: Annotated[
-        bool,
-        typer.Option(
-            help="Let every job's blocks change nodes, paying the catalog's restart cost "
-            "for its model (needs --placement node)."
-        ),
-    ] = False,
-    objective: Annotated[
-        str,
-        typer.Option(help="makespan, or weighted_completion (the mean JCT, all weights 1)."),
-    ] = "makespan",
-    interleave: Annotated[
-        str,
-        typer.Option(
-            help="The instance's interleaving model: fluid (processor sharing) or muri "
-            "(Muri's rotation); the executor and the peer policies run under it."
-        ),
-    ] = "fluid",
-) -> None:
-    """Read a Muri trace into a cluster-form instance (a data and a network slot per GPU)."""
-    from planner.dl.workloads import import_muri
-
-    with guard():
-        check_output(output, inputs=[trace], suffixes=NATIVE)
-        data = import_muri(trace, nodes, gpus_per_node, time_unit, blocks, placement, migrate)
-        data["objective"] = objective
-        data["interleave"] = interleave
-        problem = _write_instance(data, output)
-        typer.echo(f"{trace} -> {output} ({len(data['jobs'])} jobs, {len(problem.tasks)} tasks)")
-
-
-@app.command()
-def generate(
-    output: Annotated[Path, typer.Option("--output", "-o", help="Instance file to write.")],
-    jobs: Annotated[
-        int,
-        typer.Option(min=1, max=MAX_JOBS, help=f"Number of training jobs (1 to {MAX_JOBS:,})."),
-    ] = 100,
-    seed: Annotated[
-        int, typer.Option(min=0, max=MAX_SEED, help=f"Random seed (0 to {MAX_SEED}).")
-    ] = 0,
-    nodes: Annotated[int, typer.Option(min=1, max=MAX_NODES, help=NODES_HELP)] = 8,
-    gpus_per_node: Annotated[int, typer.Option(min=1, max=MAX_GPUS, help=GPUS_HELP)] = 8,
-    time_unit: Annotated[str, typer.Option(help="Length of a tick.")] = "1min",
-    blocks: Annotated[int, typer.Option(min=1, max=MAX_BLOCKS, help=BLOCKS_HELP)] = 1,
-    arrival_rate: Annotated[
-        float | None,
-        typer.Option(
-            min=MIN_RATE,
-            max=MAX_RATE,
-            help=f"Jobs per hour (Poisson, {MIN_RATE:g} to {MAX_RATE:g}); default: all at 0.",
-        ),
-    ] = None,
-    placement: Annotated[str, typer.Option(help=PLACEMENT_HELP)] = "pooled",
-) -> None:
-    """Write a seeded synthetic batch of catalog training jobs (GPU mix of published traces)."""
-    from planner.dl.workloads import generate_batch as make
-
-    with guard():
-        check_output(output, suffixes=NATIVE)
-        if jobs >= LARGE_BATCH:
-            typer.echo(f"generating {jobs:,} jobs and checking the instance ...", err=True)
-        data = make(jobs, seed, nodes, gpus_per_node, time_unit, blocks, arrival_rate, placement)
-        problem = _write_instance(data, output)
-        typer.echo(f"wrote {output} ({jobs} jobs, {len(problem.tasks)} tasks)")
-
-
-@app.command()
-def schema(
-    output: Annotated[
-        Path | None,
-        typer.Option("--output", "-o", help="Write to a .json file instead of stdout."),
-    ] = None,
-) -> None:
-    """Print the JSON Schema of native instance files."""
-    from planner.io.schema import schema_text
-
-    if output is None:
-        typer.echo(schema_text(), nl=False)
-        return
-    with guard():
-        check_output(output, suffixes=(".json",), what="the schema file")
-    output.write_text(schema_text())
 
 
 if __name__ == "__main__":  # pragma: no cover

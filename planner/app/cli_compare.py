@@ -19,6 +19,7 @@ from planner.app.base import (
     guard,
     time_limit_option,
 )
+from planner.files import write_text
 from planner.io.paths import check_output
 
 
@@ -87,15 +88,15 @@ def compare(
         ),
     ] = None,
     pareto: Annotated[
-        int,
+        int | None,
         typer.Option(
-            min=0,
+            min=2,
             max=12,
             help="Trace a makespan-energy front: run every instance under objective energy at "
             "this many makespan_watts (0, then an eighth to eight times its full draw); the "
-            "summary gets the front and OUTPUT_pareto.png draws it.",
+            "summary gets the front and OUTPUT_pareto.png draws it (2 to 12 points).",
         ),
-    ] = 0,
+    ] = None,
 ) -> None:
     """Run solvers on instances; write the results table, a summary (.md) and a performance profile.
 
@@ -159,7 +160,7 @@ def compare(
                 jobs=jobs,
                 dask=dask,
                 simulation=simulate,
-                pareto=pareto,
+                pareto=pareto or 0,
             )
         except KeyboardInterrupt:
             typer.echo(
@@ -187,7 +188,7 @@ def compare(
             text += "\nmakespan against energy (objective energy at each makespan_watts):\n\n"
             text += markdown(front)
             save_pareto(front, pareto_path)
-        summary_path.write_text(text)
+        write_text(summary_path, text)
         save_profile(table, profile_path)
         typer.echo(text, nl=False)
         typer.echo(

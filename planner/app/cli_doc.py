@@ -17,4 +17,5 @@ def cli_reference() -> str:
     group.commands = {n: c for n, c in group.commands.items() if not c.hidden}  # type: ignore[attr-defined]
     ctx = typer.Context(group, info_name="planner")
     text = typer.cli.get_docs_for_click(obj=group, ctx=ctx, name="planner")
+    text = text.replace("```console\n", "```text\n")  # usage lines: output, not code to run
     return text.split("\n", 1)[1] if text.startswith("# ") else text

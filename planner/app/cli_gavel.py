@@ -12,6 +12,7 @@ import yaml
 
 from planner.app.base import guard, import_app
 from planner.errors import InputError
+from planner.files import write_text
 from planner.io.instance import NATIVE
 from planner.io.paths import check_output
 
@@ -99,7 +100,7 @@ def import_gavel_cmd(
             text = json.dumps(data, indent=1) + "\n"
         else:
             text = yaml.safe_dump(data, sort_keys=False)
-        output.write_text(text)
+        write_text(output, text)
         try:
             workload = jobs_from_instance(output, data)
         except InputError as exc:  # the jobs cannot run there: no instance written

@@ -49,6 +49,7 @@ from planner.app.run_output import (
 from planner.errors import InputError
 from planner.execution.disturbances import MAX_RUNS, MAX_SEED, MAX_SIGMA, Disturbances
 from planner.execution.simulate import Study, simulate, summarize
+from planner.files import write_text
 from planner.io.instance import load_instance
 from planner.io.paths import check_output
 from planner.schedule import load_schedule
@@ -546,7 +547,7 @@ def _plan_or_policy(
             data = ex.to_json()
             if runs > 1:
                 data["monte_carlo"] = study.figures()
-            output.write_text(json.dumps(data, indent=1) + "\n")
+            write_text(output, json.dumps(data, indent=1) + "\n")
             typer.echo(f"run written to {output}")
         if gantt is not None:
             save_run_gantt(ex, gantt)

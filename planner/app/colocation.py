@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from planner.app.base import json_object
+from planner.app.figures import save_figure
 from planner.errors import InputError
 
 FORMATS = (".png", ".svg", ".pdf")
@@ -99,5 +100,5 @@ def save_colocation_chart(run: dict[str, Any], path: str | Path) -> int:
         loc="left",
     )
     fig.tight_layout()
-    fig.savefig(path, format=path.suffix.lower()[1:], dpi=_DPI)
+    save_figure(fig, path, dpi=_DPI)
     return len(sets)

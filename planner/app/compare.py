@@ -31,6 +31,7 @@ finish-time fairness in the run of the first seed go to a side table
 from __future__ import annotations
 
 import csv
+import io
 import logging
 import sys
 from collections.abc import Callable, Iterator
@@ -52,8 +53,9 @@ from planner.app.compare_run import (
     policy_names,
     run_one,
 )
-from planner.errors import InputError
+from planner.errors import InputError, OutputError
 from planner.execution.disturbances import Simulation, parse_simulation
+from planner.files import write_text
 from planner.io.instance import load_instance
 
 if TYPE_CHECKING:
@@ -247,10 +249,11 @@ def _check_resumed(
 
 
 def _rewrite(path: Path, rows: list[dict[str, Any]], fields: list[str]) -> None:
-    with path.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=fields)
-        writer.writeheader()
-        writer.writerows(rows)
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=fields)
+    writer.writeheader()
+    writer.writerows(rows)
+    write_text(path, buffer.getvalue())
 
 
 def _with_reference(row: dict[str, Any], reference: dict[str, float]) -> dict[str, Any]:
@@ -502,9 +505,11 @@ def run_study(
                 if on_row is not None:
                     on_row(row)
                 written += 1
-    except BaseException:
+    except BaseException as exc:
         if fresh and not written and not kept:  # nothing ran: leave no header-only table
             output.unlink(missing_ok=True)
+        if isinstance(exc, OSError):  # the finished rows stay: --resume goes on from them
+            raise OutputError(f"cannot write: {exc.strerror or exc}", str(output)) from None
         raise
     table = load_table(output)
     order = {r.key: i for i, r in enumerate(runs)}

@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from planner.app.figures import save_figure
+
 JOB_COLUMNS = ["instance", "solver", "seed", "job", "jct", "ftf"]
 """Columns of the side table."""
 
@@ -118,7 +120,7 @@ def save_jct_cdf(jobs: pd.DataFrame, path: str | Path, unit: str) -> None:
     ax.grid(linewidth=0.3, alpha=0.6)
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
-    fig.savefig(path)
+    save_figure(fig, path)
 
 
 def save_fairness(summary: pd.DataFrame, path: str | Path, unit: str) -> None:
@@ -138,4 +140,4 @@ def save_fairness(summary: pd.DataFrame, path: str | Path, unit: str) -> None:
     ax.set_title("fairness against JCT")
     ax.grid(linewidth=0.3, alpha=0.6)
     fig.tight_layout()
-    fig.savefig(path)
+    save_figure(fig, path)

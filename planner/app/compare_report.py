@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from planner.app.compare_run import FAILED, REALIZED
+from planner.app.figures import save_figure
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -162,7 +163,7 @@ def save_profile(table: pd.DataFrame, path: str | Path) -> None:
     fig = Figure(figsize=(7, 4.5), dpi=100)
     plot_profile(table, fig.add_subplot())
     fig.tight_layout()
-    fig.savefig(path)
+    save_figure(fig, path)
 
 
 ENERGY_DECIMALS = 2
@@ -214,4 +215,4 @@ def save_pareto(front: pd.DataFrame, path: str | Path) -> None:
         ax.grid(linewidth=0.3, alpha=0.6)
         ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path)
+    save_figure(fig, path)

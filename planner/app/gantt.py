@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from planner.app.figures import save_figure
 from planner.app.gantt_layout import (
     Bar,
     GanttLayout,
@@ -36,6 +37,7 @@ from planner.app.gantt_layout import (
     resource_profiles,
 )
 from planner.errors import InputError
+from planner.files import write_file
 from planner.validate import validate
 
 if TYPE_CHECKING:
@@ -378,10 +380,11 @@ def save_gantt(
         )
     if suffix == ".html":
         options: dict[str, Any] = {"include_plotlyjs": True, "full_html": True}
-        plotly_gantt(problem, schedule, by).write_html(str(path), **options)
+        figure = plotly_gantt(problem, schedule, by)
+        write_file(path, lambda p: figure.write_html(str(p), **options))
         return
     fig = draw_gantt(new_figure(problem, schedule, by), problem, schedule, by)
-    fig.savefig(path, format=suffix[1:], dpi=_DPI)
+    save_figure(fig, path, dpi=_DPI)
 
 
 def save_run_gantt(
@@ -423,13 +426,13 @@ def save_run_gantt(
             row=1,
             col=1,
         )
-        fig.write_html(str(path), include_plotlyjs=True, full_html=True)
+        write_file(path, lambda p: fig.write_html(str(p), include_plotlyjs=True, full_html=True))
         return
     fig = draw_gantt(new_figure(problem, schedule, by=by), problem, schedule, by=by)
     fig.axes[0].scatter(
         [m[0] for m in marks], [m[1] for m in marks], marker="|", color="black", s=40, zorder=3
     )
-    fig.savefig(path, format=suffix[1:])
+    save_figure(fig, path)
 
 
 def _planned_marks(

@@ -20,6 +20,7 @@ from planner.errors import InputError
 from planner.execution.disturbances import Noise
 from planner.execution.simulate import Study
 from planner.execution.table import dispatch_data
+from planner.files import write_text
 from planner.io.instance import load_instance
 from planner.schedule import load_schedule
 
@@ -54,8 +55,9 @@ def dispatch_setting(plan: Any, model: dict[str, object], others: dict[str, obje
               "--slowdown": s.slowdown, "--restart": s.restart}  # fmt: skip
     for flag, mine in model.items():
         if mine is not None and mine != theirs[flag]:
+            planned = f"the instance's own {flag[2:]}" if theirs[flag] is None else theirs[flag]
             raise InputError(
-                f"{flag} {mine}: the dispatch was planned with {theirs[flag]} and runs in "
+                f"{flag} {mine}: the dispatch was planned with {planned} and runs in "
                 "the model it was planned in"
             )
     refuse(others, "does not apply to a dispatch, which runs its events as planned (run "
@@ -68,13 +70,15 @@ def write_table(path: Path, rows: list[dict[str, Any]]) -> None:
     partners, the job, the GPUs (``node3:0-3``, ``+`` between the nodes of a gang), its
     start and end (seconds) and its partners (``;``-separated)."""
     import csv
+    import io
 
-    with path.open("w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["job", "gpus", "start", "end", "partners"])
-        for r in rows:
-            start, end = f"{r['start']:.3f}", f"{r['end']:.3f}"
-            writer.writerow([r["job"], r["gpus"], start, end, ";".join(r["partners"])])
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(["job", "gpus", "start", "end", "partners"])
+    for r in rows:
+        start, end = f"{r['start']:.3f}", f"{r['end']:.3f}"
+        writer.writerow([r["job"], r["gpus"], start, end, ";".join(r["partners"])])
+    write_text(path, buffer.getvalue())
 
 
 @dataclass(frozen=True)
@@ -205,7 +209,7 @@ class JobLevel:
         elif output is not None:
             if study is not None:
                 data["monte_carlo"] = study.figures()
-            output.write_text(json.dumps(data, indent=1) + "\n")
+            write_text(output, json.dumps(data, indent=1) + "\n")
             typer.echo(f"run written to {output}")
         if gantt is not None:
             sets = save_colocation_chart(data, gantt)

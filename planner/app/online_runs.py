@@ -20,6 +20,7 @@ from planner.app.job_runs import run_data
 from planner.app.run_output import describe
 from planner.errors import InputError
 from planner.execution.disturbances import Disturbances, Noise
+from planner.files import write_text
 from planner.io.instance import load_instance
 from planner.io.paths import check_output
 from planner.model import Problem
@@ -119,7 +120,7 @@ def online_task_graph(
         if output is not None:
             data = main.execution.to_json()
             data["online"] = [r.figures() for r in runs_done]
-            output.write_text(json.dumps(data, indent=1) + "\n")
+            write_text(output, json.dumps(data, indent=1) + "\n")
             typer.echo(f"run written to {output}")
         if gantt is not None:
             save_run_gantt(main.execution, gantt)
@@ -345,7 +346,7 @@ class JobOnline:
                                  False, energy)  # fmt: skip
             if output is not None:
                 data["online"] = figures
-                output.write_text(json.dumps(data, indent=1) + "\n")
+                write_text(output, json.dumps(data, indent=1) + "\n")
                 typer.echo(f"run written to {output}")
             if gantt is not None:
                 sets = save_colocation_chart(data, gantt)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from planner.app.figures import save_figure
 from planner.errors import InputError
 from planner.execution.disturbances import Disturbances
 from planner.execution.simulate import Execution, Study, draw_makespans, monte_carlo
@@ -123,4 +124,4 @@ def save_histogram(study: Study, planned: float | None, unit: str, path: Path) -
     fig = Figure(figsize=(7, 4), dpi=120)
     draw_makespans(fig.add_subplot(), study, planned, unit)
     fig.tight_layout()
-    fig.savefig(path, format=path.suffix.lower()[1:])
+    save_figure(fig, path)

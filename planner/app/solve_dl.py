@@ -86,7 +86,8 @@ def solve_in_executor(
     from planner.execution.audit import audit
     from planner.execution.energy import run_energy
     from planner.execution.runs import dispatch_of
-    from planner.execution.search import DEFAULT_TIME_LIMIT, OBJECTIVES, search_dispatch
+    from planner.execution.search import OBJECTIVES, search_dispatch
+    from planner.interrupt import Halt, run_interruptibly
 
     if goal is None:
         assert problem is not None
@@ -101,32 +102,22 @@ def solve_in_executor(
         raise InputError("the instance names no cluster")
     dispatch = dispatch_of(workload, setting, "lp-groups")
     printer = progress_printer()
-    if problem is None:
-        t0 = time.perf_counter()
-        result = search_dispatch(
-            dispatch, setting, objective, weights,
-            time_limit=options.get("time_limit", DEFAULT_TIME_LIMIT),
-            seed=options.get("seed", 0), stages=("policies",), progress=printer,
-        )  # fmt: skip
-        static_line = None
-    elif solver == "portfolio":
+    if problem is None or solver == "portfolio":
         given = [k for k in STATIC_ONLY if k in options]
         if given:
             raise InputError(
                 f"--{given[0].replace('_', '-')}: the search in the executor's model does not "
                 "take it; name a static engine (--solver) or add --static"
             )
-        static = static_portfolio(problem, options.get("seed", 0), printer)
+        static = (
+            None if problem is None else static_portfolio(problem, options.get("seed", 0), printer)
+        )
         t0 = time.perf_counter()
-        result = search_dispatch(
-            dispatch,
-            setting,
-            objective,
-            weights,
-            time_limit=options.get("time_limit", DEFAULT_TIME_LIMIT),
-            seed=options.get("seed", 0),
-            static=static,
-            progress=printer,
+        halt = Halt()
+        result, _ = run_interruptibly(
+            lambda: _search(dispatch, setting, goal, static, options, printer, halt),
+            halt.set,
+            "search",
         )
         static_line = None
     else:
@@ -147,6 +138,7 @@ def solve_in_executor(
             stages=("static",),
             static=lambda _limit: (problem, schedule),
         )
+        result.interrupted = plan.interrupted
         if result.best is not None:
             result.best.source = f"{solver} plan"
         static_line = (
@@ -189,6 +181,100 @@ def solve_in_executor(
     if violations:
         typer.echo("error: the plan's run fails its audit (a bug)", err=True)
         raise typer.Exit(1)
+    if result.interrupted:
+        raise typer.Exit(130)
+
+
+def _search(
+    dispatch: Any,
+    setting: Setting,
+    goal: tuple[str, dict[str, float]],
+    static: Callable[[float], tuple[Problem, Schedule] | None] | None,
+    options: dict[str, Any],
+    progress: Callable[[Any], None] | None,
+    halt: Any = None,
+) -> DispatchResult:
+    """The search in the executor's model of ``dispatch``'s jobs for ``goal`` (objective,
+    weights): every stage with a static plan (``static``), the policies alone without
+    one (the ``table`` model)."""
+    from planner.execution.search import DEFAULT_TIME_LIMIT, STAGES, search_dispatch
+
+    objective, weights = goal
+    return search_dispatch(
+        dispatch, setting, objective, weights,
+        time_limit=options.get("time_limit", DEFAULT_TIME_LIMIT),
+        seed=options.get("seed", 0), stages=STAGES if static is not None else ("policies",),
+        static=static, progress=progress, halt=halt,
+    )  # fmt: skip
+
+
+def plan_jobs(
+    instance: str | Path,
+    time_limit: float = 60.0,
+    seed: int = 0,
+    setting: Setting | None = None,
+    progress: Callable[[Any], None] | None = None,
+) -> DispatchResult:
+    """Plan the training jobs of ``instance`` in the job-level executor's model, as
+    ``planner solve INSTANCE`` does: the search over dispatches (policies, the static
+    portfolio's plan, tuned policies, recombined), every figure the executor's run of
+    the plan. (``planner.solve`` plans a :class:`~planner.model.Problem` in the static
+    block model, each block at one speed to its end.)
+
+    Parameters
+    ----------
+    instance
+        A cluster-form instance (``.yaml``, ``.json``) or a Muri trace (``.csv``).
+    time_limit
+        Seconds of search.
+    seed
+        Seeds the search's random draws.
+    setting
+        The executor's model (:class:`~planner.execution.runs.Setting`); by default the
+        instance's, with Muri's slowdown factors and restart overheads (none under the
+        ``table`` model).
+    progress
+        Called with every new best.
+
+    Returns
+    -------
+    DispatchResult
+        Its ``best`` run (``best.run``: a :class:`~planner.execution.executor.PeerRun`),
+        ``status`` against its ``bound``, and ``plan(setting)``: the dispatch, which
+        ``save`` writes as ``planner solve -o`` does.
+
+    Raises
+    ------
+    InputError
+        For a file without training jobs, a trace without a cluster, or an objective the
+        executor's model does not plan (energy, cost).
+    """
+    from planner.execution.runs import Setting, dispatch_of, dl_workload
+    from planner.execution.search import OBJECTIVES
+    from planner.io.instance import load_instance
+
+    path = Path(instance)
+    workload, why = dl_workload(path)
+    if workload is None:
+        raise InputError(f"no training jobs to plan in the executor's model: {why}", str(path))
+    if workload.nodes is None:
+        raise InputError("a trace names no cluster: import it with planner import muri", str(path))
+    if workload.objective not in OBJECTIVES:
+        raise InputError(
+            f"objective {workload.objective}: the executor's model plans makespan and "
+            "weighted_completion; solve its problem with planner.solve",
+            str(path),
+        )
+    if setting is None:
+        setting = Setting(restart=False) if workload.table is not None else Setting()
+    static = None
+    if workload.table is None:
+        problem = load_instance(path, check=True)
+        static = static_portfolio(problem, seed, progress)
+    goal = (workload.objective, {j.name: j.weight for j in workload.jobs})
+    dispatch = dispatch_of(workload, setting, "lp-groups")
+    options = {"time_limit": time_limit, "seed": seed}
+    return _search(dispatch, setting, goal, static, options, progress)
 
 
 def _rows(

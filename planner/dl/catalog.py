@@ -78,6 +78,11 @@ def _restart_table() -> dict[str, list[tuple[int, float]]]:
     return {m: sorted(rows) for m, rows in out.items()}
 
 
+def restart_models() -> list[str]:
+    """The models the catalog has measured restart costs of."""
+    return sorted(_restart_table())
+
+
 def restart_seconds(model: str, gpus: int) -> float | None:
     """Measured restart cost in seconds of ``model`` on ``gpus`` GPUs, ``None`` if unknown.
 

@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from planner.dl.catalog import (
+    GPU_TYPES,
     REFERENCE_GPU,
     StageTimes,
     gpu_power,
@@ -85,6 +86,12 @@ class Stages(_Spec):
     gpu: Seconds
     sync: Seconds = 0.0
 
+    @model_validator(mode="after")
+    def _takes_time(self) -> Stages:
+        if self.data + self.gpu + self.sync <= 0:
+            raise ValueError("stage times are all 0: an iteration takes some time")
+        return self
+
     def times(self) -> StageTimes:
         """As catalog stage times."""
         return StageTimes(self.data, self.gpu, self.sync)
@@ -100,6 +107,12 @@ class Profile(_Spec):
     gpu: Seconds
     sync: Seconds = 0.0
     gavel_job_type: str | None = None
+
+    @model_validator(mode="after")
+    def _takes_time(self) -> Profile:
+        if self.data + self.gpu + self.sync <= 0:
+            raise ValueError("stage times are all 0: an iteration takes some time")
+        return self
 
 
 class _Span(_Spec):
@@ -372,6 +385,14 @@ class ClusterInstance(_Spec):
                 )
         if not any(n.gpu for n in self.cluster.nodes):
             raise ValueError("cluster.nodes: no node has GPUs")
+        for i, node in enumerate(self.cluster.nodes):
+            known = node.gpu_type is None or node.gpu_type.lower() in GPU_TYPES
+            if not known and self.interleave != "table":
+                raise ValueError(
+                    f"cluster.nodes[{i}].gpu_type: unknown GPU type {node.gpu_type!r}; the "
+                    f"catalog knows {', '.join(GPU_TYPES)} (other types need measured rates: "
+                    "interleave table)"
+                )
         types = {(t or REFERENCE_GPU).lower() for t in self.cluster.gpu_types()}
         for name in self.power.gpus if self.power is not None else {}:
             if name.lower() not in types:

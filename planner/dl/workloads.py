@@ -16,8 +16,9 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from planner.dl.catalog import models, stage_profiles
+from planner.dl.catalog import models, restart_models, restart_seconds, stage_profiles
 from planner.errors import InputError
+from planner.files import check_input_file
 from planner.model import MAX_INT
 
 MURI_COLUMNS = (
@@ -81,6 +82,7 @@ def import_muri(
     blocks: int = 1,
     placement: str = "pooled",
     migrate: bool = False,
+    restart: float | None = None,
 ) -> dict[str, Any]:
     """Read a Muri trace CSV into cluster-form data.
 
@@ -89,7 +91,8 @@ def import_muri(
     the horizon of a trace of months small; stage times round up to them.
     ``placement`` (one of :data:`PLACEMENTS`) is the instance's placement;
     ``migrate`` lets every job's blocks change nodes (the restart cost of its
-    model from the catalog).
+    model from the catalog). A job whose model the catalog has no restart cost of gets
+    ``restart`` seconds (refused without it).
 
     Raises
     ------
@@ -97,12 +100,21 @@ def import_muri(
         If the file is missing or not CSV, lacks a column, has a row of another
         width than its header, or holds a value out of range (naming line and column),
         or a count is out of its range (:data:`MAX_NODES`, :data:`MAX_GPUS`,
-        :data:`MAX_BLOCKS`).
+        :data:`MAX_BLOCKS`), or a model the catalog has no restart cost of without
+        ``restart``.
     """
     _check_placement(placement)
     _check_cluster(nodes, gpus_per_node, blocks)
+    rows = read_muri_trace(path)
+    unknown = sorted({r.model for r in rows if restart_seconds(r.model, r.gpus) is None})
+    if unknown and restart is None:
+        raise InputError(
+            f"model(s) {', '.join(unknown)}: the catalog has no restart cost of them (it knows "
+            f"{', '.join(sorted(restart_models()))}); give one with --restart SECONDS",
+            str(path),
+        )
     jobs = []
-    for row in read_muri_trace(path):
+    for row in rows:
         data, gpu, sync = row.stages
         job: dict[str, Any] = {
             "name": row.name,
@@ -115,6 +127,8 @@ def import_muri(
         }
         if row.iteration_time:
             job["iteration_time"] = row.iteration_time
+        if row.model in unknown:
+            job["restart"] = restart
         if migrate:
             job["migrate"] = True
         if row.release:
@@ -170,8 +184,7 @@ def read_muri_trace(path: str | Path) -> list[TraceRow]:
     """
     path = Path(path)
     name = str(path)
-    if not path.is_file():
-        raise InputError("no such file", name)
+    check_input_file(path)
     header, rows = _read_csv(path)
     missing = [c for c in MURI_COLUMNS if c not in header]
     if missing:
@@ -185,6 +198,11 @@ def read_muri_trace(path: str | Path) -> list[TraceRow]:
 
         def seconds(column: str, cell: _Cells = cell) -> float:
             return cell.time(column) / 1000 if column in header else 0.0
+
+        if sum(seconds(f"resource_time_{k}") for k in range(3)) <= 0:
+            raise InputError(
+                "resource_time_0, _1 and _2 are all 0: an iteration takes some time", name, place
+            )
 
         out.append(
             TraceRow(

@@ -32,6 +32,7 @@ def audit(run: PeerRun, jobs: Sequence[PeerJob], gpus: int) -> list[str]:
     done = dict.fromkeys(by_name, 0.0)
     memo: dict[tuple[tuple[str, ...], tuple[float, ...]], dict[str, float]] = {}
     wrong: list[str] = []
+    nodes = gpus // run.gpus_per_node if run.gpus_per_node else 0
     for k, (t, groups) in enumerate(run.trace):
         end = run.trace[k + 1][0] if k + 1 < len(run.trace) else t
         down = {n for n, a, b in run.outages if a <= t < b}
@@ -49,7 +50,9 @@ def audit(run: PeerRun, jobs: Sequence[PeerJob], gpus: int) -> list[str]:
         held: set[tuple[int, int]] = set()
         if shared is not None:
             periods, residents = shared
-            wrong += _audit_shared(t, groups, residents, by_name, model, down, run.gpus_per_node)
+            wrong += _audit_shared(
+                t, groups, residents, by_name, model, down, (nodes, run.gpus_per_node)
+            )
             for names, overhead, _ in groups:
                 m = by_name[names[0]]
                 if m.release > t + 1e-9 or run.finish.get(m.name, math.inf) < end - 1e-6:
@@ -67,9 +70,12 @@ def audit(run: PeerRun, jobs: Sequence[PeerJob], gpus: int) -> list[str]:
                 or gpus_held & held
                 or down.intersection(n for n, _ in where)
                 or any(not 0 <= i < run.gpus_per_node for _, i in gpus_held)
+                or any(not 0 <= n < nodes for n, _ in gpus_held)
             ):
                 label = where_label(where)
-                wrong.append(f"at {t:g} s: {list(names)} on GPUs {label}, taken or down")
+                wrong.append(
+                    f"at {t:g} s: {list(names)} on GPUs {label}, taken, down or outside the cluster"
+                )
             held |= gpus_held
             if len(members) > model.max_colocated:
                 wrong.append(f"at {t:g} s: {len(members)} jobs share one GPU set")
@@ -111,11 +117,13 @@ def _audit_shared(
     by_name: Mapping[str, PeerJob],
     model: Interleave,
     down: set[int],
-    per_node: int,
+    size: tuple[int, int],
 ) -> list[str]:
     """What is wrong at ``t`` in a shared run: a job on another number of GPUs than it
     asks, on a node down or a GPU that does not exist, a GPU with more than
-    ``max_colocated`` residents, or a job's co-residents not those of its GPUs."""
+    ``max_colocated`` residents, or a job's co-residents not those of its GPUs. ``size``:
+    the cluster's nodes and GPUs per node."""
+    nodes, per_node = size
     wrong = []
     for names, _, where in groups:
         job = by_name[names[0]]
@@ -124,8 +132,12 @@ def _audit_shared(
             len(held) != job.gpus
             or down.intersection(n for n, _ in where)
             or any(not 0 <= i < per_node for _, i in held)
+            or any(not 0 <= n < nodes for n, _ in held)
         ):
-            wrong.append(f"at {t:g} s: {job.name!r} on GPUs {where_label(where)}, taken or down")
+            label = where_label(where)
+            wrong.append(
+                f"at {t:g} s: {job.name!r} on GPUs {label}, taken, down or outside the cluster"
+            )
         partners = {x for g in held for x in residents.get(g, ())} - {job.name}
         if set(names[1:]) != partners:
             wrong.append(f"at {t:g} s: {job.name!r} is not with the jobs on its GPUs")

@@ -36,7 +36,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from planner.errors import InputError
-from planner.execution.jobs import Outage, PeerJob, Where, check_jobs, check_types
+from planner.execution.jobs import (
+    Outage,
+    PeerJob,
+    Where,
+    Workload,
+    check_jobs,
+    check_types,
+    model_of,
+)
 from planner.execution.policies import (
     Chosen,
     Cluster,
@@ -149,10 +157,10 @@ class PeerRun:
 
 
 def run_policy(
-    jobs: Sequence[PeerJob],
+    jobs: Sequence[PeerJob] | Workload,
     policy: str | Policy,
-    nodes: int = 8,
-    gpus_per_node: int = 8,
+    nodes: int | None = None,
+    gpus_per_node: int | None = None,
     interleave: Interleave | None = None,
     restart: bool = True,
     progress: Callable[[int, int], None] | None = None,
@@ -170,16 +178,20 @@ def run_policy(
     Parameters
     ----------
     jobs
-        The jobs, in trace order (which breaks ties).
+        The jobs, in trace order (which breaks ties); or the
+        :class:`~planner.execution.jobs.Workload` of an instance
+        (:func:`~planner.execution.jobs.jobs_from_instance`), which brings its cluster,
+        its interleaving model, its power cap and its GPU types.
     policy
         A policy, its name in :data:`~planner.execution.policies.POLICIES`, or a user's
         ``FILE.py:CLASS`` (:func:`~planner.execution.policies.policy_of`); with ``plan``,
         ignored (the plan's dispatch runs).
     nodes, gpus_per_node
-        The cluster.
+        The cluster: a workload's own (given too, they must be the same); for a list of
+        jobs (a Muri trace names no cluster), by default Muri's, 8 nodes of 8 GPUs.
     interleave
-        The interleaving model; by default ``muri`` with Muri's factors
-        (:data:`~planner.interleave.MURI_GROUP_FACTORS`).
+        The interleaving model; by default a workload's, else ``muri`` with Muri's
+        factors (:data:`~planner.interleave.MURI_GROUP_FACTORS`).
     restart
         Charge the restart overhead on every interval (Muri's simulator does).
     progress
@@ -222,8 +234,30 @@ def run_policy(
         cluster, or a plan that puts a job on nodes that cannot hold it
         (:func:`check_jobs`), an outage of a node the cluster does not have or with its
         return before its failure, or a power cap not above the GPUs' idle draw; GPU
-        types without the ``table`` model, or a job no GPU type of the cluster can run.
+        types without the ``table`` model, or a job no GPU type of the cluster can run;
+        a cluster given that is not the workload's.
     """
+    if isinstance(jobs, Workload):
+        from planner.execution.disturbances import Slowdown
+
+        workload = jobs
+        cluster = (("nodes", nodes, workload.nodes),
+                   ("gpus_per_node", gpus_per_node, workload.gpus_per_node))  # fmt: skip
+        for name, given, own in cluster:
+            if given is not None and own is not None and given != own:
+                raise InputError(
+                    f"{name}={given}: the workload's cluster has {own}; leave it out to run "
+                    "on the instance's cluster"
+                )
+        nodes, gpus_per_node = nodes or workload.nodes, gpus_per_node or workload.gpus_per_node
+        interleave = interleave or model_of(workload, slowdown=Slowdown.parse("muri"))
+        if power_cap is None:
+            power_cap = workload.power_cap
+        if watts == WATTS:
+            watts = workload.watts
+        types, type_watts = types or workload.types, type_watts or workload.type_watts
+        jobs = workload.jobs
+    nodes, gpus_per_node = nodes or 8, gpus_per_node or 8
     model = interleave or Interleave("muri")
     types = tuple(types)
     check_types(jobs, nodes, gpus_per_node, model, types, power_cap)

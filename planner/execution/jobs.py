@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from planner.errors import InputError
+from planner.files import check_input_file
 from planner.interleave import MURI_GROUP_FACTORS, TABLE, Interleave, Stages, fluid_rates
 from planner.model import PriceWindow, Tariff
 
@@ -176,8 +177,7 @@ def jobs_from_instance(path: str | Path, data: Mapping[str, Any] | None = None) 
             "or a cluster-form instance (.json, .yaml)",
             str(path),
         )
-    if not path.is_file():
-        raise InputError("no such file", str(path))
+    check_input_file(path)
     try:
         if data is None:
             data = parse_native_text(read_text(path), path.suffix.lower() == ".json")

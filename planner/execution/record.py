@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from planner.errors import InputError
 from planner.execution.disturbances import Disturbances
+from planner.files import write_text
 from planner.metrics import job_completion, offered_capacity
 from planner.model import CapacityWindow, Mode, Precedence, Problem, Resource, Segment, Task
 from planner.schedule import Schedule
@@ -171,7 +172,7 @@ class Execution:
         path = Path(path)
         if path.suffix.lower() != ".json":
             raise InputError("the run file must end in .json", str(path))
-        path.write_text(json.dumps(self.to_json(), indent=1) + "\n")
+        write_text(path, json.dumps(self.to_json(), indent=1) + "\n")
 
 
 def record(replay: ReplayState) -> Execution:

@@ -23,13 +23,14 @@ import itertools
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from planner.errors import InputError
 from planner.execution.jobs import Where
 from planner.execution.policies.base import Chosen, Cluster, Context, JobState, Policy
+from planner.files import write_text
 
 if TYPE_CHECKING:
     from planner.execution.executor import PeerRun
@@ -100,6 +101,8 @@ class DispatchPlan:
     events: tuple[Event, ...]
     makespan: float
     mean_jct: float
+    file: str | None = field(default=None, compare=False)
+    """The dispatch file it was read from, if any (named in its errors)."""
 
     @classmethod
     def of_run(cls, run: PeerRun, setting: Setting, source: str) -> DispatchPlan:
@@ -128,10 +131,22 @@ class DispatchPlan:
         used = {n for _, groups in self.events for members, _ in groups for n in members}
         if used - names:
             raise InputError(
-                f"the dispatch runs job {min(used - names)!r}, which the instance does not have"
+                f"the dispatch runs job {min(used - names)!r}, which the instance does not have",
+                self.file,
             )
         if names - used:
-            raise InputError(f"the dispatch never runs job {min(names - used)!r}")
+            raise InputError(f"the dispatch never runs job {min(names - used)!r}", self.file)
+        nodes, per_node = workload.nodes or 0, workload.gpus_per_node or 0
+        for t, groups in self.events:
+            for members, where in groups:
+                for k, gpus in where:
+                    if not 0 <= k < nodes or any(not 0 <= g < per_node for g in gpus):
+                        raise InputError(
+                            f"at {t:g} s the dispatch puts {', '.join(members)} on node index "
+                            f"{k}, GPUs {', '.join(map(str, gpus))}: the cluster has {nodes} "
+                            f"node(s) (0 to {nodes - 1}) of {per_node} GPUs (0 to {per_node - 1})",
+                            self.file,
+                        )
         out = dispatch_of(workload, self.setting, KIND)
         out.make = functools.partial(TablePolicy, self.events)
         out.planned = self.makespan
@@ -167,7 +182,7 @@ class DispatchPlan:
 
     def save(self, path: Path, run: PeerRun, names: Sequence[str] = ()) -> None:
         """Write the dispatch file (:meth:`to_data`)."""
-        path.write_text(json.dumps(self.to_data(run, names)) + "\n")
+        write_text(path, json.dumps(self.to_data(run, names)) + "\n")
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any], file: str | None = None) -> DispatchPlan:
@@ -206,7 +221,7 @@ class DispatchPlan:
             )
             plan = cls(
                 setting, str(data["source"]), events, float(data["makespan"]),
-                float(data["mean_jct"]),
+                float(data["mean_jct"]), file,
             )  # fmt: skip
         except (KeyError, TypeError, ValueError):
             raise InputError(

@@ -19,6 +19,7 @@ import yaml
 from planner.bounds import horizon, horizon_error
 from planner.checks import check_feasibility
 from planner.errors import InputError
+from planner.files import check_input_file, write_text
 from planner.model import MAX_INT, Problem, validated
 
 NATIVE = (".json", ".yaml", ".yml")
@@ -40,10 +41,7 @@ def load_instance(path: str | Path, check: bool = False) -> Problem:
     path = Path(path)
     name = str(path)
     suffix = path.suffix.lower()
-    if not path.exists():
-        raise InputError("no such file", name)
-    if not path.is_file():
-        raise InputError("not a file", name)
+    check_input_file(path)
     if suffix not in NATIVE + PSPLIB:
         raise InputError(
             f"unknown instance format {suffix or '(no extension)'!r}; "
@@ -83,18 +81,53 @@ def read_text(path: Path) -> str:
         raise InputError(f"not UTF-8 text (byte {exc.start})", name) from exc
 
 
+class _DuplicateKey(Exception):
+    """A key given twice in one mapping of a JSON file (its place unknown to the parser)."""
+
+
+def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, refusing a key given twice (``json``'s ``object_pairs_hook``)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key given twice in one mapping (PyYAML keeps the
+    last one without a word)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        """The mapping of ``node``; a repeated key is a YAML error at its line."""
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if isinstance(key, str | int | float | bool) and key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} given twice in one mapping", key_node.start_mark
+                )
+            seen.add(key if isinstance(key, str | int | float | bool) else id(key_node))
+        return super().construct_mapping(node, deep=deep)
+
+
 def parse_native_text(text: str, is_json: bool) -> dict[str, Any]:
-    """Parse JSON or YAML text into a mapping."""
+    """Parse JSON or YAML text into a mapping; a key given twice in one mapping is bad
+    input in both."""
     if is_json:
         try:
-            data = json.loads(text)
+            data = json.loads(text, object_pairs_hook=_json_object)
+        except _DuplicateKey as exc:
+            key = exc.args[0]
+            raise InputError(f"invalid JSON: key {key!r} given twice in one object") from None
         except json.JSONDecodeError as exc:
             raise InputError(f"invalid JSON: {exc.msg}", place=f"line {exc.lineno}") from None
         except RecursionError:
             raise InputError("invalid JSON: nested too deeply to read") from None
     else:
         try:
-            data = yaml.safe_load(text)
+            data = yaml.load(text, Loader=_UniqueKeyLoader)
         except RecursionError:
             raise InputError("invalid YAML: nested too deeply to read") from None
         except yaml.YAMLError as exc:
@@ -168,8 +201,8 @@ def save_instance(problem: Problem, path: str | Path) -> None:
     path = Path(path)
     data = dump_problem(problem)
     if path.suffix.lower() == ".json":
-        path.write_text(json.dumps(data, indent=1) + "\n")
+        write_text(path, json.dumps(data, indent=1) + "\n")
     elif path.suffix.lower() in (".yaml", ".yml"):
-        path.write_text(yaml.safe_dump(data, sort_keys=False))
+        write_text(path, yaml.safe_dump(data, sort_keys=False))
     else:
         raise InputError(f"cannot write {path.suffix!r}; use .json, .yaml or .yml", str(path))

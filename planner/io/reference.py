@@ -22,6 +22,7 @@ import re
 from pathlib import Path
 
 from planner.errors import InputError
+from planner.files import check_input_file
 
 VALUE_COLUMNS = ("best_ub", "makespan", "optimum", "objective", "value")
 _SET_LINE = re.compile(r"^\s*instance set\s*:\s*(\S+)", re.IGNORECASE | re.MULTILINE)
@@ -39,8 +40,7 @@ def load_reference(path: str | Path) -> dict[str, float]:
     """
     path = Path(path)
     name = str(path)
-    if not path.is_file():
-        raise InputError("no such file", name)
+    check_input_file(path)
     try:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as exc:

@@ -66,7 +66,7 @@ def test_a_policy_that_breaks_the_rules_fails_its_audit() -> None:
 
     jobs = [j for j in read_trace(SLICE) if j.gpus == 8][:3]
     run = run_policy(jobs, Crowd())
-    assert any("taken or down" in w for w in audit(run, jobs, 64))
+    assert any("taken, down or outside the cluster" in w for w in audit(run, jobs, 64))
 
 
 @pytest.mark.parametrize(

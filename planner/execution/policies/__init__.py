@@ -37,6 +37,7 @@ from planner.execution.policies.plan import PlanDispatch
 from planner.execution.policies.srsf_pack import SrsfPack
 from planner.execution.policies.srtf import Srsf, Srtf
 from planner.execution.policies.tiresias import Tiresias
+from planner.files import check_input_file
 
 __all__ = [
     "POLICIES",
@@ -103,8 +104,7 @@ def policy_of(spec: str | Policy) -> Policy:
     if not sep or not path.endswith(".py"):
         raise InputError(f"unknown policy {spec!r}; choose one of {policy_list()} or FILE.py:CLASS")
     file = Path(path)
-    if not file.is_file():
-        raise InputError("no such file", path)
+    check_input_file(file)
     module_name = f"planner_user_policy_{abs(hash(file.resolve()))}"
     loader = importlib.util.spec_from_file_location(module_name, file)
     if loader is None or loader.loader is None:  # pragma: no cover - a .py file always loads

@@ -1,0 +1,163 @@
+"""The commands that write instance files: ``planner import muri`` (Muri's traces),
+``planner generate`` (seeded batches of catalog jobs) and ``planner schema``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+import yaml
+
+from planner.app.base import app, guard, import_app
+from planner.dl.workloads import (
+    MAX_BLOCKS,
+    MAX_GPUS,
+    MAX_JOBS,
+    MAX_NODES,
+    MAX_RATE,
+    MAX_SEED,
+    MIN_RATE,
+)
+from planner.files import write_text
+from planner.io.instance import NATIVE, problem_from_data
+from planner.io.paths import check_output
+from planner.model import Problem
+
+PLACEMENT_HELP = (
+    "pooled: one resource per kind summed over the nodes; node: every task placed on whole "
+    "nodes; gpu: every task placed on single GPUs."
+)
+"""Help of the ``--placement`` option of ``planner import muri`` and ``planner generate``."""
+
+
+def _write_instance(data: dict, output: Path) -> Problem:
+    """Validate cluster-form ``data`` by compiling it, then write it as JSON or YAML."""
+    problem = problem_from_data(data)
+    text = json.dumps(data, indent=1) + "\n" if output.suffix.lower() == ".json" else None
+    write_text(output, text if text is not None else yaml.safe_dump(data, sort_keys=False))
+    return problem
+
+
+LARGE_BATCH = 10_000
+"""From this many jobs ``planner generate`` says what it does before it starts (about 7,000
+jobs a second)."""
+NODES_HELP = f"Nodes of the cluster (1 to {MAX_NODES:,})."
+GPUS_HELP = f"GPUs per node (1 to {MAX_GPUS})."
+BLOCKS_HELP = f"Training blocks per job (1 to {MAX_BLOCKS:,})."
+
+
+@import_app.command("muri")
+def import_muri_cmd(
+    trace: Annotated[Path, typer.Argument(help="Muri trace CSV.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Instance file to write.")],
+    nodes: Annotated[int, typer.Option(min=1, max=MAX_NODES, help=NODES_HELP)] = 8,
+    gpus_per_node: Annotated[int, typer.Option(min=1, max=MAX_GPUS, help=GPUS_HELP)] = 8,
+    time_unit: Annotated[str, typer.Option(help="Length of a tick.")] = "1min",
+    blocks: Annotated[int, typer.Option(min=1, max=MAX_BLOCKS, help=BLOCKS_HELP)] = 1,
+    placement: Annotated[str, typer.Option(help=PLACEMENT_HELP)] = "pooled",
+    migrate: Annotated[
+        bool,
+        typer.Option(
+            help="Let every job's blocks change nodes, paying the catalog's restart cost "
+            "for its model (needs --placement node)."
+        ),
+    ] = False,
+    objective: Annotated[
+        str,
+        typer.Option(help="makespan, or weighted_completion (the mean JCT, all weights 1)."),
+    ] = "makespan",
+    interleave: Annotated[
+        str,
+        typer.Option(
+            help="The instance's interleaving model: fluid (processor sharing) or muri "
+            "(Muri's rotation); the executor and the peer policies run under it."
+        ),
+    ] = "fluid",
+    restart: Annotated[
+        float | None,
+        typer.Option(
+            min=0,
+            max=86400,
+            help="Seconds of restart for jobs of models the catalog has no restart cost of "
+            "(a trace with such models is refused without it).",
+        ),
+    ] = None,
+) -> None:
+    """Read a Muri trace into a cluster-form instance (a data and a network slot per GPU)."""
+    from planner.dl.workloads import import_muri
+
+    with guard():
+        check_output(output, inputs=[trace], suffixes=NATIVE)
+        data = import_muri(
+            trace, nodes, gpus_per_node, time_unit, blocks, placement, migrate, restart
+        )
+        data["objective"] = objective
+        data["interleave"] = interleave
+        problem = _write_instance(data, output)
+        typer.echo(f"{trace} -> {output} ({len(data['jobs'])} jobs, {len(problem.tasks)} tasks)")
+
+
+@app.command()
+def generate(
+    output: Annotated[Path, typer.Option("--output", "-o", help="Instance file to write.")],
+    jobs: Annotated[
+        int,
+        typer.Option(min=1, max=MAX_JOBS, help=f"Number of training jobs (1 to {MAX_JOBS:,})."),
+    ] = 100,
+    seed: Annotated[
+        int, typer.Option(min=0, max=MAX_SEED, help=f"Random seed (0 to {MAX_SEED}).")
+    ] = 0,
+    nodes: Annotated[int, typer.Option(min=1, max=MAX_NODES, help=NODES_HELP)] = 8,
+    gpus_per_node: Annotated[int, typer.Option(min=1, max=MAX_GPUS, help=GPUS_HELP)] = 8,
+    time_unit: Annotated[str, typer.Option(help="Length of a tick.")] = "1min",
+    blocks: Annotated[int, typer.Option(min=1, max=MAX_BLOCKS, help=BLOCKS_HELP)] = 1,
+    arrival_rate: Annotated[
+        float | None,
+        typer.Option(
+            min=MIN_RATE,
+            max=MAX_RATE,
+            help=f"Jobs per hour (Poisson, {MIN_RATE:g} to {MAX_RATE:g}); default: all at 0.",
+        ),
+    ] = None,
+    placement: Annotated[str, typer.Option(help=PLACEMENT_HELP)] = "pooled",
+) -> None:
+    """Write a seeded synthetic batch of catalog training jobs (GPU mix of published traces)."""
+    from planner.dl.workloads import GPU_MIX
+    from planner.dl.workloads import generate_batch as make
+
+    with guard():
+        check_output(output, suffixes=NATIVE)
+        total = nodes * gpus_per_node
+        too_large = [g for g in GPU_MIX if g > total]
+        if too_large:
+            fits = [g for g in GPU_MIX if g <= total] or [total]
+            typer.echo(
+                f"note: the cluster has {total} GPU(s): jobs get {', '.join(map(str, fits))} "
+                f"GPU(s), not the mix's {', '.join(map(str, too_large))}",
+                err=True,
+            )
+        if jobs >= LARGE_BATCH:
+            typer.echo(f"generating {jobs:,} jobs and checking the instance ...", err=True)
+        data = make(jobs, seed, nodes, gpus_per_node, time_unit, blocks, arrival_rate, placement)
+        problem = _write_instance(data, output)
+        typer.echo(f"wrote {output} ({jobs} jobs, {len(problem.tasks)} tasks)")
+
+
+@app.command()
+def schema(
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Write to a .json file instead of stdout."),
+    ] = None,
+) -> None:
+    """Print the JSON Schema of native instance files."""
+    from planner.io.schema import schema_text
+
+    if output is None:
+        typer.echo(schema_text(), nl=False)
+        return
+    with guard():
+        check_output(output, suffixes=(".json",), what="the schema file")
+    write_text(output, schema_text())

@@ -1,0 +1,73 @@
+"""Ctrl-C on ``planner solve`` keeps the plan on every path: in the executor's model
+(the default search, or a static engine's plan run in it) and in the static block
+model. The table says ``(interrupted)``, ``-o`` and ``--gantt`` are written, and the
+exit status is 130."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import lines
+
+
+def _solve_interrupted(args: list[str], cwd: Path) -> tuple[int, str, str]:
+    """Run ``planner solve ARGS``; Ctrl-C its process group at its first incumbent on
+    stderr; its exit status, output and error output."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "planner", "solve", *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    assert proc.stderr is not None
+    err = ""
+    while "incumbent" not in err:
+        line = proc.stderr.readline()
+        assert line, f"ended before its first incumbent: {err}"
+        err += line
+    os.killpg(proc.pid, signal.SIGINT)
+    out, rest = proc.communicate(timeout=120)
+    return proc.returncode, out, err + rest
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A generated batch of 200 training jobs on whole nodes."""
+    path = tmp_path_factory.mktemp("batch") / "big.json"
+    subprocess.run(
+        [sys.executable, "-m", "planner", "generate", "--jobs", "200", "--seed", "1",
+         "--placement", "node", "-o", str(path)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return path
+
+
+@pytest.mark.parametrize(
+    ("extra", "written"),
+    [([], "dispatch written to"), (["--solver", "ga"], "plan written to"),
+     (["--solver", "ga", "--static"], "schedule written to")],
+    ids=["search", "static-engine-in-executor", "static"],
+)  # fmt: skip
+def test_ctrl_c_on_solve_keeps_the_plan_writes_the_files_and_exits_130(
+    batch: Path, tmp_path: Path, extra: list[str], written: str
+) -> None:
+    plan, chart = tmp_path / "plan.json", tmp_path / "plan.png"
+    args = [str(batch), "-t", "120", "-o", str(plan), "--gantt", str(chart), *extra]
+    code, out, err = _solve_interrupted(args, tmp_path)
+    assert code == 130, err
+    assert lines(out)["status"] == "feasible (interrupted)"
+    assert json.loads(plan.read_text())
+    assert chart.stat().st_size > 0
+    assert f"{written} {plan}" in out
+    if "--static" not in extra:  # the plan's run in the executor, audited
+        assert lines(out)["audit"].startswith("valid")
