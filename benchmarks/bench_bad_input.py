@@ -3,8 +3,11 @@ line on a file or an option that is wrong. A case is **clean** when the command 
 with status 2, prints exactly one line on stderr, starting ``error:``, no traceback, and
 leaves no file behind that was not there before.
 
-The cases: those of the new user's trial of issue 44, then 40 of our own over every
-command. Run from the repository's top folder::
+The cases: those of the new user's trial of issue 44, then 44 of our own over every
+command; then issue 53's: the trial's cases (a full disk, numbers that crash, input
+taken without a word) and 60 more of our own. A case that writes to a full disk
+(``/dev/full``) is clean when it exits 1 with one ``error:`` line naming the file. Run
+from the repository's top folder::
 
     python benchmarks/bench_bad_input.py
 
@@ -21,6 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 INSTANCES = ROOT / "instances"
+_TRACE = INSTANCES / "muri_trace.csv"
 
 
 def _fixtures(folder: Path) -> None:
@@ -53,6 +57,7 @@ def _fixtures(folder: Path) -> None:
     (folder / "policy.py").write_text("raise RuntimeError('broken on import')\n")
     (folder / "notpolicy.py").write_text("class Thing:\n    pass\n")
     (folder / "sched.json").write_text(json.dumps({"tasks": [{"name": "zz", "start": 0}]}))
+    _issue53_fixtures(folder)
     ex = INSTANCES / "example.yaml"
     subprocess.run(
         [sys.executable, "-m", "planner", "solve", str(ex), "--static", "-t", "2", "-o",
@@ -64,6 +69,69 @@ def _fixtures(folder: Path) -> None:
          str(folder / "dispatch.json")],
         capture_output=True, check=True,
     )  # fmt: skip
+    dispatch = json.loads((folder / "dispatch.json").read_text())
+    dispatch["events"][0][1][0][1][0][0] = 7  # the first group's first node
+    (folder / "node7.json").write_text(json.dumps(dispatch))
+
+
+EXAMPLE_EDITS = {
+    # issue 53's trial
+    "zero.yaml": ("{data: 0.25, gpu: 0.30, sync: 0.05}", "{data: 0, gpu: 0, sync: 0}"),
+    "tpu.yaml": ("gpu_type: V100", "gpu_type: TPUv9"),
+    "dupkey.yaml": ("    gpus: 4\n", "    gpus: 4\n    gpus: 2\n"),
+    # ours
+    "negiter.yaml": ("iterations: 6000", "iterations: -5"),
+    "nogpus.yaml": ("    gpus: 4\n", "    gpus: 0\n"),
+    "toobig.yaml": ("    gpus: 4\n", "    gpus: 64\n"),
+    "blocks.yaml": ("iterations: 6000", "iterations: 1"),
+    "both.yaml": ("iterations: 6000", "iterations: 6000\n    duration: 100"),
+    "nostages.yaml": ("    stages: {data: 0.25, gpu: 0.30, sync: 0.05}\n", ""),
+    "model.yaml": ("name: resnet50\n", "name: resnet50\n    model: nope\n"),
+    "dupjob.yaml": ("name: bert", "name: resnet50"),
+    "unit.yaml": ("time_unit: 1min", "time_unit: 5 parsecs"),
+    "placement.yaml": ("time_unit: 1min", "time_unit: 1min\nplacement: sideways"),
+    "interleave.yaml": ("time_unit: 1min", "time_unit: 1min\ninterleave: quantum"),
+    "colocated.yaml": ("time_unit: 1min", "time_unit: 1min\nmax_colocated: 9"),
+    "slots.yaml": ("time_unit: 1min", "time_unit: 1min\ndata_slots: 0"),
+    "nogpu.yaml": ("gpu: 4, cpu: 32", "gpu: 0, cpu: 32"),
+    "negstage.yaml": ("{data: 0.25, gpu: 0.30", "{data: -0.25, gpu: 0.30"),
+    "nanstage.yaml": ("{data: 0.25, gpu: 0.30", "{data: .nan, gpu: 0.30"),
+    "release.yaml": ("name: resnet50\n", "name: resnet50\n    release: -1\n"),
+    "objective.yaml": ("time_unit: 1min", "time_unit: 1min\nobjective: fastest"),
+    "cost.yaml": ("time_unit: 1min", "time_unit: 1min\nobjective: cost"),
+    "table.yaml": ("time_unit: 1min", "time_unit: 1min\ninterleave: table"),
+    "throughputs.yaml": ("time_unit: 1min", "time_unit: 1min\nthroughputs: t.json"),
+    "powergpus.yaml": ("time_unit: 1min",
+                       "time_unit: 1min\npower: {gpus: {k80: {busy: 1, idle: 0}}}"),
+    "windows.yaml": ("time_unit: 1min",
+                     "time_unit: 1min\npower: {windows: [{start: 0, end: 5, cap: 9}]}"),
+    "colour.yaml": ("time_unit: 1min", "time_unit: 1min\ncolour: red"),
+    "gpumem.yaml": ("gpu_mem_per_gpu: 16", "gpu_mem_per_gpu: -1"),
+    "cpumany.yaml": ("cpu_per_gpu: 6", "cpu_per_gpu: many"),
+    "noname.yaml": ("name: resnet50", "name: ''"),
+}  # fmt: skip
+"""Files of the cases: the shipped example with one edit each (old, new)."""
+
+
+def _issue53_fixtures(folder: Path) -> None:
+    """The files of issue 53's cases: edits of the example, a trace whose stage times are
+    all 0, a trace of a model without a restart cost, a JSON file with a key twice, a
+    full disk under several names, and a folder."""
+    example = (INSTANCES / "example.yaml").read_text()
+    for name, (old, new) in EXAMPLE_EDITS.items():
+        assert old in example, name
+        (folder / name).write_text(example.replace(old, new, 1))
+    rows = Path(_TRACE).read_text().splitlines()
+    header = rows[0].split(",")
+    cells = rows[1].split(",")
+    for k in range(3):
+        cells[header.index(f"resource_time_{k}")] = "0"
+    (folder / "zero.csv").write_text("\n".join([rows[0], ",".join(cells), *rows[2:]]) + "\n")
+    (folder / "llama.csv").write_text(Path(_TRACE).read_text().replace(",gpt2,", ",llama9,"))
+    (folder / "dupkey.json").write_text('{"name": "a", "name": "b"}')
+    for name in ("full.json", "full.png", "full.csv", "full.yaml"):
+        (folder / name).symlink_to("/dev/full")
+    (folder / "afolder.yaml").mkdir()
 
 
 EX = str(INSTANCES / "example.yaml")
@@ -131,8 +199,109 @@ OURS = [
 ]  # fmt: skip
 
 
-def run_case(args: list[str], folder: Path) -> tuple[int, int, bool, bool]:
-    """Exit status, stderr lines, whether every line is clean, whether files were left."""
+ISSUE53 = [
+    # the trial's: a full disk (exit 1), numbers that crash, input taken without a word
+    ("solve -o on a full disk", ["solve", EX, "-t", "1", "-o", "full.json"], 1),
+    ("solve --gantt on a full disk", ["solve", EX, "-t", "1", "--gantt", "full.png"], 1),
+    ("run -o on a full disk", ["run", EX, "dispatch.json", "-o", "full.json"], 1),
+    ("compare -o on a full disk", ["compare", J30, "-s", "sgs", "-o", "full.csv"], 1),
+    ("schema -o on a full disk", ["schema", "-o", "full.json"], 1),
+    ("policy -o on a full disk", ["policy", EX, "muri-s", "-o", "full.json"], 1),
+    ("generate -o on a full disk", ["generate", "--jobs", "3", "-o", "full.yaml"], 1),
+    ("import muri -o on a full disk", ["import", "muri", TRACE, "-o", "full.json"], 1),
+    ("stages all 0", ["solve", "zero.yaml"], 2),
+    ("a trace's resource times all 0", ["policy", "zero.csv", "muri-s"], 2),
+    ("a dispatch on node index 7", ["run", EX, "node7.json"], 2),
+    ("validate a dispatch on node index 7", ["validate", EX, "node7.json"], 2),
+    ("an unknown GPU type", ["solve", "tpu.yaml"], 2),
+    ("a trace model without a restart cost", ["import", "muri", "llama.csv", "-o", "l.json"], 2),
+    ("a YAML key twice", ["solve", "dupkey.yaml"], 2),
+    ("a JSON key twice", ["validate", "dupkey.json"], 2),
+    ("compare --pareto 0", ["compare", EX, "-o", "c.csv", "--pareto", "0"], 2),
+    ("run --interleave muri on a dispatch", ["run", EX, "dispatch.json", "--interleave",
+                                             "muri"], 2),
+    ("a folder for a file", ["run", EX, "afolder.yaml"], 2),
+]  # fmt: skip
+"""Issue 53's trial, each with the exit status a clean answer has."""
+
+OURS53 = [
+    ("negative iterations", ["solve", "negiter.yaml"]),
+    ("a job on 0 GPUs", ["solve", "nogpus.yaml"]),
+    ("a job larger than the cluster", ["solve", "toobig.yaml"]),
+    ("more blocks than iterations", ["solve", "blocks.yaml"]),
+    ("iterations and a duration", ["solve", "both.yaml"]),
+    ("neither stages nor a model", ["solve", "nostages.yaml"]),
+    ("an unknown catalog model", ["solve", "model.yaml"]),
+    ("a job name twice", ["solve", "dupjob.yaml"]),
+    ("a time unit that is no unit", ["solve", "unit.yaml"]),
+    ("an unknown placement", ["solve", "placement.yaml"]),
+    ("an unknown interleaving model", ["solve", "interleave.yaml"]),
+    ("max_colocated 9", ["solve", "colocated.yaml"]),
+    ("0 data slots", ["solve", "slots.yaml"]),
+    ("a cluster without GPUs", ["solve", "nogpu.yaml"]),
+    ("a negative stage time", ["solve", "negstage.yaml"]),
+    ("a stage time of nan", ["solve", "nanstage.yaml"]),
+    ("a negative release", ["solve", "release.yaml"]),
+    ("an unknown objective", ["solve", "objective.yaml"]),
+    ("objective cost without a tariff", ["solve", "cost.yaml"]),
+    ("interleave table without throughputs", ["solve", "table.yaml"]),
+    ("throughputs without interleave table", ["solve", "throughputs.yaml"]),
+    ("power figures of a GPU type no node has", ["solve", "powergpus.yaml"]),
+    ("power windows without a cap", ["solve", "windows.yaml"]),
+    ("an unknown field", ["info", "colour.yaml"]),
+    ("negative GPU memory", ["validate", "gpumem.yaml"]),
+    ("CPUs per GPU that are no number", ["policy", "cpumany.yaml", "srtf"]),
+    ("an empty job name", ["solve", "noname.yaml"]),
+    ("solve --interleave quantum", ["solve", EX, "--interleave", "quantum"]),
+    ("solve --data-slots 0", ["solve", EX, "--data-slots", "0"]),
+    ("solve --slowdown nonsense", ["solve", EX, "--slowdown", "nonsense"]),
+    ("solve --static --interleave muri", ["solve", EX, "--static", "--interleave", "muri"]),
+    ("solve -s ga --workers 0", ["solve", J30, "-s", "ga", "--workers", "0"]),
+    ("solve --gantt to .bmp", ["solve", J30, "-s", "sgs", "--gantt", "g.bmp"]),
+    ("solve --initial of a missing file", ["solve", J30, "-s", "ga", "--initial", "no.json"]),
+    ("run a failure at a negative time", ["run", EX, "static.json", "--fail", "node1@-5"]),
+    ("run a plan of another instance", ["run", J30, "static.json"]),
+    ("policy with noise sigma 5", ["policy", EX, "srtf", "--noise", "lognormal:5"]),
+    ("policy with a failure of a missing node", ["policy", EX, "srtf", "--fail", "nodeX@1h"]),
+    ("study of 0 runs", ["study", EX, "static.json", "--runs", "0"]),
+    ("study on 0 processes", ["study", EX, "static.json", "--runs", "5", "--jobs", "0"]),
+    ("online re-planning every 0", ["online", EX, "--replan-every", "0"]),
+    ("online with a time limit of 0", ["online", EX, "-t", "0"]),
+    ("replan at a negative tick", ["replan", EX, "static.json", "--at", "-3"]),
+    ("replan a failure of a missing node", ["replan", EX, "static.json", "--at", "5", "--event",
+                                            "fail:nope"]),
+    ("import muri on 0 nodes", ["import", "muri", TRACE, "--nodes", "0", "-o", "m.json"]),
+    ("import muri with an unknown placement", ["import", "muri", TRACE, "--placement",
+                                               "sideways", "-o", "m.json"]),
+    ("import muri with an unknown objective", ["import", "muri", TRACE, "--objective",
+                                               "fastest", "-o", "m.json"]),
+    ("import gavel without its throughputs file", ["import", "gavel", TRACE, "--throughputs",
+                                                   "none.json", "--cluster", "1:1:1", "-o",
+                                                   "g.json"]),
+    ("import gavel on a cluster that is no cluster", ["import", "gavel", TRACE,
+                                                      "--throughputs", "none.json", "--cluster",
+                                                      "1:x:1", "-o", "g.json"]),
+    ("generate 0 jobs", ["generate", "--jobs", "0", "-o", "g.json"]),
+    ("generate at a negative rate", ["generate", "--jobs", "3", "--arrival-rate", "-1", "-o",
+                                     "g.json"]),
+    ("generate with a negative seed", ["generate", "--jobs", "3", "--seed", "-1", "-o",
+                                       "g.json"]),
+    ("convert to .txt", ["convert", J30, "-o", "c.txt"]),
+    ("schema to .yaml", ["schema", "-o", "s.yaml"]),
+    ("compare an unknown solver", ["compare", J30, "-s", "nope", "-o", "c.csv"]),
+    ("compare on 0 workers", ["compare", J30, "-s", "sgs", "--workers", "0", "-o", "c.csv"]),
+    ("info of a missing file", ["info", "nothing.yaml"]),
+    ("validate a missing schedule", ["validate", EX, "nothing.json"]),
+    ("gantt by quantum", ["gantt", "static.json", "-i", EX, "--by", "quantum"]),
+    ("an unknown command", ["plan", EX]),
+]  # fmt: skip
+"""60 more of our own (issue 53), over every command."""
+
+
+def run_case(args: list[str], folder: Path, expected: int = 2) -> tuple[int, int, bool, bool]:
+    """Exit status, stderr lines, whether stderr is clean, whether files were left. Bad
+    input (``expected`` 2) is clean with one ``error:`` line alone; a failed write (1)
+    with one ``error:`` line, the last, after the command's progress lines."""
     before = {p.name for p in folder.iterdir()}
     done = subprocess.run(
         [sys.executable, "-m", "planner", *args], cwd=folder, capture_output=True, text=True,
@@ -140,7 +309,12 @@ def run_case(args: list[str], folder: Path) -> tuple[int, int, bool, bool]:
     )  # fmt: skip
     after = {p.name for p in folder.iterdir()}
     lines = done.stderr.strip().splitlines()
-    clean = len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in done.stderr
+    errors = [line for line in lines if line.startswith("error: ")]
+    if expected == 1:
+        clean = len(errors) == 1 and lines[-1] == errors[0]
+    else:
+        clean = len(lines) == 1 and len(errors) == 1
+    clean = clean and "Traceback" not in done.stderr
     return done.returncode, len(lines), clean, bool(after - before)
 
 
@@ -151,11 +325,17 @@ def main() -> None:
         _fixtures(folder)
         print("| set | case | exit | stderr lines | one error line | files left | clean |")
         print("|---|---|---|---|---|---|---|")
-        counts = {"trial": [0, 0], "ours": [0, 0]}
-        for group, cases in (("trial", TRIAL), ("ours", OURS)):
-            for name, args in cases:
-                code, lines, clean, left = run_case(args, folder)
-                ok = clean and code == 2 and not left
+        sets = {
+            "trial 44": [(name, args, 2) for name, args in TRIAL],
+            "ours 44": [(name, args, 2) for name, args in OURS],
+            "trial 53": ISSUE53,
+            "ours 53": [(name, args, 2) for name, args in OURS53],
+        }
+        counts = {group: [0, 0] for group in sets}
+        for group, cases in sets.items():
+            for name, args, expected in cases:
+                code, lines, clean, left = run_case(args, folder, expected)
+                ok = clean and code == expected and not left
                 counts[group][0] += ok
                 counts[group][1] += 1
                 print(f"| {group} | {name} | {code} | {lines} | {'yes' if clean else 'no'} | "

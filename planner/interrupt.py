@@ -45,6 +45,10 @@ class Halt:
         return self.event.is_set()
 
 
+class SecondInterrupt(KeyboardInterrupt):
+    """A second Ctrl-C, once the first has asked the work to stop: the command aborts."""
+
+
 _CTRL_C = threading.Event()
 """Set once the first Ctrl-C has reached the main thread's work, until that work returns:
 work nested in it on other threads (a solver inside a search) stops too."""
@@ -69,7 +73,7 @@ def run_interruptibly(
 
     Raises
     ------
-    KeyboardInterrupt
+    SecondInterrupt
         On a second Ctrl-C (the work is left to end on its own, in a daemon thread).
     BaseException
         Whatever ``work`` raised, raised again here.
@@ -103,7 +107,7 @@ def run_interruptibly(
                     stop()
             except KeyboardInterrupt:
                 if interrupted:
-                    raise  # a second Ctrl-C aborts
+                    raise SecondInterrupt from None  # a second Ctrl-C aborts
                 interrupted = True
                 _CTRL_C.set()
                 stop()

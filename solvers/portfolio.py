@@ -19,6 +19,7 @@ from dataclasses import replace
 from typing import Any
 
 from planner.bounds import lower_bound
+from planner.interrupt import SecondInterrupt
 from planner.model import Problem
 from planner.models.cpsat import DEFAULT_WORKERS, SMALL, solve_cpsat
 from planner.models.cpsat_model import Encoding
@@ -252,6 +253,16 @@ def solve_portfolio(
         return GA_HINT_SECONDS if of is None else share * of
 
     def search(warm: Schedule | None, bound: int, limit: float | None) -> Result:
+        """A CP-SAT search from ``warm``; Ctrl-C before its search starts (while its model
+        is built) is :class:`_Stopped` with ``warm``."""
+        try:
+            return _cpsat(warm, bound, limit)
+        except SecondInterrupt:
+            raise
+        except KeyboardInterrupt:
+            raise _Stopped(warm) from None
+
+    def _cpsat(warm: Schedule | None, bound: int, limit: float | None) -> Result:
         return solve_cpsat(
             problem,
             time_limit=limit,
@@ -312,7 +323,10 @@ def solve_portfolio(
     left = remaining()
     quick = QUICK_SECONDS if left is None else min(QUICK_SECONDS, left / 2)
     staged = split and quick >= MIN_QUICK_SECONDS and len(problem.tasks) <= STAGED_TASKS
-    first = search(warm, lower, quick if staged else left)
+    try:
+        first = search(warm, lower, quick if staged else left)
+    except _Stopped as exc:
+        return _interrupted(problem, exc.schedule, lower)
     done = first.status in (Status.OPTIMAL, Status.INFEASIBLE) or first.interrupted
     if not staged or done:
         return replace(first, solver="portfolio", stages=1)
@@ -329,7 +343,10 @@ def solve_portfolio(
         lower = max(lower, int(first.lower_bound))
     if _meets(problem, better, lower):
         return replace(_at_bound(problem, better, lower, t0), stages=1, stats=first.stats)
-    second = search(better, lower, remaining())
+    try:
+        second = search(better, lower, remaining())
+    except _Stopped as exc:
+        return _after_first(problem, first, exc.schedule)
     return _combined(first, second)
 
 
@@ -374,7 +391,8 @@ def _combined(first: Result, second: Result) -> Result:
 
 
 def _after_first(problem: Problem, first: Result, schedule: Schedule | None) -> Result:
-    """The result of a solve stopped by Ctrl-C in the GA stage after the first search."""
+    """The result of a solve stopped by Ctrl-C after the first search (in the GA stage or
+    before the second search starts)."""
     objective = None if schedule is None else schedule.objective(problem)
     if schedule is not None and first.objective is not None and first.objective <= objective:
         schedule, objective = first.schedule, first.objective
@@ -385,13 +403,13 @@ def _after_first(problem: Problem, first: Result, schedule: Schedule | None) -> 
         schedule=schedule,
         objective=objective,
         interrupted=True,
-        reason="stopped by Ctrl-C in the GA stage; the best schedule so far is returned",
+        reason="stopped by Ctrl-C after the first search; the best schedule so far is returned",
         stages=1,
     )
 
 
 def _interrupted(problem: Problem, warm: Schedule | None, lower: int) -> Result:
-    """The result of a solve stopped by Ctrl-C before its first search."""
+    """The result of a solve stopped by Ctrl-C before its first search ran."""
     reason = "stopped by Ctrl-C before the first CP-SAT search"
     if warm is None:
         return Result("portfolio", Status.UNKNOWN, reason=reason, interrupted=True, stages=0)

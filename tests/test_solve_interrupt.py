@@ -1,7 +1,7 @@
 """Ctrl-C on ``planner solve`` keeps the plan on every path: in the executor's model
 (the default search, or a static engine's plan run in it) and in the static block
 model. The table says ``(interrupted)``, ``-o`` and ``--gantt`` are written, and the
-exit status is 130."""
+exit status is 130. ``planner replan`` keeps its re-plan the same way."""
 
 from __future__ import annotations
 
@@ -17,11 +17,11 @@ import pytest
 from tests.conftest import lines
 
 
-def _solve_interrupted(args: list[str], cwd: Path) -> tuple[int, str, str]:
-    """Run ``planner solve ARGS``; Ctrl-C its process group at its first incumbent on
+def _solve_interrupted(args: list[str], cwd: Path, command: str = "solve") -> tuple[int, str, str]:
+    """Run ``planner COMMAND ARGS``; Ctrl-C its process group at its first incumbent on
     stderr; its exit status, output and error output."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "planner", "solve", *args],
+        [sys.executable, "-m", "planner", command, *args],
         cwd=cwd,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -71,3 +71,17 @@ def test_ctrl_c_on_solve_keeps_the_plan_writes_the_files_and_exits_130(
     assert f"{written} {plan}" in out
     if "--static" not in extra:  # the plan's run in the executor, audited
         assert lines(out)["audit"].startswith("valid")
+
+
+def test_ctrl_c_on_replan_keeps_the_re_plan(batch: Path, tmp_path: Path) -> None:
+    plan, again = tmp_path / "static.json", tmp_path / "again.json"
+    subprocess.run(
+        [sys.executable, "-m", "planner", "solve", str(batch), "--static", "-s", "sgs", "-o",
+         str(plan)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    args = [str(batch), str(plan), "--at", "100", "-t", "120", "-o", str(again)]
+    code, out, err = _solve_interrupted(args, tmp_path, "replan")
+    assert code == 130, err
+    assert lines(out)["status"].startswith("feasible (interrupted) (stopped by Ctrl-C")
+    assert json.loads(again.read_text())

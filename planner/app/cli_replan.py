@@ -148,8 +148,9 @@ def replan_cmd(
             ("re-planned at", f"tick {tick}" + (f" (state from {executed})" if executed else "")),
             ("events", ", ".join(map(str, events)) or "none"),
             ("solver", solver),
-            ("status", result.status.value + (f" ({result.reason})" if result.reason else "")),
-        ]
+            ("status", result.status.value + (" (interrupted)" if result.interrupted else "")
+             + (f" ({result.reason})" if result.reason else "")),
+        ]  # fmt: skip
         if result.schedule is None:
             show(rows)
             typer.echo("error: no schedule found", err=True)
@@ -185,3 +186,5 @@ def replan_cmd(
         if instance_out is not None:
             save_instance(built.instance, instance_out)
             typer.echo(f"re-planned instance written to {instance_out}")
+        if result.interrupted:
+            raise typer.Exit(130)

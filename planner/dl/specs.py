@@ -17,6 +17,7 @@ from planner.dl.catalog import (
     REFERENCE_GPU,
     StageTimes,
     gpu_power,
+    models,
 )
 from planner.errors import InputError
 from planner.model import MAX_INT
@@ -314,7 +315,8 @@ class TrainingJob(_Spec):
     restart: Seconds | None = Field(
         default=None,
         description="Seconds the job takes to restart elsewhere or after a failure; default: "
-        "the catalog's measured cost for its model and GPU count, else 0.",
+        "the catalog's measured cost for its model and GPU count (a model the catalog and the "
+        "profiles lack needs it), else 0.",
     )
 
     @model_validator(mode="after")
@@ -374,7 +376,14 @@ class ClusterInstance(_Spec):
     def _check(self) -> ClusterInstance:
         tick_seconds(self.time_unit)
         seen: set[str] = set()
+        known = set(models()) | {p.model for p in self.profiles}
         for i, job in enumerate(self.jobs):
+            unknown = job.model is not None and job.model not in known and job.stages is not None
+            if unknown and job.restart is None and self.interleave != "table":
+                raise ValueError(
+                    f"jobs[{i}].model: unknown model {job.model!r} (not in the catalog or "
+                    "'profiles'): with stages of its own, give its restart (seconds)"
+                )
             if job.name in seen:
                 raise ValueError(f"jobs[{i}].name: duplicate job name {job.name!r}")
             seen.add(job.name)
