@@ -224,6 +224,9 @@ class Interleave:
         slowdown. ``table`` takes none: its pairs are measured.
     table
         ``table``: the measured rates per GPU type.
+    gpu_memory
+        GB of one GPU, which the jobs on it share: a set whose members need more (each
+        its GB per GPU) does not run (``None``: not limited).
     """
 
     kind: Literal["fluid", "muri", "table"] = "fluid"
@@ -231,6 +234,7 @@ class Interleave:
     max_colocated: int = 4
     factors: tuple[float, ...] | None = MURI_GROUP_FACTORS
     table: Throughputs | None = None
+    gpu_memory: float | None = None
 
     def __post_init__(self) -> None:
         if self.kind == TABLE:
@@ -244,6 +248,8 @@ class Interleave:
             raise InputError(f"interleave {self.kind!r} is not one of {kinds}")
         if not (math.isfinite(self.data_slots) and self.data_slots > 0):
             raise InputError(f"data_slots must be a number > 0, got {self.data_slots}")
+        if self.gpu_memory is not None and not self.gpu_memory > 0:
+            raise InputError(f"gpu_memory must be a number > 0, got {self.gpu_memory}")
         most = MAX_MURI_GROUP if self.kind == "muri" else 64
         if not 1 <= self.max_colocated <= most:
             raise InputError(f"max_colocated must be from 1 to {most}, got {self.max_colocated}")
@@ -251,6 +257,13 @@ class Interleave:
             not self.factors or any(not (math.isfinite(f) and f > 0) for f in self.factors)
         ):
             raise InputError(f"slowdown factors must be numbers > 0, got {self.factors}")
+
+    def room(self, memory: Sequence[float]) -> bool:
+        """Whether jobs needing ``memory`` (GB per GPU, one figure each) may share a GPU
+        set: at most :attr:`max_colocated` of them, within :attr:`gpu_memory` together."""
+        if len(memory) > self.max_colocated:
+            return False
+        return self.gpu_memory is None or sum(memory) <= self.gpu_memory + 1e-9
 
     def factor(self, k: int) -> float:
         """``s(k)``, 1 without factors."""

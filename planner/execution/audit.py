@@ -22,7 +22,8 @@ def audit(run: PeerRun, jobs: Sequence[PeerJob], gpus: int) -> list[str]:
     of the executor's bookkeeping: at every event the groups' GPUs fit the cluster's
     ``gpus`` less those of the nodes down, a placed group holds as many GPUs as its jobs
     ask, on nodes up, none of them shared with another group, no group has more than
-    ``max_colocated`` members, a ``muri`` group has one GPU count, no job runs before
+    ``max_colocated`` members nor needs more GPU memory than a GPU has, a ``muri`` group
+    has one GPU count, no job runs before
     its release or after its finish; and every finished
     job was credited exactly its iterations: ``(interval - overhead) / period`` per
     interval (at least 0), its last interval not charged the overhead.
@@ -80,6 +81,12 @@ def audit(run: PeerRun, jobs: Sequence[PeerJob], gpus: int) -> list[str]:
             if len(members) > model.max_colocated:
                 wrong.append(f"at {t:g} s: {len(members)} jobs share one GPU set")
                 continue
+            if not model.room([m.gpu_mem for m in members]):
+                need = sum(m.gpu_mem for m in members)
+                wrong.append(
+                    f"at {t:g} s: {list(names)} hold {need:g} GB of each GPU's memory; a GPU "
+                    f"has {model.gpu_memory:g} GB"
+                )
             if model.kind != "fluid" and len({m.gpus for m in members}) > 1:
                 wrong.append(f"at {t:g} s: a group of several GPU counts {list(names)}")
             if model.table is not None:
@@ -144,6 +151,12 @@ def _audit_shared(
     for (node, i), names in residents.items():
         if len(names) > model.max_colocated:
             wrong.append(f"at {t:g} s: {len(names)} jobs share GPU {i} of node {node}")
+        elif not model.room([by_name[n].gpu_mem for n in names]):
+            need = sum(by_name[n].gpu_mem for n in names)
+            wrong.append(
+                f"at {t:g} s: the jobs on GPU {i} of node {node} hold {need:g} GB of its "
+                f"memory; it has {model.gpu_memory:g} GB"
+            )
     return wrong
 
 

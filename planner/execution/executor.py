@@ -57,7 +57,8 @@ from planner.execution.policies import (
     where_label,
 )
 from planner.execution.power import WATTS, compute_share, throttle
-from planner.interleave import Interleave
+from planner.execution.resources import check_memory
+from planner.interleave import MAX_MURI_GROUP, Interleave
 
 if TYPE_CHECKING:
     from planner.interrupt import Halt
@@ -259,6 +260,7 @@ def run_policy(
         jobs = workload.jobs
     nodes, gpus_per_node = nodes or 8, gpus_per_node or 8
     model = interleave or Interleave("muri")
+    check_memory(jobs, model.gpu_memory)
     types = tuple(types)
     check_types(jobs, nodes, gpus_per_node, model, types, power_cap)
     if plan is not None:
@@ -297,6 +299,7 @@ def run_policy(
     periods = Periods(model, jobs)
     chosen_policy.start(Context(jobs, state, model, periods, nodes, gpus_per_node, outages, types))
     shared = chosen_policy.shared
+    limited = model.gpu_memory is not None or model.max_colocated < MAX_MURI_GROUP
     classes = sorted({j.priority for j in jobs}, reverse=True)
     if len(classes) < 2 or plan is not None or shared or chosen_policy.ranks_classes:
         classes = []
@@ -375,6 +378,8 @@ def run_policy(
             chosen = by_class(chosen_policy, t, runnable, cluster, classes)
         else:
             chosen = chosen_policy.schedule(t, runnable, cluster)
+        if limited and not shared:
+            chosen = _within_room(chosen, chosen_policy, model)
         speed = _speed(chosen, total, power_cap, watts, shared)
         throttles.append(speed)
         running: dict[tuple[str, ...], tuple[float, Where]] = {}
@@ -426,6 +431,28 @@ def run_policy(
         types=types,
         type_watts=dict(type_watts or {}),
     )
+
+
+def _within_room(chosen: Chosen, policy: Policy, model: Interleave) -> Chosen:
+    """``chosen`` with every GPU set within the model's room (:meth:`Interleave.room`: at
+    most ``max_colocated`` jobs, their GPU memory within a GPU's): of a set over it, the
+    members the policy put first that fit keep the set (at their periods there), the
+    others wait for a later event."""
+    out: Chosen = {}
+    seen: set[int] = set()
+    for idx, (members, *_rest, where) in chosen.items():
+        if idx in seen:
+            continue
+        seen.update(m.idx for m in members)
+        if model.room([m.job.gpu_mem for m in members]):
+            out.update({m.idx: chosen[m.idx] for m in members})
+            continue
+        kept: list[JobState] = []
+        for m in members:
+            if model.room([k.job.gpu_mem for k in (*kept, m)]):
+                kept.append(m)
+        out.update(policy.group(kept, where) if len(kept) > 1 else policy.alone(kept[0], where))
+    return out
 
 
 def by_class(

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from planner.errors import InputError
+from planner.execution.resources import check_memory, gpu_memory_of
 from planner.files import check_input_file
 from planner.interleave import MURI_GROUP_FACTORS, TABLE, Interleave, Stages, fluid_rates
 from planner.model import PriceWindow, Tariff
@@ -67,6 +68,8 @@ class PeerJob:
     the iterations left when the block starts and its weight (``share`` before)."""
     restart: float | None = None
     """Its restart overhead (s); ``None``: the catalog's for its model and GPUs."""
+    gpu_mem: float = 0.0
+    """GB of each of its GPUs' memory it holds (``gpu_mem_per_gpu``), shared on a GPU."""
 
     def share_at(self, left: float) -> float:
         """Its weight with ``left`` iterations left: the weight of the block it is in."""
@@ -143,6 +146,10 @@ class Workload:
     ``power``, else the catalog's)."""
     objective: str = "makespan"
     """The file's objective (a trace's: the makespan)."""
+    max_colocated: int = 4
+    """The most jobs on one GPU set (the file's ``max_colocated``)."""
+    gpu_memory: float | None = None
+    """GB of one GPU's memory (:func:`gpu_memory_of`; ``None``: the file gives none)."""
 
     def names(self, nodes: int) -> tuple[str, ...]:
         """The names of ``nodes`` nodes: the file's, else ``node1`` .. ``nodeN``."""
@@ -213,9 +220,12 @@ def jobs_from_instance(path: str | Path, data: Mapping[str, Any] | None = None) 
                 release=job.release,
                 weight=job.weight,
                 priority=job.priority,
+                restart=job.restart,
+                gpu_mem=float(job.gpu_mem_per_gpu),
             )
         )
     names = tuple(name for name, _ in inst.cluster.node_names())
+    check_memory(jobs, memory := gpu_memory_of(inst), str(path))
     power = inst.power
     if power is not None and power.windows:
         raise InputError(
@@ -247,6 +257,8 @@ def jobs_from_instance(path: str | Path, data: Mapping[str, Any] | None = None) 
         watts=watts,
         tariff=_tariff(power.tariff) if power is not None and power.tariff else None,
         switch_off=power is not None and power.switch_off,
+        max_colocated=inst.max_colocated,
+        gpu_memory=memory,
     )
 
 
@@ -363,7 +375,9 @@ def model_of(
         if slowdown is None or slowdown.source != "muri":
             raise InputError("--slowdown: the table model's pairs run at their measured rates")
         return Interleave(TABLE, table=workload.table)
-    return Interleave(kind, data_slots=data_slots or workload.data_slots, factors=factors)  # type: ignore[arg-type]
+    slots = data_slots or workload.data_slots
+    most, memory = workload.max_colocated, workload.gpu_memory
+    return Interleave(kind, slots, most, factors, gpu_memory=memory)  # type: ignore[arg-type]
 
 
 def outages_of(failures: Sequence[Failure], names: Sequence[str], time_unit: str) -> list[Outage]:

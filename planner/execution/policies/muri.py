@@ -9,7 +9,9 @@ weight of a pair of groups is their members' summed stage time over four times t
 merged group's period). Groups are merged, in the matching's order, only while the GPUs
 the candidates request exceed the cluster's, for at most four rounds. A group slower
 than its members one after another is split again. Groups are then placed by their
-first member, largest GPU count first, the others on the same GPUs.
+first member, largest GPU count first, the others on the same GPUs. A merge never
+exceeds the model's room (:meth:`~planner.interleave.Interleave.room`: its
+``max_colocated``, the GPU memory the members need).
 """
 
 from __future__ import annotations
@@ -70,6 +72,7 @@ class _Grouping:
 
     def __init__(self, periods: Periods, cluster_gpus: int) -> None:
         self.periods, self.jobs = periods, periods.jobs
+        self.model = periods.model
         self.cluster_gpus = cluster_gpus
         self.mates = cache(self._mates)
 
@@ -142,8 +145,9 @@ class _Grouping:
         graph.add_nodes_from(range(len(groups)))
         for u in range(len(groups)):
             for v in range(u + 1, len(groups)):
-                if len(groups[u]) + len(groups[v]) <= GROUP:
-                    w = self._used_ratio(groups[u] + groups[v])
+                merged = groups[u] + groups[v]
+                if len(merged) <= GROUP and self.model.room([self.jobs[k].gpu_mem for k in merged]):
+                    w = self._used_ratio(merged)
                     if w > 0 and not math.isclose(w, 0, rel_tol=1e-5):
                         graph.add_edge(u, v, round(w * WEIGHT_SCALE))
         mate: dict[int, int] = {}

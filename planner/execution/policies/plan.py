@@ -1,12 +1,13 @@
 """``plan``: a plan's dispatch. Every job is dispatched at its release (its planned
 start), in release order, onto its planned nodes (a pooled plan names none: the first
-nodes with room). Under ``muri``: on free GPUs alone, else into the GPU set of the same
-size there with the fewest members (fewer than ``max_colocated``). Under ``fluid``: onto
-single GPUs shared with jobs of any size, by its weight (:class:`_SharedGpus`). Else it
-waits and later jobs are tried. It stays on its GPUs to its end (a plan does not
-preempt), to a failure of one of its nodes, or to the end of a block after which its
-plan leaves a gap (the executor pauses it); the speeds are asked of the interleaving
-model whenever the members of a set change."""
+nodes with room). Under ``muri``: on free GPUs
+alone, else into the GPU set of the same size there with the fewest members (fewer
+than ``max_colocated``, within a GPU's memory). Under ``fluid``: onto single GPUs
+shared with jobs of any size, by its weight (:class:`_SharedGpus`). Else it waits and
+later jobs are tried. It stays on its GPUs to its end (a plan does not preempt), to a
+failure of one of its nodes, or to the end of a block after which its plan leaves a
+gap (the executor pauses it); the speeds are asked of the interleaving model whenever
+the members of a set change."""
 
 from __future__ import annotations
 
@@ -216,9 +217,18 @@ class _SharedGpus:
     def _stretch(self, residents: Sequence[JobState]) -> float:
         return fluid_stretch([r.job.stages for r in residents], self.model.data_slots)
 
-    def _room(self, k: int) -> list[int]:
-        """The GPUs of node ``k`` with room for one more resident."""
-        return [i for i, r in enumerate(self.residents[k]) if len(r) < self.model.max_colocated]
+    def _room(self, k: int, job: JobState | None = None) -> list[int]:
+        """The GPUs of node ``k`` with room for one more resident (for ``job``: its GPU
+        memory too, :meth:`~planner.interleave.Interleave.room`)."""
+        residents, most = self.residents[k], self.model.max_colocated
+        if job is None or self.model.gpu_memory is None:
+            return [i for i, r in enumerate(residents) if len(r) < most]
+        need = job.job.gpu_mem
+        return [
+            i
+            for i, r in enumerate(residents)
+            if self.model.room([*(x.job.gpu_mem for x in r), need])
+        ]
 
     def _admit(self, s: JobState, down: frozenset[int] = frozenset()) -> Where | None:
         if s.job.on:
@@ -247,6 +257,10 @@ class _SharedGpus:
             if len(room) < need:
                 self.short[k] = min(need, self.short.get(k, need))
                 return None
+            if self.model.gpu_memory is not None:
+                room = self._room(k, s)  # GPU memory: this job's own room, not the node's
+                if len(room) < need:
+                    return None
             rooms.append(room)
         where = []
         for k, room in zip(on, rooms, strict=True):
@@ -370,7 +384,7 @@ class _PlanSets:
         )
         if on is None:  # a pooled plan's job: share the least full set of its size
             shared = [x for x in self.sets if x.gpus == g and not down.intersection(x.nodes)]
-            return self._least_full(shared)
+            return self._least_full(shared, s)
         need = self.per_node if len(on) > 1 else g
         if all(len(self.free[k]) >= need for k in on):
             where = []
@@ -381,9 +395,13 @@ class _PlanSets:
             gset = _GpuSet(tuple(where), g)
             self.sets.append(gset)
             return gset
-        return self._least_full([x for x in self.sets if x.nodes == on and x.gpus == g])
+        return self._least_full([x for x in self.sets if x.nodes == on and x.gpus == g], s)
 
-    def _least_full(self, sets: Sequence[_GpuSet]) -> _GpuSet | None:
-        """The set of ``sets`` with the fewest members, if one has room."""
-        room = [x for x in sets if len(x.members) < self.model.max_colocated]
+    def _least_full(self, sets: Sequence[_GpuSet], job: JobState) -> _GpuSet | None:
+        """The set of ``sets`` with the fewest members, if one has room for ``job``."""
+        room = [
+            x
+            for x in sets
+            if self.model.room([*(m.job.gpu_mem for m in x.members), job.job.gpu_mem])
+        ]
         return min(room, key=lambda x: len(x.members), default=None)
