@@ -5,6 +5,10 @@ from __future__ import annotations
 import copy
 import os
 import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +43,33 @@ def lines(output: str) -> dict[str, str]:
         key, _, value = line.partition("  ")
         out[key.strip()] = value.strip()
     return out
+
+
+def ctrl_c_when(
+    command: list[str], cwd: Path, ready: Callable[[str], bool]
+) -> tuple[int, str, str, float]:
+    """Run ``command`` in a process group of its own, Ctrl-C the group once ``ready`` holds
+    of what it has written to stderr; its exit status, output, error output and the
+    seconds from Ctrl-C to its exit."""
+    proc = subprocess.Popen(
+        command,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    assert proc.stderr is not None
+    err = ""
+    while not ready(err):
+        chunk = proc.stderr.read(1)
+        assert chunk, f"ended before it was ready: {err}"
+        err += chunk
+    os.killpg(proc.pid, signal.SIGINT)
+    t0 = time.monotonic()
+    out, rest = proc.communicate(timeout=120)
+    return proc.returncode, out, err + rest, time.monotonic() - t0
 
 
 TWO_JOBS: dict[str, Any] = {

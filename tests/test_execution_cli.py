@@ -9,12 +9,9 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import re
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -26,7 +23,7 @@ from planner.execution.runs import state_from_job_run
 from planner.execution.state import State
 from planner.io.instance import load_instance
 from planner.schedule import load_schedule
-from tests.conftest import INSTANCES, ROOT, lines
+from tests.conftest import INSTANCES, ROOT, ctrl_c_when, lines
 
 runner = CliRunner()
 TRACE = INSTANCES / "muri_trace.csv"
@@ -325,28 +322,13 @@ def test_bad_numbers_and_misuse_are_one_line_and_exit_2(
 
 
 def _interrupted(command: list[str], cwd: Path, least: int) -> tuple[int, str, str, float]:
-    """Run ``command``, Ctrl-C its process group once its progress bar on stderr has
-    counted ``least`` (runs or re-plans); its exit status, output and the seconds from
-    Ctrl-C to its exit."""
-    proc = subprocess.Popen(
-        command,
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
-    assert proc.stderr is not None
-    err = ""
-    while max(map(int, re.findall(r"(\d+)/\d+ \[", err)), default=0) < least:
-        chunk = proc.stderr.read(1)
-        assert chunk, f"ended before {least} were counted: {err}"
-        err += chunk
-    os.killpg(proc.pid, signal.SIGINT)
-    t0 = time.monotonic()
-    out, rest = proc.communicate(timeout=120)
-    return proc.returncode, out, err + rest, time.monotonic() - t0
+    """Run ``command``, Ctrl-C it once its progress bar on stderr has counted ``least``
+    (runs or re-plans); its exit status, output and the seconds from Ctrl-C to its exit."""
+
+    def counted(err: str) -> bool:
+        return max(map(int, re.findall(r"(\d+)/\d+ \[", err)), default=0) >= least
+
+    return ctrl_c_when(command, cwd, counted)
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])

@@ -69,13 +69,18 @@ def test_jobs_whose_memory_exceeds_a_gpus_never_share_it(tmp_path: Path, policy:
     assert audit(result, workload.jobs, 4) == []
 
 
-def test_the_audit_refuses_a_group_over_a_gpus_memory(tmp_path: Path) -> None:
-    workload = jobs_from_instance(write(tmp_path, MEMORY))
+def crowded(path: Path, names: tuple[str, ...]) -> list[str]:
+    """The audit of an ``srtf`` run of ``path`` whose first event runs ``names`` together
+    on the GPUs of its first group."""
+    workload = jobs_from_instance(path)
     result = planner.run_policy(workload, "srtf")
     t, groups = result.trace[0]
-    where = groups[0][2]
-    crowded = [(("a", "b"), 0.0, where)]
-    wrong = audit(replace(result, trace=[(t, crowded), *result.trace[1:]]), workload.jobs, 4)
+    crowd = [(names, 0.0, groups[0][2])]
+    return audit(replace(result, trace=[(t, crowd), *result.trace[1:]]), workload.jobs, 4)
+
+
+def test_the_audit_refuses_a_group_over_a_gpus_memory(tmp_path: Path) -> None:
+    wrong = crowded(write(tmp_path, MEMORY), ("a", "b"))
     assert "at 0 s: ['a', 'b'] hold 60 GB of each GPU's memory; a GPU has 32 GB" in wrong
 
 
@@ -123,13 +128,7 @@ def test_max_colocated_holds_on_every_path(tmp_path: Path) -> None:
 
 
 def test_the_audit_refuses_a_shared_set_under_max_colocated_one(tmp_path: Path) -> None:
-    data = {**MEMORY, "max_colocated": 1}
-    workload = jobs_from_instance(write(tmp_path, data))
-    result = planner.run_policy(workload, "srtf")
-    t, groups = result.trace[0]
-    where = groups[0][2]
-    crowded = [(("a", "c"), 0.0, where)]
-    wrong = audit(replace(result, trace=[(t, crowded), *result.trace[1:]]), workload.jobs, 4)
+    wrong = crowded(write(tmp_path, {**MEMORY, "max_colocated": 1}), ("a", "c"))
     assert "at 0 s: 2 jobs share one GPU set" in wrong
 
 
@@ -137,3 +136,15 @@ def test_the_instances_restart_cost_is_the_executors(tmp_path: Path) -> None:
     data = {**MEMORY, "jobs": [{**j, "restart": 123.0} for j in MEMORY["jobs"]]}
     workload = jobs_from_instance(write(tmp_path, data))
     assert {j.restart for j in workload.jobs} == {123.0}
+
+
+def test_a_pooled_plans_jobs_spread_over_the_nodes_before_they_share(tmp_path: Path) -> None:
+    instance = Path(__file__).parents[1] / "instances" / "example.yaml"
+    plan = tmp_path / "plan.json"
+    assert run("solve", instance, "-s", "exclusive-fifo", "-o", plan)[0] == 0
+    code, out, _ = run("run", instance, plan, "-o", tmp_path / "run.json")
+    assert code == 0
+    assert lines(out)["audit"].startswith("valid")
+    table = (tmp_path / "run.json").read_text()
+    assert '"gpus": "node2:' in table  # before: every job on node1, four on one GPU
+    assert float(lines(out)["optimism"].split()[0]) < 1.2  # before: 1.780

@@ -6,38 +6,21 @@ exit status is 130. ``planner replan`` keeps its re-plan the same way."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import lines
+from tests.conftest import ctrl_c_when, lines
 
 
 def _solve_interrupted(args: list[str], cwd: Path, command: str = "solve") -> tuple[int, str, str]:
-    """Run ``planner COMMAND ARGS``; Ctrl-C its process group at its first incumbent on
-    stderr; its exit status, output and error output."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "planner", command, *args],
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
-    assert proc.stderr is not None
-    err = ""
-    while "incumbent" not in err:
-        line = proc.stderr.readline()
-        assert line, f"ended before its first incumbent: {err}"
-        err += line
-    os.killpg(proc.pid, signal.SIGINT)
-    out, rest = proc.communicate(timeout=120)
-    return proc.returncode, out, err + rest
+    """Run ``planner COMMAND ARGS``; Ctrl-C it at its first incumbent on stderr; its exit
+    status, output and error output."""
+    command_line = [sys.executable, "-m", "planner", command, *args]
+    code, out, err, _ = ctrl_c_when(command_line, cwd, lambda err: "incumbent" in err)
+    return code, out, err
 
 
 @pytest.fixture(scope="module")

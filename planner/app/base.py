@@ -47,13 +47,8 @@ class _OneLineErrors(TyperGroup):
         otherwise; Ctrl-C where a command has nothing to keep (or a second Ctrl-C, once
         the first has stopped the work) ends it with one line, exit status 130."""
         try:
-            return super().invoke(ctx)
-        except InputError as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(2) from None
-        except PlannerError as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(1) from None
+            with guard():
+                return super().invoke(ctx)
         except KeyboardInterrupt:
             typer.echo("aborted by Ctrl-C; what was not written yet is lost", err=True)
             raise typer.Exit(130) from None

@@ -26,7 +26,8 @@ def audit(run: PeerRun, jobs: Sequence[PeerJob], gpus: int) -> list[str]:
     has one GPU count, no job runs before
     its release or after its finish; and every finished
     job was credited exactly its iterations: ``(interval - overhead) / period`` per
-    interval (at least 0), its last interval not charged the overhead.
+    interval (at least 0), its last interval, and an interval that ends a block of its
+    plan after which the plan pauses it, not charged the overhead.
     """
     model = run.interleave
     by_name = {j.name: j for j in jobs}
@@ -58,9 +59,9 @@ def audit(run: PeerRun, jobs: Sequence[PeerJob], gpus: int) -> list[str]:
                 m = by_name[names[0]]
                 if m.release > t + 1e-9 or run.finish.get(m.name, math.inf) < end - 1e-6:
                     wrong.append(f"job {m.name!r} runs at {t:g} s, outside its release and finish")
-                last = math.isclose(run.finish.get(m.name, -1.0), end, abs_tol=1e-4)
-                span = end - t if last else max(end - t - overhead, 0.0)
-                done[m.name] += span / (periods[m.name] / speed)
+                done[m.name] = _credit(
+                    run, m, done[m.name], end - t, overhead, periods[m.name] / speed, end
+                )
             continue
         for names, overhead, where in groups:
             members = [by_name[n] for n in names]
@@ -103,9 +104,7 @@ def audit(run: PeerRun, jobs: Sequence[PeerJob], gpus: int) -> list[str]:
             for m, period in zip(members, periods, strict=True):
                 if m.release > t + 1e-9 or run.finish.get(m.name, math.inf) < end - 1e-6:
                     wrong.append(f"job {m.name!r} runs at {t:g} s, outside its release and finish")
-                last = math.isclose(run.finish.get(m.name, -1.0), end, abs_tol=1e-4)
-                span = end - t if last else max(end - t - overhead, 0.0)
-                done[m.name] += span / period
+                done[m.name] = _credit(run, m, done[m.name], end - t, overhead, period, end)
         if used > gpus - len(down) * run.gpus_per_node:
             wrong.append(f"at {t:g} s: groups hold {used} GPUs of {gpus}, {len(down)} nodes down")
     for name, finish in run.finish.items():
@@ -115,6 +114,27 @@ def audit(run: PeerRun, jobs: Sequence[PeerJob], gpus: int) -> list[str]:
                 f"job {name!r} finished at {finish:g} s after {done[name]:g} of {need} iterations"
             )
     return wrong
+
+
+PAUSE_TOLERANCE = 1e-3
+"""Iterations within which an interval's end meets the end of a block of a job's plan."""
+
+
+def _credit(
+    run: PeerRun, job: PeerJob, done: float, span: float, overhead: float, period: float, end: float
+) -> float:
+    """``job``'s iterations done after an interval of ``span`` seconds at ``period`` that
+    ends at ``end``: the overhead is charged unless the interval ends the job (its
+    finish) or a block of its plan after which the plan pauses it (the executor ends
+    both at the block's last iteration, as it reaches it, and charges them no overhead)."""
+    if math.isclose(run.finish.get(job.name, -1.0), end, abs_tol=1e-4):
+        return done + span / period
+    bare = done + span / period
+    for left, _ in job.holds:
+        boundary = job.iterations - left
+        if done < boundary - PAUSE_TOLERANCE and abs(bare - boundary) <= PAUSE_TOLERANCE:
+            return float(boundary)
+    return done + max(span - overhead, 0.0) / period
 
 
 def _audit_shared(

@@ -1,6 +1,6 @@
 """``plan``: a plan's dispatch. Every job is dispatched at its release (its planned
 start), in release order, onto its planned nodes (a pooled plan names none: the first
-nodes with room). Under ``muri``: on free GPUs
+nodes whose GPUs no job is on, else the first with room). Under ``muri``: on free GPUs
 alone, else into the GPU set of the same size there with the fewest members (fewer
 than ``max_colocated``, within a GPU's memory). Under ``fluid``: onto single GPUs
 shared with jobs of any size, by its weight (:class:`_SharedGpus`). Else it waits and
@@ -278,6 +278,10 @@ class _SharedGpus:
                 self.residents[k][i].append(s)
         return tuple(where)
 
+    def _empty(self, k: int) -> int:
+        """The GPUs of node ``k`` no job is on."""
+        return sum(1 for r in self.residents[k] if not r)
+
     def _free(self, k: int) -> int:
         """The GPUs of node ``k`` with room for one more resident (counted once per
         event and node, until a job joins the node)."""
@@ -299,7 +303,10 @@ class _SharedGpus:
             self.most_free = max((self._free(k) for k in range(nodes) if k not in down), default=0)
         if self.most_free < min(gpus, self.per_node):
             return None
-        return _first_fit(gpus, self.per_node, down, self._free, nodes)
+        # GPUs no job is on first: a pooled plan's jobs spread over the cluster, and share
+        # GPUs only where the plan runs more than the GPUs hold alone
+        spread = _first_fit(gpus, self.per_node, down, self._empty, nodes)
+        return spread or _first_fit(gpus, self.per_node, down, self._free, nodes)
 
 
 def _first_fit(
