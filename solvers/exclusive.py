@@ -11,7 +11,8 @@ backfill gaps):
   of the cluster the job holds).
 
 A share of a resource the problem counts in ``units`` (a fluid training block's
-GPU share) is held as whole units: the whole GPU. Holding the peak is never less
+GPU share) is held as whole units, and a training block holds every GPU it is on
+whole (as many as its ``resident`` demand counts). Holding the peak is never less
 than the real demand, so the schedule is
 feasible for the original instance too: it is returned for that instance and
 validated like any other. On a placed instance a job holds its peak on its nodes
@@ -41,6 +42,9 @@ def exclusive_problem(problem: Problem) -> Problem:
         for m in t.modes:
             names = [r.name for r in problem.renewables] + problem.node_kinds
             peak = {r: whole(m.peak(r), problem.unit(r)) for r in names if m.peak(r)}
+            for r in [r for r in peak if r == "gpu" or r.startswith("gpu.")]:
+                # a training block's GPUs, whole: its residency counts them
+                peak[r] = max(peak[r], m.peak("resident" + r[3:]) * problem.unit(r))
             segment = m.segments[0].model_copy(update={"duration": m.duration, "demand": peak})
             modes.append(m.model_copy(update={"segments": [segment]}))
         tasks.append(t.model_copy(update={"modes": modes}))

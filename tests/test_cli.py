@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -139,4 +140,4 @@ def test_the_interleaving_gain_runs_its_baselines_up_to_a_size_or_when_asked(
     assert gain.split(None, 2)[2] == "- (not figured above 5 tasks; --gain runs its baselines)"
     asked = runner.invoke(app, [*args, "--gain"])
     gain = next(line for line in asked.stdout.splitlines() if line.startswith("interleaving"))
-    assert gain.split(None, 2)[2].endswith("x over exclusive-fifo")
+    assert re.fullmatch(r"\d+\.\d\dx over exclusive-(fifo|srtf|srsf)", gain.split(None, 2)[2])

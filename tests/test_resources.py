@@ -148,3 +148,18 @@ def test_a_pooled_plans_jobs_spread_over_the_nodes_before_they_share(tmp_path: P
     table = (tmp_path / "run.json").read_text()
     assert '"gpus": "node2:' in table  # before: every job on node1, four on one GPU
     assert float(lines(out)["optimism"].split()[0]) < 1.2  # before: 1.780
+
+
+def test_an_exclusive_baseline_holds_every_gpu_of_a_block_whole() -> None:
+    from planner.solvers.exclusive import exclusive_problem
+
+    problem = planner.load_instance(Path(__file__).parents[1] / "instances" / "example.yaml")
+    exclusive = exclusive_problem(problem)
+    unit = problem.unit("gpu")
+    for task in exclusive.tasks:
+        for mode in task.modes:
+            if mode.peak("resident"):  # a training block: its GPUs, each whole
+                assert mode.peak("gpu") == mode.peak("resident") * unit, task.name
+    # resnet50 on 4 GPUs at a share of 1/2 each asked for 2 GPUs' worth before
+    block = next(t for t in exclusive.tasks if t.name == "resnet50/block1")
+    assert block.modes[0].peak("gpu") == 4 * unit
