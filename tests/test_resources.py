@@ -163,3 +163,12 @@ def test_an_exclusive_baseline_holds_every_gpu_of_a_block_whole() -> None:
     # resnet50 on 4 GPUs at a share of 1/2 each asked for 2 GPUs' worth before
     block = next(t for t in exclusive.tasks if t.name == "resnet50/block1")
     assert block.modes[0].peak("gpu") == 4 * unit
+
+
+def test_info_says_how_jobs_share_a_gpu(tmp_path: Path) -> None:
+    code, out, _ = run("info", write(tmp_path, {**MEMORY, "max_colocated": 2}))
+    assert code == 0
+    assert lines(out)["GPU sharing"] == (
+        "at most 2 jobs on a GPU set, 32 GB of memory per GPU, which they share (jobs ask 2 to "
+        "30 GB per GPU)"
+    )

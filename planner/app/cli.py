@@ -415,6 +415,14 @@ def _model_bounds(instance: Path) -> list[tuple[str, object]]:
     work = [(j.gpus, j.iterations, j.stages) for j in workload.jobs]
     gpus = (workload.nodes or 1) * (workload.gpus_per_node or 1)
     rows: list[tuple[str, object]] = [("interleave", workload.interleave)]
+    sharing = f"at most {workload.max_colocated} jobs on a GPU set"
+    if workload.gpu_memory is not None:
+        asks = [j.gpu_mem for j in workload.jobs]
+        sharing += (
+            f", {workload.gpu_memory:g} GB of memory per GPU, which they share (jobs ask "
+            f"{min(asks):g} to {max(asks):g} GB per GPU)"
+        )
+    rows.append(("GPU sharing", sharing))
     for model in (Interleave("fluid", data_slots=workload.data_slots), Interleave("muri")):
         b = model_bound(work, gpus, model)
         rows.append((f"bound {model.kind}", f"{b['bound']:,.0f} s ({binding(b)})"))
