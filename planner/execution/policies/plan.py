@@ -124,6 +124,8 @@ class _SharedGpus:
         self.free: dict[int, int] = {}
         """Per node, its GPUs with room for one more resident, counted once per event
         (and again once a job joins it)."""
+        self.empty: dict[int, int] = {}
+        """Per node, its GPUs no job is on, counted as :attr:`free` is."""
         self.most_free: int | None = None
         """The most GPUs with room on one node up at this event (``None``: not counted)."""
 
@@ -133,7 +135,7 @@ class _SharedGpus:
         residents, or residents' weights, changed get a new entry."""
         live = {s.idx for s in runnable}
         dirty: set[tuple[int, int]] = set()
-        self.short, self.free, self.most_free = {}, {}, None
+        self.short, self.free, self.empty, self.most_free = {}, {}, {}, None
         # A waiting job is tried again only where room may have grown: on a node a job
         # left, or once the nodes down changed; the others would find none again.
         candidates: set[int] = set()
@@ -279,8 +281,12 @@ class _SharedGpus:
         return tuple(where)
 
     def _empty(self, k: int) -> int:
-        """The GPUs of node ``k`` no job is on."""
-        return sum(1 for r in self.residents[k] if not r)
+        """The GPUs of node ``k`` no job is on (counted once per event and node, until a
+        job joins the node)."""
+        n = self.empty.get(k)
+        if n is None:
+            n = self.empty[k] = sum(1 for r in self.residents[k] if not r)
+        return n
 
     def _free(self, k: int) -> int:
         """The GPUs of node ``k`` with room for one more resident (counted once per
@@ -293,6 +299,7 @@ class _SharedGpus:
     def _joined(self, k: int) -> None:
         """A job joins node ``k``: its room is counted again when asked."""
         self.free.pop(k, None)
+        self.empty.pop(k, None)
         self.most_free = None
 
     def _first_fit(self, gpus: int, down: frozenset[int]) -> tuple[int, ...] | None:
