@@ -73,6 +73,7 @@ class _Grouping:
     def __init__(self, periods: Periods, cluster_gpus: int) -> None:
         self.periods, self.jobs = periods, periods.jobs
         self.model = periods.model
+        self.most = min(GROUP, self.model.max_colocated)
         self.cluster_gpus = cluster_gpus
         self.mates = cache(self._mates)
 
@@ -145,15 +146,22 @@ class _Grouping:
         graph.add_nodes_from(range(len(groups)))
         for u in range(len(groups)):
             for v in range(u + 1, len(groups)):
-                merged = groups[u] + groups[v]
-                if len(merged) <= GROUP and self.model.room([self.jobs[k].gpu_mem for k in merged]):
-                    w = self._used_ratio(merged)
+                if len(groups[u]) + len(groups[v]) <= self.most and self._fits(
+                    groups[u], groups[v]
+                ):
+                    w = self._used_ratio(groups[u] + groups[v])
                     if w > 0 and not math.isclose(w, 0, rel_tol=1e-5):
                         graph.add_edge(u, v, round(w * WEIGHT_SCALE))
         mate: dict[int, int] = {}
         for a, b in rx.max_weight_matching(graph, weight_fn=int):
             mate[a], mate[b] = b, a
         return mate
+
+    def _fits(self, a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+        """Whether groups ``a`` and ``b`` together keep to a GPU's memory."""
+        if self.model.gpu_memory is None:
+            return True
+        return self.model.room([self.jobs[k].gpu_mem for k in (*a, *b)])
 
     def _used_ratio(self, members: tuple[int, ...]) -> float:
         work = sum(self.jobs[k].stages.total for k in members)
