@@ -179,7 +179,7 @@ OURS = [
     ("study with one run", ["study", EX, "static.json", "--runs", "1"]),
     ("study of a plan and a policy", ["study", EX, "static.json", "--policy", "srtf"]),
     ("study writing CSV", ["study", EX, "static.json", "-o", "s.csv"]),
-    ("an unknown policy", ["policy", EX, "fifo"]),
+    ("an unknown policy", ["policy", EX, "lifo"]),
     ("a policy file that fails", ["policy", EX, "policy.py:Pairs"]),
     ("a class that is not a policy", ["policy", EX, "notpolicy.py:Thing"]),
     ("a policy on a task graph", ["policy", J30, "srtf"]),

@@ -266,7 +266,7 @@ BAD = [
      "INSTANCE PLAN, planner study INSTANCE PLAN --runs N, planner policy INSTANCE NAME, "
      "planner online INSTANCE"),
     (["online", P, "--baseline", "nope"], "unknown policy 'nope'; choose one of "
-     "srtf, srsf, tiresias, muri-s, muri-l, lp-groups, srsf-pack, jct-groups, ftf-groups, "
+     "fifo, srtf, srsf, tiresias, muri-s, muri-l, lp-groups, srsf-pack, jct-groups, ftf-groups, "
      "fair-groups, het-srpt, het-makespan; Gavel's gavel-fifo, gavel-max-min-fairness, "
      "gavel-min-total-duration, gavel-finish-time-fairness, each also -perf or -packed, and "
      "gavel-gandiva; or FILE.py:CLASS"),

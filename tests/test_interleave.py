@@ -169,7 +169,7 @@ def test_cli_policy_on_a_cluster_form_instance(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["fifo"], "unknown policy 'fifo'; choose one of srtf, srsf, tiresias, muri-s, "
+        (["lifo"], "unknown policy 'lifo'; choose one of fifo, srtf, srsf, tiresias, muri-s, "
          "muri-l, lp-groups, srsf-pack, jct-groups, ftf-groups, fair-groups, "
         "het-srpt, het-makespan; "
         "Gavel's gavel-fifo, "

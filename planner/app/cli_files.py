@@ -1,4 +1,5 @@
 """The commands that write instance files: ``planner import muri`` (Muri's traces),
+``planner import synergy`` (Synergy's job streams),
 ``planner generate`` (seeded batches of catalog jobs) and ``planner schema``."""
 
 from __future__ import annotations
@@ -95,6 +96,33 @@ def import_muri_cmd(
         )
         data["objective"] = objective
         data["interleave"] = interleave
+        problem = _write_instance(data, output)
+        typer.echo(f"{trace} -> {output} ({len(data['jobs'])} jobs, {len(problem.tasks)} tasks)")
+
+
+@import_app.command("synergy")
+def import_synergy_cmd(
+    trace: Annotated[
+        Path, typer.Argument(help="Synergy job stream (CSV, as its simulator writes it).")
+    ],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Instance file to write.")],
+    cluster: Annotated[
+        str,
+        typer.Option(
+            help="Synergy's cluster: default (16 servers of 8 GPUs, 24 CPUs, "
+            "500 GB), cluster_4, cluster_5, cluster_6, deployment, philly, "
+            "static_trace."
+        ),
+    ] = "default",
+) -> None:
+    """Read a Synergy job stream into a cluster-form instance on one of Synergy's clusters
+    (every job at its speed on the GPU-proportional share of CPU and memory; no restart
+    cost; one job a GPU)."""
+    from planner.dl.synergy import import_synergy
+
+    with guard():
+        check_output(output, inputs=[trace], suffixes=NATIVE)
+        data = import_synergy(trace, cluster)
         problem = _write_instance(data, output)
         typer.echo(f"{trace} -> {output} ({len(data['jobs'])} jobs, {len(problem.tasks)} tasks)")
 

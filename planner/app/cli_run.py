@@ -267,7 +267,7 @@ def policy_cmd(
     name: Annotated[
         str,
         typer.Argument(
-            help="The policy: the peers srtf, srsf, tiresias, muri-s, muri-l; ours lp-groups "
+            help="The policy: fifo; the peers srtf, srsf, tiresias, muri-s, muri-l; ours lp-groups "
             "(makespan), srsf-pack, jct-groups, ftf-groups, fair-groups (completion time, "
             "fairness); planner (the planner online, searching at every event); or your own, "
             "FILE.py:CLASS (a planner.execution.policies.Policy)."

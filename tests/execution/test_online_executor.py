@@ -92,8 +92,8 @@ def test_the_planner_plans_a_trace_compiled_on_nodes() -> None:
     ("args", "message"),
     [
         (["online", "--baseline", "exclusive-srtf"],
-         "unknown policy 'exclusive-srtf'; choose one of srtf, srsf, tiresias, muri-s, muri-l, "
-         "lp-groups, srsf-pack, jct-groups, ftf-groups, fair-groups, "
+         "unknown policy 'exclusive-srtf'; choose one of fifo, srtf, srsf, tiresias, muri-s, "
+         "muri-l, lp-groups, srsf-pack, jct-groups, ftf-groups, fair-groups, "
         "het-srpt, het-makespan; "
         "Gavel's gavel-fifo, "
         "gavel-max-min-fairness, "

@@ -92,9 +92,9 @@ def test_a_bad_policy_file_is_one_line(
 
 def test_an_unknown_policy_names_the_choices() -> None:
     with pytest.raises(InputError) as caught:
-        policy_of("fifo")
+        policy_of("lifo")
     assert str(caught.value) == (
-        "unknown policy 'fifo'; choose one of srtf, srsf, tiresias, muri-s, muri-l, "
+        "unknown policy 'lifo'; choose one of fifo, srtf, srsf, tiresias, muri-s, muri-l, "
         "lp-groups, srsf-pack, jct-groups, ftf-groups, fair-groups, "
         "het-srpt, het-makespan; "
         "Gavel's gavel-fifo, "

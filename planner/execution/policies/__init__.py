@@ -35,7 +35,7 @@ from planner.execution.policies.lp_groups import LpGroups
 from planner.execution.policies.muri import MuriL, MuriS
 from planner.execution.policies.plan import PlanDispatch
 from planner.execution.policies.srsf_pack import SrsfPack
-from planner.execution.policies.srtf import Srsf, Srtf
+from planner.execution.policies.srtf import Fifo, Srsf, Srtf
 from planner.execution.policies.tiresias import Tiresias
 from planner.files import check_input_file
 
@@ -53,6 +53,7 @@ __all__ = [
 ]
 
 POLICIES: dict[str, type[Policy]] = {
+    "fifo": Fifo,
     "srtf": Srtf,
     "srsf": Srsf,
     "tiresias": Tiresias,

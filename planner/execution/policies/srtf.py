@@ -1,6 +1,7 @@
-"""``srtf`` and ``srsf``: each job alone on its GPUs, shortest remaining time (or
-smallest remaining service: time x GPUs) first, placed first-fit (Muri's ``yarn``); the
-jobs that do not fit wait."""
+"""``srtf``, ``srsf`` and ``fifo``: each job alone on its GPUs, shortest remaining time
+(or smallest remaining service: time x GPUs; or the earliest arrival) first, placed
+first-fit (Muri's ``yarn``); the jobs that do not fit wait, and later jobs that fit run
+before them (backfilling, as Synergy's FIFO does)."""
 
 from __future__ import annotations
 
@@ -36,3 +37,13 @@ class Srsf(Srtf):
     def key(self, job: JobState) -> float:
         """Remaining time x GPUs over the job's weight."""
         return job.remaining_time * job.job.gpus / job.job.weight
+
+
+class Fifo(Srtf):
+    """First come, first served, each job alone; later jobs that fit fill the GPUs left."""
+
+    name = "fifo"
+
+    def key(self, job: JobState) -> float:
+        """The job's arrival (ties: the order the executor holds the jobs in)."""
+        return job.job.release
