@@ -17,9 +17,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from planner.dl.workloads import _Cells, _read_csv, _width
+from planner.dl.workloads import csv_cells
 from planner.errors import InputError
-from planner.files import check_input_file
 
 SYNERGY_CLUSTERS: dict[str, tuple[int, int, int, int]] = {
     "default": (16, 8, 24, 500),
@@ -53,17 +52,9 @@ def import_synergy(path: str | Path, cluster: str = "default") -> dict[str, Any]
         )
     servers, gpus, cpus, memory = SYNERGY_CLUSTERS[cluster]
     path = Path(path)
-    name = str(path)
-    check_input_file(path)
-    header, rows = _read_csv(path)
-    missing = [c for c in COLUMNS if c not in header]
-    if missing:
-        raise InputError(f"missing column(s) {', '.join(missing)}", name, "line 1")
+    _, cells = csv_cells(path, COLUMNS)
     jobs = []
-    for line, row in rows:
-        if len(row) != len(header):
-            raise InputError(_width(header, row), name, f"line {line}")
-        cell = _Cells(dict(zip(header, row, strict=True)), name, f"line {line}")
+    for cell in cells:
         job_gpus = cell.whole("gpus")
         if job_gpus > servers * gpus:
             cell.fail("gpus", f"{job_gpus} GPUs; the cluster has {servers * gpus}")
@@ -83,7 +74,7 @@ def import_synergy(path: str | Path, cluster: str = "default") -> dict[str, Any]
             }
         )
     if not jobs:
-        raise InputError("the stream has no jobs", name)
+        raise InputError("the stream has no jobs", str(path))
     node = {"name": "server", "count": servers, "gpu": gpus, "cpu": cpus, "mem": memory}
     return {
         "name": path.stem,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
@@ -182,21 +182,13 @@ def read_muri_trace(path: str | Path) -> list[TraceRow]:
         row of another width than its header, or holds a value out of range (naming line
         and column).
     """
-    path = Path(path)
     name = str(path)
-    check_input_file(path)
-    header, rows = _read_csv(path)
-    missing = [c for c in MURI_COLUMNS if c not in header]
-    if missing:
-        raise InputError(f"missing column(s) {', '.join(missing)}", name, "line 1")
+    header, cells = csv_cells(path, MURI_COLUMNS)
     out = []
-    for k, (line, row) in enumerate(rows):
-        place = f"line {line}"
-        if len(row) != len(header):
-            raise InputError(_width(header, row), name, place)
-        cell = _Cells(dict(zip(header, row, strict=True)), name, place)
+    for k, cell in enumerate(cells):
+        place = cell.place
 
-        def seconds(column: str, cell: _Cells = cell) -> float:
+        def seconds(column: str, cell: Cells = cell) -> float:
             return cell.time(column) / 1000 if column in header else 0.0
 
         if sum(seconds(f"resource_time_{k}") for k in range(3)) <= 0:
@@ -226,6 +218,32 @@ def read_muri_trace(path: str | Path) -> list[TraceRow]:
     if not out:
         raise InputError("the trace has no jobs", name)
     return out
+
+
+def csv_cells(path: str | Path, columns: Sequence[str]) -> tuple[list[str], list[Cells]]:
+    """The header of the CSV file ``path`` and its rows, each read by column
+    (:class:`Cells`), once the file is checked to have every one of ``columns`` and
+    every row the header's width.
+
+    Raises
+    ------
+    InputError
+        For a missing file or a folder, a file that is not CSV, a missing column or a row
+        of another width (naming its line).
+    """
+    path = Path(path)
+    name = str(path)
+    check_input_file(path)
+    header, rows = _read_csv(path)
+    missing = [c for c in columns if c not in header]
+    if missing:
+        raise InputError(f"missing column(s) {', '.join(missing)}", name, "line 1")
+    cells = []
+    for line, row in rows:
+        if len(row) != len(header):
+            raise InputError(_width(header, row), name, f"line {line}")
+        cells.append(Cells(dict(zip(header, row, strict=True)), name, f"line {line}"))
+    return header, cells
 
 
 def _check_placement(placement: str) -> None:
@@ -273,7 +291,7 @@ def _width(header: list[str], row: list[str]) -> str:
     )
 
 
-class _Cells:
+class Cells:
     """The fields of one trace row, read by column with errors that name the column."""
 
     def __init__(self, values: dict[str, str], file: str, place: str) -> None:
