@@ -182,7 +182,7 @@ def test_policies_say_where_they_run() -> None:
         run_policy(jobs, "muri-s", **kw)
     assert str(caught.value) == (
         "policy muri-s needs stage times or leaves GPUs unplaced; under the table model run "
-        "srtf, srsf, het-srpt, het-makespan or a gavel-* policy"
+        "fifo, srtf, srsf, het-srpt, het-makespan or a gavel-* policy"
     )
     with pytest.raises(InputError, match="policy het-srpt runs on GPU types under the table"):
         run_policy(jobs, "het-srpt", nodes=2, gpus_per_node=1)
