@@ -256,26 +256,23 @@ def solve_portfolio(
         """A CP-SAT search from ``warm``; Ctrl-C before its search starts (while its model
         is built) is :class:`_Stopped` with ``warm``."""
         try:
-            return _cpsat(warm, bound, limit)
+            return solve_cpsat(
+                problem,
+                time_limit=limit,
+                seed=seed,
+                workers=workers,
+                progress=report if progress else None,
+                log=log,
+                encoding=encoding,
+                makespan_interval=makespan_interval,
+                parameters=parameters,
+                initial_solution=warm,
+                lower_bound=bound,
+            )
         except SecondInterrupt:
             raise
         except KeyboardInterrupt:
             raise _Stopped(warm) from None
-
-    def _cpsat(warm: Schedule | None, bound: int, limit: float | None) -> Result:
-        return solve_cpsat(
-            problem,
-            time_limit=limit,
-            seed=seed,
-            workers=workers,
-            progress=report if progress else None,
-            log=log,
-            encoding=encoding,
-            makespan_interval=makespan_interval,
-            parameters=parameters,
-            initial_solution=warm,
-            lower_bound=bound,
-        )
 
     found: list[Schedule] = []
 

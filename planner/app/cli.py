@@ -556,7 +556,7 @@ def gantt_cmd(
 def _dispatch_chart(instance: Path, path: Path, output: Path) -> int:
     """Run the dispatch file ``path`` of ``instance`` in the executor, as ``planner run``
     does, and draw its co-location chart; the number of GPU sets drawn."""
-    from planner.app.colocation import save_colocation_chart
+    from planner.app.colocation import save_run_chart
     from planner.app.job_runs import dispatch_file
     from planner.execution.runs import dl_workload
 
@@ -565,11 +565,7 @@ def _dispatch_chart(instance: Path, path: Path, output: Path) -> int:
         raise InputError("not an instance of training jobs: a dispatch needs one", str(instance))
     plan = dispatch_file(path)
     dispatch = plan.dispatch(workload)
-    run = dispatch.run()
-    chart = {"residences": run.residences(workload.names(dispatch.nodes)),
-             "policy": plan.source, "interleave": dispatch.model.kind,
-             "makespan": run.makespan}  # fmt: skip
-    return save_colocation_chart(chart, output)
+    return save_run_chart(dispatch.run(), workload.names(dispatch.nodes), plan.source, output)
 
 
 def refuse_invalid(schedule: Path, problem: Problem, report: Report) -> None:

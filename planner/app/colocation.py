@@ -11,6 +11,7 @@ bars is a group of four interleaved jobs.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,15 @@ def job_level_run(path: Path) -> dict[str, Any] | None:
 def _order(label: str) -> tuple[object, ...]:
     """Sort key of a GPU set label: nodes by name with their numbers as numbers."""
     return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", label))
+
+
+def save_run_chart(run: Any, names: Sequence[str], policy: str, path: str | Path) -> int:
+    """Draw the co-location chart of the executor's ``run`` (a
+    :class:`~planner.execution.executor.PeerRun`; ``names`` name its nodes, ``policy``
+    what made it) to ``path``: :func:`save_colocation_chart` of its run-file fields."""
+    chart = {"residences": run.residences(names), "policy": policy,
+             "interleave": run.interleave.kind, "makespan": run.makespan}  # fmt: skip
+    return save_colocation_chart(chart, path)
 
 
 def save_colocation_chart(run: dict[str, Any], path: str | Path) -> int:

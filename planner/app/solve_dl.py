@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from planner.execution.jobs import Workload
     from planner.execution.runs import Setting
     from planner.execution.search import DispatchResult
+    from planner.interrupt import Halt
     from planner.model import Problem
     from planner.schedule import Schedule
 
@@ -172,11 +173,9 @@ def solve_in_executor(
             plan_of_run.save(output, best.run, names)
             typer.echo(f"dispatch written to {output} ('planner run {instance} {output}')")
     if gantt is not None:
-        from planner.app.colocation import save_colocation_chart
+        from planner.app.colocation import save_run_chart
 
-        chart = {"residences": best.run.residences(names), "policy": f"{solver} plan",
-                 "interleave": dispatch.model.kind, "makespan": best.run.makespan}  # fmt: skip
-        sets = save_colocation_chart(chart, gantt)
+        sets = save_run_chart(best.run, names, f"{solver} plan", gantt)
         typer.echo(f"chart written to {gantt} ({sets} GPU sets)")
     if violations:
         typer.echo("error: the plan's run fails its audit (a bug)", err=True)
@@ -192,7 +191,7 @@ def _search(
     static: Callable[[float], tuple[Problem, Schedule] | None] | None,
     options: dict[str, Any],
     progress: Callable[[Any], None] | None,
-    halt: Any = None,
+    halt: Halt | None = None,
 ) -> DispatchResult:
     """The search in the executor's model of ``dispatch``'s jobs for ``goal`` (objective,
     weights): every stage with a static plan (``static``), the policies alone without

@@ -23,10 +23,10 @@ class _Holder(Protocol):
 def gpu_memory_of(inst: ClusterInstance) -> float | None:
     """GB of one GPU of ``inst``'s cluster: the least of the GPU nodes' ``gpu_mem`` over
     their GPUs (``None`` if a GPU node gives none)."""
-    shares = [n.gpu_mem / n.gpu for n in inst.cluster.nodes if n.gpu and n.gpu_mem is not None]
-    if len(shares) < sum(1 for n in inst.cluster.nodes if n.gpu) or not shares:
+    gpu_nodes = [n for n in inst.cluster.nodes if n.gpu]
+    if any(n.gpu_mem is None for n in gpu_nodes):
         return None
-    return min(shares)
+    return min(n.gpu_mem / n.gpu for n in gpu_nodes)  # type: ignore[operator]
 
 
 def check_memory(jobs: Sequence[_Holder], memory: float | None, file: str | None = None) -> None:
