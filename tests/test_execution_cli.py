@@ -267,9 +267,11 @@ BAD = [
      "planner online INSTANCE"),
     (["online", P, "--baseline", "nope"], "unknown policy 'nope'; choose one of "
      "fifo, srtf, srsf, tiresias, muri-s, muri-l, lp-groups, srsf-pack, jct-groups, ftf-groups, "
-     "fair-groups, het-srpt, het-makespan; Gavel's gavel-fifo, gavel-max-min-fairness, "
+     "fair-groups, het-srpt, het-makespan, grid-srtf, grid-srtf-events; Gavel's gavel-fifo, "
+     "gavel-max-min-fairness, "
      "gavel-min-total-duration, gavel-finish-time-fairness, each also -perf or -packed, and "
-     "gavel-gandiva; or FILE.py:CLASS"),
+     "gavel-gandiva; Synergy's synergy-fifo, synergy-srtf and synergy-las, each -fair, "
+        "-greedy or -tune; or FILE.py:CLASS"),
     (["online", P, "--option", "rule"], "--option 'rule': expected KEY=VALUE, "
      "e.g. rule=spt"),
     (["replan", P, S, "--at", "5", "--stability", "-1"], "Invalid value for '--stability': "

@@ -171,11 +171,12 @@ def test_cli_policy_on_a_cluster_form_instance(tmp_path: Path) -> None:
     [
         (["lifo"], "unknown policy 'lifo'; choose one of fifo, srtf, srsf, tiresias, muri-s, "
          "muri-l, lp-groups, srsf-pack, jct-groups, ftf-groups, fair-groups, "
-        "het-srpt, het-makespan; "
+        "het-srpt, het-makespan, grid-srtf, grid-srtf-events; "
         "Gavel's gavel-fifo, "
         "gavel-max-min-fairness, "
         "gavel-min-total-duration, gavel-finish-time-fairness, each also -perf or -packed, and "
-        "gavel-gandiva; or FILE.py:CLASS"),
+        "gavel-gandiva; Synergy's synergy-fifo, synergy-srtf and synergy-las, each -fair, "
+        "-greedy or -tune; or FILE.py:CLASS"),
         (["srtf", "--interleave", "lru"], "interleave 'lru' is not one of fluid, muri, table"),
         (["srtf", "--nodes", "1", "--gpus-per-node", "2"], "job 'job0' needs 4 GPUs; "
          "the cluster has 2"),

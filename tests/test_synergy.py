@@ -38,10 +38,16 @@ def test_a_stream_becomes_jobs_on_synergys_cluster(tmp_path: Path) -> None:
     ]
     assert data["max_colocated"] == 1
     first = data["jobs"][0]  # job 0: alexnet, 1 GPU, 3,447 iterations of 0.6 s at 409 s
+    # its GPU stage is its iteration at alexnet's best speed-up (2.94), the rest data
+    gpu = 0.6 / 2.94
     assert first == {
         "name": "job0", "model": "alexnet", "gpus": 1, "iterations": 3447,
-        "stages": {"data": 0.0, "gpu": 0.6, "sync": 0.0}, "release": 409.0, "restart": 0.0,
+        "stages": {"data": pytest.approx(0.6 - gpu), "gpu": pytest.approx(gpu), "sync": 0.0},
+        "release": 409.0, "restart": 0.0,
     }  # fmt: skip
+    grid = data["resource_profiles"]["alexnet"]
+    assert (grid["cpu"][2], grid["mem"][1], grid["speedup"][2][1]) == (3, 62.5, 1.0)
+    assert sorted(data["resource_profiles"]) == sorted({j["model"] for j in data["jobs"]})
 
 
 def test_an_unknown_synergy_cluster_is_bad_input(tmp_path: Path) -> None:

@@ -412,7 +412,9 @@ def _model_bounds(instance: Path) -> list[tuple[str, object]]:
         workload = jobs_from_instance(instance)
     except InputError:
         return []  # not a cluster-form instance of one GPU count per node
-    work = [(j.gpus, j.iterations, j.stages) for j in workload.jobs]
+    from planner.execution.resources import fastest, resource_rows
+
+    work = [(j.gpus, j.iterations, j.stages) for j in fastest(workload.jobs)]
     gpus = (workload.nodes or 1) * (workload.gpus_per_node or 1)
     rows: list[tuple[str, object]] = [("interleave", workload.interleave)]
     sharing = f"at most {workload.max_colocated} jobs on a GPU set"
@@ -423,6 +425,7 @@ def _model_bounds(instance: Path) -> list[tuple[str, object]]:
             f"{min(asks):g} to {max(asks):g} GB per GPU)"
         )
     rows.append(("GPU sharing", sharing))
+    rows += resource_rows(workload)
     for model in (Interleave("fluid", data_slots=workload.data_slots), Interleave("muri")):
         b = model_bound(work, gpus, model)
         rows.append((f"bound {model.kind}", f"{b['bound']:,.0f} s ({binding(b)})"))

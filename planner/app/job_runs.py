@@ -241,6 +241,7 @@ def _run_rows(
     ``energy`` (``None``: not figured) and the audit's ``violations``."""
     from planner.execution.fairness import fairness, fairness_rows
     from planner.execution.grouping import mix_bound
+    from planner.execution.resources import fastest, held
     from planner.execution.search import completion_bound
     from planner.interleave import binding, model_bound
 
@@ -255,7 +256,7 @@ def _run_rows(
         kinds = ", ".join(f"{n} {t}" for t, n in gpus.items())
         what += f" ({kinds})"
     else:
-        bound = model_bound([(j.gpus, j.iterations, j.stages) for j in jobs], total, model)
+        bound = model_bound([(j.gpus, j.iterations, j.stages) for j in fastest(jobs)], total, model)
         budget = None if cap is None else (cap - total * dispatch.watts[1], dispatch.watts)
         mix = mix_bound(jobs, model, total, budget)
         bound_row = f"{bound['bound']:,.0f} s ({binding(bound)}, under {model.kind})"
@@ -272,7 +273,7 @@ def _run_rows(
             if dispatch.policy == "dispatch"
             else f"{schedule} (makespan {dispatch.planned:,.0f} s in the static block model)",
         ),
-        ("model", f"{setting.line(model)} (job-level executor)"),
+        ("model", f"{setting.line(model)} (job-level executor){_speed_line(jobs)}"),
         ("noise", f"{noise}, seed {seed} (one factor per job)" if noise else "none"),
         ("failures", ", ".join(fail) if fail else "none"),
         ("power cap", f"{cap:,.0f} W" if cap else "none"),
@@ -331,6 +332,21 @@ def _run_rows(
                 "(wall time)",
             )
         )
+    figures = held(run, jobs)
+    if figures is not None:
+        by = f"by the policy ({run.policy})" if figures.decided else "each job its default"
+        rows.append(
+            (
+                "allocation",
+                f"{by}: {100 * figures.cpu:.0f}% of the nodes' CPU cores and "
+                f"{100 * figures.mem:.0f}% of their memory held on average"
+                + (
+                    f", jobs with profiles at {figures.speed:.2f}x their speed on the fair share"
+                    if any(j.profile is not None for j in jobs)
+                    else ""
+                ),
+            )
+        )
     rows += [
         ("groups", f"{share} of job-intervals by group size"),
         ("events", run.events),
@@ -338,6 +354,15 @@ def _run_rows(
         ("audit", verdict),
     ]
     return rows
+
+
+def _speed_line(jobs: Sequence[Any]) -> str:
+    """What the ``model`` line says of CPU and memory as speed: the models whose jobs have
+    throughput profiles (none: nothing)."""
+    models = sorted({j.model or j.name for j in jobs if j.profile is not None})
+    if not models:
+        return ""
+    return f"; speed by CPU and memory from throughput profiles ({len(models)} models)"
 
 
 def _table_bounds(dispatch: Any, jobs: Sequence[Any]) -> tuple[dict[str, float], float, str, str]:

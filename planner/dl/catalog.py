@@ -145,3 +145,25 @@ def gpu_power() -> dict[str, GpuPower]:
 def models() -> list[str]:
     """Model names in the catalog."""
     return sorted({m for m, _, _ in stage_profiles()})
+
+
+@cache
+def synergy_profiles() -> dict[str, dict[str, list]]:
+    """Synergy's throughput profiles of its models on one GPU, as an instance's
+    ``resource_profiles`` give them: per model, ``cpu`` cores and ``mem`` GB per GPU
+    (ascending) and the ``speedup`` over the GPU-proportional share of its default
+    cluster (3 cores, 62.5 GB per GPU) at each point."""
+    grid: dict[str, dict[tuple[float, float], float]] = {}
+    for row in _read("synergy_throughput_profiles.csv"):
+        point = (float(row["cpus_per_gpu"]), float(row["mem_gb_per_gpu"]))
+        grid.setdefault(row["model"], {})[point] = float(row["throughput_norm"])
+    out = {}
+    for model, values in grid.items():
+        cpus = sorted({c for c, _ in values})
+        mems = sorted({m for _, m in values})
+        out[model] = {
+            "cpu": cpus,
+            "mem": mems,
+            "speedup": [[values[c, m] for m in mems] for c in cpus],
+        }
+    return out

@@ -6,6 +6,7 @@ compiles them into the problem form.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable
 from typing import Annotated, Literal
@@ -266,6 +267,37 @@ class Alternative(_Spec):
     stages: Stages | None = Field(default=None, description="e.g. a pipeline-parallel split.")
 
 
+class ResourceGrid(_Spec):
+    """A model's throughput by CPU cores and host memory per GPU (Synergy's profiles): the
+    speed-up over its stage times at each point of a grid."""
+
+    cpu: list[Annotated[float, Field(gt=0, allow_inf_nan=False)]] = Field(
+        min_length=1, description="CPU cores per GPU, ascending."
+    )
+    mem: list[Annotated[float, Field(gt=0, allow_inf_nan=False)]] = Field(
+        min_length=1, description="GB of host memory per GPU, ascending."
+    )
+    speedup: list[list[Annotated[float, Field(gt=0, allow_inf_nan=False)]]] = Field(
+        description="One row per cpu figure, one value per mem figure: the speed-up over "
+        "the job's stage times there (1 where its stage times were measured)."
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> ResourceGrid:
+        for axis in ("cpu", "mem"):
+            values = getattr(self, axis)
+            if any(b <= a for a, b in itertools.pairwise(values)):
+                raise ValueError(f"{axis}: figures must be ascending, got {values}")
+        if len(self.speedup) != len(self.cpu) or any(
+            len(row) != len(self.mem) for row in self.speedup
+        ):
+            raise ValueError(
+                f"speedup: give {len(self.cpu)} rows (one per cpu figure) of "
+                f"{len(self.mem)} values (one per mem figure)"
+            )
+        return self
+
+
 class TrainingJob(_Spec):
     """A training job: ``iterations`` repetitions of its stage profile on ``gpus`` GPUs."""
 
@@ -286,7 +318,15 @@ class TrainingJob(_Spec):
     gpu_type: str | None = None
     alternatives: list[Alternative] = Field(default_factory=list)
     blocks: PosInt = Field(default=1, description="Training blocks: the fidelity knob.")
-    cpu_per_gpu: NonNegInt = 0
+    cpu_per_gpu: NonNegInt = Field(
+        default=0,
+        description="CPU cores it holds per GPU on its nodes (a job whose model has a "
+        "resource profile is given its cores by the policy instead).",
+    )
+    mem_per_gpu: NonNegInt = Field(
+        default=0,
+        description="GB of host memory it holds per GPU on its nodes (as cpu_per_gpu).",
+    )
     gpu_mem_per_gpu: NonNegInt = 0
     stage_in: Seconds = Field(default=0.0, description="Seconds of storage I/O before training.")
     checkpoint: Seconds = Field(default=0.0, description="Seconds of storage I/O after training.")
@@ -370,6 +410,12 @@ class ClusterInstance(_Spec):
     cluster: Cluster
     power: Power | None = Field(default=None, description="GPU power and a power cap.")
     profiles: list[Profile] = Field(default_factory=list)
+    resource_profiles: dict[str, ResourceGrid] = Field(
+        default_factory=dict,
+        description="Per model: its throughput by the CPU cores and host memory given per "
+        "GPU. The executor's policies then decide each such job's CPU and memory, and its "
+        "speed follows (planner import synergy writes Synergy's).",
+    )
     jobs: list[TrainingJob] = Field(min_length=1)
 
     @model_validator(mode="after")
@@ -394,6 +440,17 @@ class ClusterInstance(_Spec):
                 )
         if not any(n.gpu for n in self.cluster.nodes):
             raise ValueError("cluster.nodes: no node has GPUs")
+        job_models = {job.model for job in self.jobs}
+        for model in self.resource_profiles:
+            if model not in job_models:
+                raise ValueError(f"resource_profiles.{model}: no job has model {model!r}")
+        if self.resource_profiles and any(
+            n.gpu and (n.cpu is None or n.mem is None) for n in self.cluster.nodes
+        ):
+            raise ValueError(
+                "resource_profiles: the policies give jobs CPU cores and host memory of their "
+                "nodes; give every GPU node its cpu and mem"
+            )
         for i, node in enumerate(self.cluster.nodes):
             known = node.gpu_type is None or node.gpu_type.lower() in GPU_TYPES
             if not known and self.interleave != "table":

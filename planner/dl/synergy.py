@@ -4,11 +4,16 @@ cluster-form instance.
 
 Each job becomes a training job of its model on its GPUs, released at its arrival, with
 its iterations at the time an iteration takes on the GPU-proportional share of CPU and
-memory (``iter_time_fair_s``): Synergy's speed-up 1. Synergy's simulator charges no
-restart and never puts two jobs on one GPU: the instance says so (``restart: 0``,
-``max_colocated: 1``). The CPU cores and memory of its servers are kept in the nodes;
-what a job's speed gains from more of them (Synergy's throughput profiles) is not
-modelled yet: the instance runs every job at its fair-share speed.
+memory (``iter_time_fair_s``): Synergy's speed-up 1. Its model's throughput profile
+(:func:`planner.dl.catalog.synergy_profiles`) goes into ``resource_profiles``: the
+executor's policies decide each job's CPU cores and memory, and its speed follows. Its
+iteration splits into a GPU stage, the iteration at its profile's greatest speed-up
+(where CPU and memory no longer limit it), and a data stage, the rest: the time its
+GPU waits on data at the fair share, which more CPU and memory shorten
+(:func:`planner.execution.resources.at_speed`). Synergy's simulator charges no restart
+and never puts two jobs on one GPU: the instance says so (``restart: 0``,
+``max_colocated: 1``; the data stages of jobs that share a GPU would load in parallel,
+each on its own cores: ``data_slots: 4``).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from planner.dl.catalog import synergy_profiles
 from planner.dl.workloads import csv_cells
 from planner.errors import InputError
 
@@ -53,6 +59,7 @@ def import_synergy(path: str | Path, cluster: str = "default") -> dict[str, Any]
     servers, gpus, cpus, memory = SYNERGY_CLUSTERS[cluster]
     path = Path(path)
     _, cells = csv_cells(path, COLUMNS)
+    grids = synergy_profiles()
     jobs = []
     for cell in cells:
         job_gpus = cell.whole("gpus")
@@ -62,13 +69,18 @@ def import_synergy(path: str | Path, cluster: str = "default") -> dict[str, Any]
                              "a time > 0 (s)")  # fmt: skip
         arrival = cell.number("arrival_s", "0", lambda x: math.isfinite(x) and x >= 0,
                               "a time >= 0 (s)")  # fmt: skip
+        model = cell.text("model")
+        if model not in grids:
+            cell.fail("model", f"{model!r}: Synergy profiles {', '.join(grids)}")
+        top = max(max(row) for row in grids[model]["speedup"])
+        gpu = period / max(top, 1.0)
         jobs.append(
             {
                 "name": f"job{cell.level('job_id')}",
-                "model": cell.text("model"),
+                "model": model,
                 "gpus": job_gpus,
                 "iterations": cell.whole("total_iters"),
-                "stages": {"data": 0.0, "gpu": period, "sync": 0.0},
+                "stages": {"data": period - gpu, "gpu": gpu, "sync": 0.0},
                 "release": arrival,
                 "restart": 0.0,
             }
@@ -76,11 +88,14 @@ def import_synergy(path: str | Path, cluster: str = "default") -> dict[str, Any]
     if not jobs:
         raise InputError("the stream has no jobs", str(path))
     node = {"name": "server", "count": servers, "gpu": gpus, "cpu": cpus, "mem": memory}
+    used = {job["model"] for job in jobs}
     return {
         "name": path.stem,
         "time_unit": "5min",
         "placement": "pooled",
         "max_colocated": 1,
+        "data_slots": 4,
         "cluster": {"nodes": [node]},
+        "resource_profiles": {m: grids[m] for m in sorted(used)},
         "jobs": jobs,
     }

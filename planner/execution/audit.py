@@ -6,9 +6,11 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from planner.execution.jobs import PeerJob, Where, shared_periods
+from planner.execution.jobs import PeerJob, Where
 from planner.execution.policies import where_label
 from planner.execution.power import compute_share, throttle
+from planner.execution.resources import at_speed, default_alloc, speed_of
+from planner.execution.sharing import most_residents, shared_periods
 from planner.interleave import Interleave
 
 if TYPE_CHECKING:
@@ -35,10 +37,14 @@ def audit(run: PeerRun, jobs: Sequence[PeerJob], gpus: int) -> list[str]:
     memo: dict[tuple[tuple[str, ...], tuple[float, ...]], dict[str, float]] = {}
     wrong: list[str] = []
     nodes = gpus // run.gpus_per_node if run.gpus_per_node else 0
+    fair = run.fair
     for k, (t, groups) in enumerate(run.trace):
         end = run.trace[k + 1][0] if k + 1 < len(run.trace) else t
         down = {n for n, a, b in run.outages if a <= t < b}
-        shared = shared_periods(groups, by_name, model, done, memo) if run.shared else None
+        allocs = run.allocation[k] if run.allocation else {}
+        shared = shared_periods(groups, by_name, model, done, memo, fair) if run.shared else None
+        if run.cpus or run.mems:
+            wrong += _audit_nodes(t, groups, by_name, allocs, run, shared and shared[1])
         speed = _audit_speed(
             groups,
             by_name,
@@ -98,8 +104,15 @@ def audit(run: PeerRun, jobs: Sequence[PeerJob], gpus: int) -> list[str]:
                 keys = [(m.model, m.gpus) for m in members]
                 periods = model.table.periods(keys, kinds.pop())
             else:
-                stages = [m.stages for m in members]
-                periods = model.periods(stages, alone=[m.iteration_time for m in members])
+                paced = [
+                    at_speed(m.stages, m.iteration_time, speed_of(m, fair, len(members), a))
+                    for m in members
+                    if (a := allocs.get(m.name)) is None or a[0] > 0 or m.profile is None
+                ]
+                if len(paced) < len(members):
+                    wrong.append(f"at {t:g} s: {list(names)}: a job with a profile has no CPU")
+                    continue
+                periods = model.periods([p[0] for p in paced], alone=[p[1] for p in paced])
             periods = [period / speed for period in periods]
             for m, period in zip(members, periods, strict=True):
                 if m.release > t + 1e-9 or run.finish.get(m.name, math.inf) < end - 1e-6:
@@ -113,6 +126,41 @@ def audit(run: PeerRun, jobs: Sequence[PeerJob], gpus: int) -> list[str]:
             wrong.append(
                 f"job {name!r} finished at {finish:g} s after {done[name]:g} of {need} iterations"
             )
+    return wrong
+
+
+def _audit_nodes(
+    t: float,
+    groups: Sequence[tuple[tuple[str, ...], float, Where]],
+    by_name: Mapping[str, PeerJob],
+    allocs: Mapping[str, tuple[float, float]],
+    run: PeerRun,
+    residents: Mapping[tuple[int, int], list[str]] | None = None,
+) -> list[str]:
+    """What is wrong at ``t`` with the nodes' CPU cores and host memory: the jobs on a
+    node hold more than it has, each its allocation per GPU (the run's, else its
+    default among the jobs of its GPU set, or on shared GPUs (``residents``) the most
+    on one of its GPUs) times its GPUs there."""
+    fair = run.fair
+    used: dict[int, list[float]] = {}
+    for names, _, where in groups:
+        count = len(names) if residents is None else most_residents(where, residents)
+        for name in names if residents is None else names[:1]:
+            job = by_name[name]
+            cpu, mem = allocs.get(name) or default_alloc(job, fair, count)
+            for node, ids in where:
+                held = used.setdefault(node, [0.0, 0.0])
+                held[0] += cpu * len(ids)
+                held[1] += mem * len(ids)
+    wrong = []
+    for node, (cpu, mem) in sorted(used.items()):
+        checks = (("CPU cores", cpu, run.cpus, ""), ("memory", mem, run.mems, " GB"))
+        for what, have, caps, unit in checks:
+            if caps and node < len(caps) and have > caps[node] + 1e-6:
+                wrong.append(
+                    f"at {t:g} s: the jobs on node {node} hold {have:g}{unit} of {what}; it has "
+                    f"{caps[node]:g}{unit}"
+                )
     return wrong
 
 

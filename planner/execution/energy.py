@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from planner.execution.jobs import shared_periods
 from planner.execution.power import compute_share
+from planner.execution.sharing import shared_periods
 
 if TYPE_CHECKING:
     from planner.execution.executor import PeerRun
@@ -60,7 +60,9 @@ def run_energy(
         held = _held(groups, by_name) if switch_off else gpus
         joules += held * idle * span
         draw = held * idle
-        shared = shared_periods(groups, by_name, model, done, memo)[0] if run.shared else None
+        shared = (
+            shared_periods(groups, by_name, model, done, memo, run.fair)[0] if run.shared else None
+        )
         for names, overhead, _ in groups:
             members = [by_name[n] for n in names]
             if shared is not None:  # a job on GPUs it shares: its own compute

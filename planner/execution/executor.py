@@ -57,7 +57,7 @@ from planner.execution.policies import (
     where_label,
 )
 from planner.execution.power import WATTS, compute_share, throttle
-from planner.execution.resources import check_memory
+from planner.execution.resources import check_memory, default_alloc, fair_share
 from planner.interleave import MAX_MURI_GROUP, Interleave
 
 if TYPE_CHECKING:
@@ -110,6 +110,19 @@ class PeerRun:
     """Each node's GPU type (empty: one type)."""
     type_watts: dict[str, tuple[float, float]] = field(default_factory=dict)
     """On GPU types: a GPU's (busy, idle) watts per type (empty: ``watts`` for all)."""
+    cpus: tuple[float, ...] = ()
+    """Each node's CPU cores (empty: not held)."""
+    mems: tuple[float, ...] = ()
+    """Each node's GB of host memory (empty: not held)."""
+    allocation: list[dict[str, tuple[float, float]]] = field(default_factory=list)
+    """Per event (as :attr:`trace`), the CPU cores and GB of host memory per GPU the policy
+    gave each running job it decided them for; every other job holds its default
+    (:func:`~planner.execution.resources.default_alloc`)."""
+
+    @property
+    def fair(self) -> tuple[float, float] | None:
+        """The GPU-proportional share per GPU (:func:`~planner.execution.resources.fair_share`)."""
+        return fair_share(self.cpus, self.mems, self.gpus_per_node)
 
     def residences(self, names: Sequence[str] = ()) -> list[dict[str, object]]:
         """The run as a co-location table: one row per stretch of a job on one GPU set
@@ -173,6 +186,8 @@ def run_policy(
     until: float = math.inf,
     types: Sequence[str] = (),
     type_watts: Mapping[str, tuple[float, float]] | None = None,
+    cpus: Sequence[float] = (),
+    mems: Sequence[float] = (),
 ) -> PeerRun:
     """Run ``jobs`` on the cluster under ``policy`` (see the module docstring).
 
@@ -227,6 +242,11 @@ def run_policy(
         a job's GPUs are all of one type, its speed that type's measured rate.
     type_watts
         On GPU types: a GPU's (busy, idle) watts per type, for the run's energy.
+    cpus, mems
+        Each node's CPU cores and GB of host memory (:mod:`~planner.execution.resources`;
+        empty: not held). The jobs on a node never hold more; a job with a resource
+        profile runs at its speed at the CPU and memory its policy gives it (by default
+        the GPU-proportional share).
 
     Raises
     ------
@@ -257,6 +277,7 @@ def run_policy(
         if watts == WATTS:
             watts = workload.watts
         types, type_watts = types or workload.types, type_watts or workload.type_watts
+        cpus, mems = cpus or workload.cpus, mems or workload.mems
         jobs = workload.jobs
     nodes, gpus_per_node = nodes or 8, gpus_per_node or 8
     model = interleave or Interleave("muri")
@@ -293,11 +314,21 @@ def run_policy(
         )
     throttles: list[float] = []
     t0 = time.perf_counter()
-    state = [JobState(j, k, model, restart) for k, j in enumerate(jobs)]
+    cpus, mems = _per_node(cpus, "cpus", nodes), _per_node(mems, "mems", nodes)
+    fair = fair_share(cpus, mems, gpus_per_node)
+    if fair is None and any(j.profile is not None for j in jobs):
+        raise InputError(
+            "jobs with resource profiles need the nodes' CPU cores and memory (cpus, mems)"
+        )
+    state = [JobState(j, k, model, restart, fair) for k, j in enumerate(jobs)]
     order = sorted(state, key=lambda s: s.job.release)
     cluster = Cluster(nodes, gpus_per_node, types)
-    periods = Periods(model, jobs)
-    chosen_policy.start(Context(jobs, state, model, periods, nodes, gpus_per_node, outages, types))
+    periods = Periods(model, jobs, fair)
+    chosen_policy.start(
+        Context(jobs, state, model, periods, nodes, gpus_per_node, outages, types, cpus, mems)
+    )
+    held = bool(cpus or mems)
+    allocation: list[dict[str, tuple[float, float]]] = []
     shared = chosen_policy.shared
     limited = model.gpu_memory is not None or model.max_colocated < MAX_MURI_GROUP
     classes = sorted({j.priority for j in jobs}, reverse=True)
@@ -380,6 +411,12 @@ def run_policy(
             chosen = chosen_policy.schedule(t, runnable, cluster)
         if limited and not shared:
             chosen = _within_room(chosen, chosen_policy, model)
+        if held and not shared:
+            chosen = _within_nodes(chosen, chosen_policy, cpus, mems, fair)
+        if held:
+            allocation.append(
+                {state[i].job.name: a for i in chosen if (a := state[i].alloc) is not None}
+            )
         speed = _speed(chosen, total, power_cap, watts, shared)
         throttles.append(speed)
         running: dict[tuple[str, ...], tuple[float, Where]] = {}
@@ -430,7 +467,65 @@ def run_policy(
         planning=chosen_policy.planning_seconds(),
         types=types,
         type_watts=dict(type_watts or {}),
+        cpus=cpus,
+        mems=mems,
+        allocation=allocation,
     )
+
+
+def _per_node(values: Sequence[float], name: str, nodes: int) -> tuple[float, ...]:
+    """``values`` (one per node, or none) as a tuple.
+
+    Raises
+    ------
+    InputError
+        For another count than ``nodes`` or a value not > 0.
+    """
+    out = tuple(float(v) for v in values)
+    if out and (len(out) != nodes or not all(0 < v < math.inf for v in out)):
+        raise InputError(f"{name}: give one figure > 0 per node ({nodes}), got {list(values)}")
+    return out
+
+
+def _within_nodes(
+    chosen: Chosen,
+    policy: Policy,
+    cpus: tuple[float, ...],
+    mems: tuple[float, ...],
+    fair: tuple[float, float] | None,
+) -> Chosen:
+    """``chosen`` with every node's jobs within its CPU cores and host memory: each job
+    holds its ``alloc`` (else :func:`default_alloc`) per GPU on every node of its GPU
+    set; in the policy's order, a job that does not fit waits for a later event (its
+    set's others keep it, at their periods there)."""
+    size = max(len(cpus), len(mems))
+    cap_cpu = [c + 1e-9 for c in cpus] or [math.inf] * size
+    cap_mem = [g + 1e-9 for g in mems] or [math.inf] * size
+    used_cpu, used_mem = [0.0] * size, [0.0] * size
+    out: Chosen = {}
+    seen: set[int] = set()
+    for idx, (members, *_rest, where) in chosen.items():
+        if idx in seen:
+            continue
+        if len(members) > 1:
+            seen.update(m.idx for m in members)
+        kept: list[JobState] = []
+        for m in members:
+            cpu, mem = m.alloc if m.alloc is not None else default_alloc(m.job, fair, len(members))
+            if all(
+                used_cpu[k] + cpu * len(ids) <= cap_cpu[k]
+                and used_mem[k] + mem * len(ids) <= cap_mem[k]
+                for k, ids in where
+            ):
+                kept.append(m)
+                for k, ids in where:
+                    used_cpu[k] += cpu * len(ids)
+                    used_mem[k] += mem * len(ids)
+        if len(kept) == len(members):
+            out.update({m.idx: chosen[m.idx] for m in members})
+        elif kept:
+            out.update(policy.group(kept, where) if len(kept) > 1 else policy.alone(kept[0], where))
+    return out
 
 
 def _within_room(chosen: Chosen, policy: Policy, model: Interleave) -> Chosen:
@@ -441,6 +536,9 @@ def _within_room(chosen: Chosen, policy: Policy, model: Interleave) -> Chosen:
     out: Chosen = {}
     seen: set[int] = set()
     for idx, (members, *_rest, where) in chosen.items():
+        if len(members) == 1:  # a job alone fits its GPUs (checked before the run)
+            out[idx] = chosen[idx]
+            continue
         if idx in seen:
             continue
         seen.update(m.idx for m in members)

@@ -39,6 +39,7 @@ import numpy as np
 
 from planner.errors import InputError
 from planner.execution.power import compute_share
+from planner.execution.resources import fastest
 from planner.interleave import Interleave, Stages
 
 if TYPE_CHECKING:
@@ -214,7 +215,9 @@ def mix_bound(
     longest job at its least period (:func:`longest_job`) if that is longer. It holds where every
     type's jobs share one stage profile (no merged types, no noise). ``power``: the
     watts above idle a power cap leaves, and a GPU's (busy, idle) watts
-    (:mod:`planner.execution.power`)."""
+    (:mod:`planner.execution.power`). Jobs with resource profiles count at their best
+    speed (:func:`~planner.execution.resources.fastest`)."""
+    jobs = fastest(jobs)
     mix = GroupMix(jobs, model, power)
     left = np.zeros(len(mix.gpus))
     count = np.zeros(len(mix.gpus))
@@ -227,7 +230,9 @@ def mix_bound(
 def longest_job(jobs: Sequence[PeerJob], model: Interleave) -> float:
     """The longest job at its least period under ``model`` (seconds): its stages back to
     back (no group runs a member faster: :func:`~planner.interleave.muri_period`), or under
-    ``muri`` its measured period alone where that is shorter."""
+    ``muri`` its measured period alone where that is shorter; a job with a resource
+    profile at its best speed."""
+    jobs = fastest(jobs)
     least = (
         (lambda j: min(j.stages.total, j.iteration_time))
         if model.kind == "muri"
@@ -264,6 +269,7 @@ def executor_bound(
     exact: :func:`exact_types`), at least the longest job (:func:`longest_job`)."""
     from planner.interleave import model_bound
 
+    jobs = fastest(jobs)
     parts = {"longest job": longest_job(jobs, model)}
     if model.kind == "fluid":
         work = [(j.gpus, j.iterations, j.stages) for j in jobs]

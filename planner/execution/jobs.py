@@ -12,9 +12,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from planner.errors import InputError
-from planner.execution.resources import check_memory, gpu_memory_of
+from planner.execution.resources import (
+    ResourceProfile,
+    check_memory,
+    check_resources,
+    gpu_memory_of,
+    node_resources,
+)
 from planner.files import check_input_file
-from planner.interleave import MURI_GROUP_FACTORS, TABLE, Interleave, Stages, fluid_rates
+from planner.interleave import MURI_GROUP_FACTORS, TABLE, Interleave, Stages
 from planner.model import PriceWindow, Tariff
 
 if TYPE_CHECKING:
@@ -70,6 +76,13 @@ class PeerJob:
     """Its restart overhead (s); ``None``: the catalog's for its model and GPUs."""
     gpu_mem: float = 0.0
     """GB of each of its GPUs' memory it holds (``gpu_mem_per_gpu``), shared on a GPU."""
+    cpu: float = 0.0
+    """CPU cores it holds per GPU (``cpu_per_gpu``) where it has no ``profile``."""
+    mem: float = 0.0
+    """GB of host memory it holds per GPU (``mem_per_gpu``) where it has no ``profile``."""
+    profile: ResourceProfile | None = None
+    """Its speed by the CPU and memory it is given (:mod:`planner.execution.resources`);
+    ``None``: one speed, holding ``cpu`` and ``mem``."""
 
     def share_at(self, left: float) -> float:
         """Its weight with ``left`` iterations left: the weight of the block it is in."""
@@ -150,6 +163,10 @@ class Workload:
     """The most jobs on one GPU set (the file's ``max_colocated``)."""
     gpu_memory: float | None = None
     """GB of one GPU's memory (:func:`gpu_memory_of`; ``None``: the file gives none)."""
+    cpus: tuple[float, ...] = ()
+    """Each node's CPU cores (empty: the file gives none, not held)."""
+    mems: tuple[float, ...] = ()
+    """Each node's GB of host memory (empty: the file gives none, not held)."""
 
     def names(self, nodes: int) -> tuple[str, ...]:
         """The names of ``nodes`` nodes: the file's, else ``node1`` .. ``nodeN``."""
@@ -202,6 +219,10 @@ def jobs_from_instance(path: str | Path, data: Mapping[str, Any] | None = None) 
     if inst.interleave == "table":
         return _table_workload(inst, path)
     profiles = JobProfiles(inst)
+    grids = {
+        model: ResourceProfile(tuple(g.cpu), tuple(g.mem), tuple(tuple(row) for row in g.speedup))
+        for model, g in inst.resource_profiles.items()
+    }
     jobs = []
     for i, job in enumerate(inst.jobs):
         _, _, _, times, factor = profiles.configs(i, job)[0]
@@ -222,10 +243,15 @@ def jobs_from_instance(path: str | Path, data: Mapping[str, Any] | None = None) 
                 priority=job.priority,
                 restart=job.restart,
                 gpu_mem=float(job.gpu_mem_per_gpu),
+                cpu=float(job.cpu_per_gpu),
+                mem=float(job.mem_per_gpu),
+                profile=grids.get(job.model or ""),
             )
         )
     names = tuple(name for name, _ in inst.cluster.node_names())
     check_memory(jobs, memory := gpu_memory_of(inst), str(path))
+    cpus, mems = node_resources(inst)
+    check_resources(jobs, cpus, mems, sizes.copy().pop(), str(path))
     power = inst.power
     if power is not None and power.windows:
         raise InputError(
@@ -259,6 +285,8 @@ def jobs_from_instance(path: str | Path, data: Mapping[str, Any] | None = None) 
         switch_off=power is not None and power.switch_off,
         max_colocated=inst.max_colocated,
         gpu_memory=memory,
+        cpus=cpus,
+        mems=mems,
     )
 
 
@@ -659,41 +687,3 @@ def check_types(
         if not any(n >= j.gpus and table.alone.get(t, {}).get((j.model, j.gpus), 0) > 0
                    for t, n in count.items()):  # fmt: skip
             raise InputError(unrunnable(j.name, j.model, j.gpus))
-
-
-def shared_periods(
-    groups: Sequence[tuple[tuple[str, ...], float, Where]],
-    by_name: Mapping[str, PeerJob],
-    model: Interleave,
-    done: Mapping[str, float],
-    memo: dict[tuple[tuple[str, ...], tuple[float, ...]], dict[str, float]] | None = None,
-) -> tuple[dict[str, float], dict[tuple[int, int], list[str]]]:
-    """Every job's period where jobs share single GPUs (a plan under ``fluid``), from the
-    GPUs of the trace's entries alone: its stage sum over its speed on the slowest of its
-    GPUs (:func:`~planner.interleave.fluid_rates` of that GPU's residents, by their
-    weights in the blocks the iterations ``done`` so far put them in), slowed by ``s(k)``,
-    ``k`` the most residents on one of its GPUs; and the residents per GPU. ``memo`` keeps
-    the rates of residents and weights met before (from one event of a run to the next)."""
-    residents: dict[tuple[int, int], list[str]] = {}
-    for names, _, where in groups:
-        for node, ids in where:
-            for i in ids:
-                residents.setdefault((node, i), []).append(names[0])
-    memo = {} if memo is None else memo
-    rates: dict[tuple[int, int], dict[str, float]] = {}
-    for gpu, names in residents.items():
-        members = [by_name[n] for n in names]
-        weights = tuple(m.share_at(m.iterations - done[m.name]) for m in members)
-        key = (tuple(names), weights)
-        if key not in memo:
-            speeds = fluid_rates([m.stages for m in members], weights, model.data_slots)
-            memo[key] = dict(zip(names, speeds, strict=True))
-        rates[gpu] = memo[key]
-    out = {}
-    for names, _, where in groups:
-        job = by_name[names[0]]
-        gpus = [(node, i) for node, ids in where for i in ids]
-        rate = min((rates[g][job.name] for g in gpus), default=1.0)
-        k = max((len(residents[g]) for g in gpus), default=1)
-        out[job.name] = job.stages.total / rate * model.factor(k)
-    return out, residents

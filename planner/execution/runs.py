@@ -149,6 +149,10 @@ class Dispatch:
     """Each node's GPU type under the ``table`` model (empty: one type)."""
     type_watts: dict[str, tuple[float, float]] = field(default_factory=dict)
     """Under the ``table`` model: a GPU's (busy, idle) watts per type."""
+    cpus: tuple[float, ...] = ()
+    """Each node's CPU cores (empty: not held)."""
+    mems: tuple[float, ...] = ()
+    """Each node's GB of host memory (empty: not held)."""
 
     def __post_init__(self) -> None:
         check_jobs(self.jobs, self.nodes, self.gpus_per_node, self.placed)
@@ -189,6 +193,8 @@ class Dispatch:
             until=until,
             types=self.types,
             type_watts=self.type_watts,
+            cpus=self.cpus,
+            mems=self.mems,
         )
 
     def summary(self, seed: int, run: PeerRun, valid: bool | None = None) -> RunSummary:
@@ -252,6 +258,8 @@ def dispatch_of(
         planned=planned,
         types=workload.types,
         type_watts=workload.type_watts,
+        cpus=workload.cpus,
+        mems=workload.mems,
     )
 
 

@@ -93,6 +93,10 @@ COMPLETION_POLICIES = (
 )
 """The policies stage 1 runs for the completion time, in order."""
 
+ALLOCATING_POLICIES = ("grid-srtf-events",)
+"""The policies stage 1 runs too where jobs have resource profiles: they decide each
+job's CPU and memory (:mod:`planner.execution.policies.grid`)."""
+
 LP_GRID = ((0.95, 0.01), (0.7, 0.0), (1.0, 0.01), (0.95, 0.0), (0.8, 0.005), (0.9, 0.005))
 """``lp-groups``' (critical share, re-solve share) tried first in stage 3."""
 PACK_GRID = (0.6, 1.0, 0.4, 0.9, 0.7)
@@ -351,6 +355,8 @@ def search_dispatch(
     names = policies or (MAKESPAN_POLICIES if objective == "makespan" else COMPLETION_POLICIES)
     if model.table is not None and policies is None:
         names = TABLE_POLICIES[objective]
+    if model.table is None and any(j.profile is not None for j in dispatch.jobs):
+        names = (*names, *(p for p in ALLOCATING_POLICIES if p not in names))
     if "policies" in stages:
         for name in names:
             if out.tried and (deadline.is_set() or out.status == "optimal"):
@@ -398,7 +404,7 @@ def _execute(dispatch: Dispatch, policy: Policy, halt: Halt | None) -> PeerRun:
     return run_policy(
         dispatch.jobs, policy, dispatch.nodes, dispatch.gpus_per_node, dispatch.model,
         dispatch.restart, halt=halt, power_cap=dispatch.power_cap, watts=dispatch.watts,
-        types=dispatch.types,
+        types=dispatch.types, cpus=dispatch.cpus, mems=dispatch.mems,
     )  # fmt: skip
 
 
@@ -431,10 +437,13 @@ def _exact(
 ) -> None:
     """Stage 0: the configuration program (:mod:`planner.execution.configurations`) where
     the workload is small enough; its optimum bounds every dispatch in groups, and its
-    phases run in the executor."""
+    phases run in the executor. It plans jobs with resource profiles at their best speed
+    (:func:`~planner.execution.resources.fastest`), so that its optimum stays a bound;
+    its phases run at the CPU and memory the executor gives them."""
     from planner.execution.configurations import configuration_plan
+    from planner.execution.resources import fastest
 
-    plan = configuration_plan(dispatch.jobs, dispatch.model, dispatch.nodes,
+    plan = configuration_plan(fastest(dispatch.jobs), dispatch.model, dispatch.nodes,
                               dispatch.gpus_per_node)  # fmt: skip
     if plan is None:
         return

@@ -12,8 +12,10 @@ to the second (its makespan, JCTs and energy are the plan's). Its audit
 A dispatch file (``planner solve INSTANCE -o plan.json``) is JSON: ``kind`` is
 ``dispatch``, ``setting`` the model, ``source`` what made it, ``makespan`` and
 ``mean_jct`` its figures (seconds), ``events`` per event its time and its groups (member
-names, GPU set as ``[[node, [gpu, ..]], ..]``), and ``table`` the co-location table
-(job, GPUs, start, end, partners) for readers.
+names, GPU set as ``[[node, [gpu, ..]], ..]``), ``allocations`` (where the run's policy
+decided CPU and memory) per event the CPU cores and GB of host memory per GPU it gave each
+job (``{job: [cpu, mem]}``), and ``table`` the co-location table (job, GPUs, start, end,
+partners) for readers.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ KIND = "dispatch"
 
 Event = tuple[float, tuple[tuple[tuple[str, ...], Where], ...]]
 """An event of a dispatch: its time (s) and its groups (member names, GPU set)."""
+Allocation = Mapping[str, tuple[float, float]]
+"""What a policy gave the jobs at an event: CPU cores and GB of host memory per GPU."""
 
 
 class TablePolicy(Policy):
@@ -53,8 +57,10 @@ class TablePolicy(Policy):
 
     name = KIND
 
-    def __init__(self, events: Sequence[Event]) -> None:
+    def __init__(self, events: Sequence[Event], allocs: Sequence[Allocation] = ()) -> None:
         self.events = events
+        self.allocs = allocs
+        """Per event, the CPU and memory the dispatch gave its jobs (empty: none)."""
         self.at = 0
 
     def start(self, context: Context) -> None:
@@ -74,9 +80,12 @@ class TablePolicy(Policy):
         if self.at == 0:
             return {}
         here = {s.idx: s for s in jobs}
+        given = self.allocs[self.at - 1] if self.allocs else {}
         chosen: Chosen = {}
         for names, where in self.events[self.at - 1][1]:
             members = [here[k] for k in (self.index[n] for n in names) if k in here]
+            for s in members:
+                s.alloc = given.get(s.job.name)
             if members:
                 chosen.update(self.group(members, where))
         if self.at == len(self.events) and len(chosen) < len(jobs):
@@ -85,6 +94,7 @@ class TablePolicy(Policy):
             chosen = {}
             cluster.empty()
             for s in sorted(jobs, key=lambda s: -s.remaining * s.alone):
+                s.alloc = None
                 where = cluster.place(s.job.gpus)
                 if where is not None:
                     chosen.update(self.alone(s, where))
@@ -103,6 +113,8 @@ class DispatchPlan:
     mean_jct: float
     file: str | None = field(default=None, compare=False)
     """The dispatch file it was read from, if any (named in its errors)."""
+    allocs: tuple[Allocation, ...] = ()
+    """Per event, the CPU and memory its policy gave the jobs (empty: it decided none)."""
 
     @classmethod
     def of_run(cls, run: PeerRun, setting: Setting, source: str) -> DispatchPlan:
@@ -114,7 +126,8 @@ class DispatchPlan:
             (t, tuple((tuple(names), where) for names, _, where in groups))
             for t, groups in run.trace
         )
-        return cls(setting, source, events, run.makespan, run.mean_jct)
+        allocs = tuple(run.allocation) if any(run.allocation) else ()
+        return cls(setting, source, events, run.makespan, run.mean_jct, allocs=allocs)
 
     def dispatch(self, workload: Workload) -> Dispatch:
         """The executor's run of this dispatch over ``workload`` (its jobs by name).
@@ -148,7 +161,7 @@ class DispatchPlan:
                             self.file,
                         )
         out = dispatch_of(workload, self.setting, KIND)
-        out.make = functools.partial(TablePolicy, self.events)
+        out.make = functools.partial(TablePolicy, self.events, self.allocs)
         out.planned = self.makespan
         return out
 
@@ -177,6 +190,11 @@ class DispatchPlan:
                 ]
                 for t, groups in self.events
             ],
+            **(
+                {"allocations": [{n: list(a) for n, a in given.items()} for given in self.allocs]}
+                if self.allocs
+                else {}
+            ),
             "table": run.residences(names),
         }
 
@@ -219,13 +237,24 @@ class DispatchPlan:
                 )
                 for t, groups in data["events"]
             )
+            allocs = tuple(
+                {str(n): (float(a[0]), float(a[1])) for n, a in given.items()}
+                for given in data.get("allocations", ())
+            )
+            if allocs and (
+                len(allocs) != len(events)
+                or any(not 0 <= x < math.inf for given in allocs for a in given.values() for x in a)
+            ):
+                raise ValueError
             plan = cls(
                 setting, str(data["source"]), events, float(data["makespan"]),
-                float(data["mean_jct"]), file,
+                float(data["mean_jct"]), file, allocs,
             )  # fmt: skip
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError):
             raise InputError(
-                "a malformed dispatch file (setting, source, makespan, mean_jct, events)", file
+                "a malformed dispatch file (setting, source, makespan, mean_jct, events, "
+                "allocations)",
+                file,
             ) from None
         times = [t for t, _ in events]
         if any(b < a for a, b in itertools.pairwise(times)):

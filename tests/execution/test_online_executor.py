@@ -94,11 +94,12 @@ def test_the_planner_plans_a_trace_compiled_on_nodes() -> None:
         (["online", "--baseline", "exclusive-srtf"],
          "unknown policy 'exclusive-srtf'; choose one of fifo, srtf, srsf, tiresias, muri-s, "
          "muri-l, lp-groups, srsf-pack, jct-groups, ftf-groups, fair-groups, "
-        "het-srpt, het-makespan; "
+        "het-srpt, het-makespan, grid-srtf, grid-srtf-events; "
         "Gavel's gavel-fifo, "
         "gavel-max-min-fairness, "
         "gavel-min-total-duration, gavel-finish-time-fairness, each also -perf or -packed, and "
-        "gavel-gandiva; or FILE.py:CLASS"),
+        "gavel-gandiva; Synergy's synergy-fifo, synergy-srtf and synergy-las, each -fair, "
+        "-greedy or -tune; or FILE.py:CLASS"),
         (["online", "--replan-every", "2h"],
          "--replan-every: job by job the planner re-plans at every arrival"),
         (["online", "--runs", "3"], "No such option: --runs"),

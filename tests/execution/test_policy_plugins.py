@@ -96,11 +96,12 @@ def test_an_unknown_policy_names_the_choices() -> None:
     assert str(caught.value) == (
         "unknown policy 'lifo'; choose one of fifo, srtf, srsf, tiresias, muri-s, muri-l, "
         "lp-groups, srsf-pack, jct-groups, ftf-groups, fair-groups, "
-        "het-srpt, het-makespan; "
+        "het-srpt, het-makespan, grid-srtf, grid-srtf-events; "
         "Gavel's gavel-fifo, "
         "gavel-max-min-fairness, "
         "gavel-min-total-duration, gavel-finish-time-fairness, each also -perf or -packed, and "
-        "gavel-gandiva; or FILE.py:CLASS"
+        "gavel-gandiva; Synergy's synergy-fifo, synergy-srtf and synergy-las, each -fair, "
+        "-greedy or -tune; or FILE.py:CLASS"
     )
     with pytest.raises(InputError, match="no such file"):
         policy_of("missing.py:Policy")

@@ -6,9 +6,11 @@ Muri's simulator (``srtf``, ``srsf``, ``tiresias``, ``muri-s``, ``muri-l``); ``l
 ``srsf-pack``, ``jct-groups``, ``ftf-groups`` and ``fair-groups`` (finish-time fairness)
 are ours,
 ``gavel-*`` reproduce Gavel's policies in rounds on GPU types
-(:mod:`~planner.execution.policies.gavel`), and ``planner`` re-plans at every event;
-``plan`` dispatches a plan. A new policy is one
-module here and one line in :data:`POLICIES`; a user's runs from its file as ``FILE.py:CLASS``.
+(:mod:`~planner.execution.policies.gavel`), ``synergy-*`` Synergy's orders and CPU and
+memory allocations in rounds (:mod:`~planner.execution.policies.synergy`; ``grid-srtf``
+is ours, :mod:`~planner.execution.policies.grid`), and ``planner`` re-plans at every
+event; ``plan`` dispatches a plan. A new policy is one module here and one line in
+:data:`POLICIES`; a user's runs from its file as ``FILE.py:CLASS``.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from planner.execution.policies.base import (
 )
 from planner.execution.policies.ftf_groups import FairGroups, FtfGroups
 from planner.execution.policies.gavel import GAVEL_CLASSES
+from planner.execution.policies.grid import GridSrtf, GridSrtfEvents
 from planner.execution.policies.hetero import HeteroMakespan, HeteroSrpt
 from planner.execution.policies.jct_groups import JctGroups
 from planner.execution.policies.lp_groups import LpGroups
@@ -36,6 +39,7 @@ from planner.execution.policies.muri import MuriL, MuriS
 from planner.execution.policies.plan import PlanDispatch
 from planner.execution.policies.srsf_pack import SrsfPack
 from planner.execution.policies.srtf import Fifo, Srsf, Srtf
+from planner.execution.policies.synergy import SYNERGY_CLASSES
 from planner.execution.policies.tiresias import Tiresias
 from planner.files import check_input_file
 
@@ -67,6 +71,9 @@ POLICIES: dict[str, type[Policy]] = {
     "het-srpt": HeteroSrpt,
     "het-makespan": HeteroMakespan,
     **GAVEL_CLASSES,
+    **SYNERGY_CLASSES,
+    "grid-srtf": GridSrtf,
+    "grid-srtf-events": GridSrtfEvents,
 }
 """The policies by name (``plan`` is not one: it needs a plan, :class:`PlanDispatch`; nor
 is the online planner, which runs the executor itself:
@@ -80,11 +87,18 @@ def table_policies() -> str:
 
 
 def policy_list() -> str:
-    """The policies' names for a message: Gavel's forms (``-perf``, ``-packed``) once."""
+    """The policies' names for a message: Gavel's forms (``-perf``, ``-packed``) and
+    Synergy's allocations once."""
     names = [n for n in POLICIES if not n.endswith(("-perf", "-packed"))]
     gavel = [n for n in names if n.startswith("gavel-") and f"{n}-perf" in POLICIES]
-    first = ", ".join(n for n in names if n not in gavel and n != "gavel-gandiva")
-    return f"{first}; Gavel's {', '.join(gavel)}, each also -perf or -packed, and gavel-gandiva;"
+    synergy = list(dict.fromkeys(n.rsplit("-", 1)[0] for n in SYNERGY_CLASSES))
+    first = ", ".join(
+        n for n in names if n not in gavel and n != "gavel-gandiva" and n not in SYNERGY_CLASSES
+    )
+    return (
+        f"{first}; Gavel's {', '.join(gavel)}, each also -perf or -packed, and gavel-gandiva; "
+        f"Synergy's {', '.join(synergy[:-1])} and {synergy[-1]}, each -fair, -greedy or -tune;"
+    )
 
 
 def policy_of(spec: str | Policy) -> Policy:

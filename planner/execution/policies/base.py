@@ -12,12 +12,13 @@ same way (:func:`planner.execution.policies.policy_of`).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 
 from planner.dl.catalog import restart_seconds
 from planner.execution.jobs import Outage, PeerJob, Where
+from planner.execution.resources import at_speed, speed_of
 from planner.interleave import Interleave
 
 DEFAULT_OVERHEAD = 10.0
@@ -36,6 +37,7 @@ class JobState:
     alone, ``cost`` its restart overhead, ``running``) and the executor's bookkeeping."""
 
     __slots__ = (
+        "alloc",
         "alone",
         "cost",
         "executed",
@@ -56,17 +58,26 @@ class JobState:
         "where",
     )  # fmt: skip
 
-    def __init__(self, job: PeerJob, idx: int, model: Interleave, restart: bool) -> None:
+    def __init__(
+        self,
+        job: PeerJob,
+        idx: int,
+        model: Interleave,
+        restart: bool,
+        fair: tuple[float, float] | None = None,
+    ) -> None:
         self.job = job
         self.idx = idx
         self.remaining = float(job.iterations)
         self.running = False
         self.last = 0.0
+        self.alloc: tuple[float, float] | None = None
         if model.table is not None:  # its period on its fastest GPU type
             rate = model.table.best((job.model, job.gpus))[1]
             self.alone = 1.0 / rate if rate > 0 else math.inf
-        else:
-            self.alone = model.periods([job.stages], alone=[job.iteration_time])[0]
+        else:  # on the fair share of CPU and memory, where they set its speed
+            stages, alone = at_speed(job.stages, job.iteration_time, speed_of(job, fair, 1))
+            self.alone = model.periods([stages], alone=[alone])[0]
         self.period = self.alone
         self.overhead = 0.0
         self.executed = 0.0
@@ -190,24 +201,60 @@ class Cluster:
 
 
 class Periods:
-    """Each member's period in a group of jobs (indices), from the interleaving model and
-    cached by membership: groups recur from one event to the next."""
+    """Each member's period in a group of jobs (indices), from the interleaving model at
+    the CPU and memory each is given (:func:`~planner.execution.resources.at_speed`;
+    by default the ``fair`` share split among the group), cached by membership and
+    allocation: groups recur from one event to the next."""
 
-    def __init__(self, model: Interleave, jobs: Sequence[PeerJob]) -> None:
-        self.model, self.jobs = model, jobs
+    def __init__(
+        self,
+        model: Interleave,
+        jobs: Sequence[PeerJob],
+        fair: tuple[float, float] | None = None,
+    ) -> None:
+        self.model, self.jobs, self.fair = model, jobs, fair
         self.of_sorted = cache(self._of_sorted)
+        self.single: dict[tuple[int, str, tuple[float, float] | None], dict[int, float]] = {}
 
-    def __call__(self, members: Sequence[int], gpu_type: str = "") -> dict[int, float]:
-        return self.of_sorted(tuple(sorted(members)), gpu_type)
+    def __call__(
+        self,
+        members: Sequence[int],
+        gpu_type: str = "",
+        allocs: Mapping[int, tuple[float, float]] | None = None,
+    ) -> dict[int, float]:
+        """The periods of ``members`` on one GPU set (of ``gpu_type``), each at its
+        allocation in ``allocs`` (CPU cores and GB per GPU), else its default share."""
+        if len(members) == 1:  # the commonest ask, kept apart
+            k = members[0]
+            alloc = allocs.get(k) if allocs else None
+            key = (k, gpu_type, alloc)
+            found = self.single.get(key)
+            if found is None:
+                found = self.of_sorted((k,), gpu_type, () if alloc is None else (alloc,))
+                self.single[key] = found
+            return found
+        ordered = tuple(sorted(members))
+        if not allocs:
+            return self.of_sorted(ordered, gpu_type)
+        return self.of_sorted(ordered, gpu_type, tuple(allocs.get(k) for k in ordered))
 
-    def _of_sorted(self, members: tuple[int, ...], gpu_type: str = "") -> dict[int, float]:
+    def _of_sorted(
+        self,
+        members: tuple[int, ...],
+        gpu_type: str = "",
+        allocs: tuple[tuple[float, float] | None, ...] = (),
+    ) -> dict[int, float]:
         jobs = [self.jobs[k] for k in members]
         if self.model.table is not None:
             keys = [(j.model, j.gpus) for j in jobs]
             return dict(zip(members, self.model.table.periods(keys, gpu_type), strict=True))
-        periods = self.model.periods(
-            [j.stages for j in jobs], alone=[j.iteration_time for j in jobs]
-        )
+        n = len(jobs)
+        given = allocs or (None,) * n
+        paced = [
+            at_speed(j.stages, j.iteration_time, speed_of(j, self.fair, n, a))
+            for j, a in zip(jobs, given, strict=True)
+        ]
+        periods = self.model.periods([p[0] for p in paced], alone=[p[1] for p in paced])
         return dict(zip(members, periods, strict=True))
 
 
@@ -227,6 +274,16 @@ class Context:
     """The run's node failures: (node, down, back) in seconds."""
     types: tuple[str, ...] = ()
     """Each node's GPU type (empty: one type)."""
+    cpus: tuple[float, ...] = ()
+    """Each node's CPU cores (empty: not held)."""
+    mems: tuple[float, ...] = ()
+    """Each node's GB of host memory (empty: not held)."""
+
+    @property
+    def fair(self) -> tuple[float, float] | None:
+        """The GPU-proportional share of CPU cores and GB of host memory per GPU
+        (:func:`~planner.execution.resources.fair_share`)."""
+        return self.periods.fair
 
     @property
     def gpus(self) -> int:
@@ -294,15 +351,18 @@ class Policy:
 
     def alone(self, job: JobState, where: Where) -> Chosen:
         """``job`` alone on ``where``, at its period alone (on a GPU set's type, under a
-        table of measured rates)."""
+        table of measured rates; at the CPU and memory it is given, its ``alloc``)."""
         period = job.alone
-        if self.context.model.table is not None:
-            period = self.context.periods([job.idx], self.gpu_type(where))[job.idx]
+        if self.context.model.table is not None or job.alloc is not None:
+            allocs = {job.idx: job.alloc} if job.alloc is not None else None
+            period = self.context.periods([job.idx], self.gpu_type(where), allocs)[job.idx]
         return {job.idx: ([job], period, job.cost, where)}
 
     def group(self, members: Sequence[JobState], where: Where) -> Chosen:
-        """``members`` sharing ``where``, each at its period in the group."""
-        periods = self.context.periods([m.idx for m in members], self.gpu_type(where))
+        """``members`` sharing ``where``, each at its period in the group (and at the CPU
+        and memory it is given, its ``alloc``)."""
+        allocs = {m.idx: m.alloc for m in members if m.alloc is not None}
+        periods = self.context.periods([m.idx for m in members], self.gpu_type(where), allocs)
         cost = sum(m.cost for m in members)
         group = list(members)
         return {m.idx: (group, periods[m.idx], cost, where) for m in members}

@@ -16,7 +16,8 @@ from dataclasses import replace
 
 from planner.execution.jobs import PeerJob, Where
 from planner.execution.policies.base import Chosen, Cluster, Context, JobState, Periods, Policy
-from planner.interleave import Interleave, fluid_rates, fluid_stretch
+from planner.execution.resources import Holdings, at_speed, speed_of
+from planner.interleave import Interleave, Stages, fluid_rates, fluid_stretch
 
 
 class PlanDispatch(Policy):
@@ -43,7 +44,12 @@ class PlanDispatch(Policy):
         self.shared = context.model.kind == "fluid"
         if self.shared:
             self.sets: _SharedGpus | _PlanSets = _SharedGpus(
-                context.model, context.nodes, context.gpus_per_node, self.plan, context.state
+                context.model,
+                context.nodes,
+                context.gpus_per_node,
+                self.plan,
+                context.state,
+                Holdings(context.cpus, context.mems, context.fair),
             )
         else:
             self.sets = _PlanSets(
@@ -92,8 +98,14 @@ class _SharedGpus:
         per_node: int,
         plan: Mapping[str, Sequence[int]],
         state: Sequence[JobState],
+        holdings: Holdings | None = None,
     ) -> None:
         self.model, self.per_node = model, per_node
+        self.holdings = holdings or Holdings((), (), None)
+        """What the jobs placed hold of each node's CPU and memory."""
+        self.fair = self.holdings.fair
+        self.profiled = any(s.job.profile is not None for s in state)
+        """Whether a job's speed follows its share of CPU and memory."""
         self.residents: list[list[list[JobState]]] = [
             [[] for _ in range(per_node)] for _ in range(nodes)
         ]
@@ -147,6 +159,7 @@ class _SharedGpus:
                     for i in ids:
                         self.residents[k][i].remove(s)
                         dirty.add((k, i))
+                self.holdings.take(s.job, where, -1)
                 del self.placed[idx]
                 del self.entries[idx]
                 if idx in live:
@@ -178,18 +191,25 @@ class _SharedGpus:
                     self.waiting_on[k].discard(idx)
                 self.placed[idx] = (s, where)
                 dirty.update((k, i) for k, ids in where for i in ids)
+        if self.profiled:  # a job's speed follows its share of CPU: its other GPUs too
+            dirty |= {
+                (k2, i2)
+                for k, i in list(dirty)
+                for x in self.residents[k][i]
+                for k2, ids in self.placed[x.idx][1]
+                for i2 in ids
+            }
         for k, i in dirty:
             r = self.residents[k][i]
-            speeds = fluid_rates(
-                [x.job.stages for x in r], [x.share for x in r], self.model.data_slots
-            )
+            speeds = fluid_rates([self._paced(x) for x in r], [x.share for x in r],
+                                 self.model.data_slots)  # fmt: skip
             self.rates[k, i] = {x.idx: v for x, v in zip(r, speeds, strict=True)}
         for idx in {x.idx for k, i in dirty for x in self.residents[k][i]}:
             s, where = self.placed[idx]
             on = [self.residents[k][i] for k, ids in where for i in ids]
             rate = min(self.rates[k, i][idx] for k, ids in where for i in ids)
             partners = list(dict.fromkeys(x for r in on for x in r if x is not s))
-            period = s.job.stages.total / rate * self.model.factor(max(map(len, on)))
+            period = self._paced(s).total / rate * self.model.factor(max(map(len, on)))
             cost = s.cost + sum(x.cost for x in partners)
             self.entries[idx] = ([s, *partners], period, cost, where)
             self.seen[idx] = s.share
@@ -216,6 +236,15 @@ class _SharedGpus:
         _, where = self.placed[idx]
         return max(len(self.residents[k][i]) for k, ids in where for i in ids)
 
+    def _paced(self, s: JobState) -> Stages:
+        """A placed job's stages at its share of its node's CPU and memory (the fair
+        share over the most jobs on one of its GPUs: :func:`shared_periods`)."""
+        if s.job.profile is None:
+            return s.job.stages
+        on = self.placed[s.idx][1]
+        count = max(len(self.residents[k][i]) for k, ids in on for i in ids)
+        return at_speed(s.job.stages, 1.0, speed_of(s.job, self.fair, count))[0]
+
     def _stretch(self, residents: Sequence[JobState]) -> float:
         return fluid_stretch([r.job.stages for r in residents], self.model.data_slots)
 
@@ -239,12 +268,13 @@ class _SharedGpus:
                 for k, ids in s.job.on
                 for i in ids
             )
-            if full:
+            if full or not self.holdings.fits(s.job, s.job.on):
                 return None
             for k, ids in s.job.on:
                 self._joined(k)
                 for i in ids:
                     self.residents[k][i].append(s)
+            self.holdings.take(s.job, s.job.on)
             return s.job.on
         g = s.job.gpus
         on = self.where[s.idx] or self._first_fit(g, down)
@@ -274,10 +304,13 @@ class _SharedGpus:
                 )
             )
             where.append((k, tuple(sorted(room[:need]))))
+        if not self.holdings.fits(s.job, where):
+            return None
         for k, ids in where:
             self._joined(k)
             for i in ids:
                 self.residents[k][i].append(s)
+        self.holdings.take(s.job, where)
         return tuple(where)
 
     def _empty(self, k: int) -> int:

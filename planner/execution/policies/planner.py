@@ -249,7 +249,8 @@ class SearchPlanner(Policy):
                    if back > t]  # fmt: skip
         dispatch = Dispatch(now, "planner", context.nodes, context.gpus_per_node,
                             context.model, self.restart, outages=outages,
-                            types=context.types)  # fmt: skip
+                            types=context.types, cpus=context.cpus,
+                            mems=context.mems)  # fmt: skip
         weights = {s.job.name: s.job.weight for s in jobs}
         deadline = Deadline(t0 + self.time_limit, None)
         if self.typed:
@@ -264,6 +265,8 @@ class SearchPlanner(Policy):
         best = result.best
         if best is None or best.run is None or not best.run.trace:
             self.fallbacks += 1
+            for s in jobs:
+                s.alloc = None
             levels = sorted({s.job.priority for s in jobs}, reverse=True)
             chosen = (
                 by_class(self.fallback, t, jobs, cluster, levels)
@@ -273,8 +276,11 @@ class SearchPlanner(Policy):
         else:
             self.sources[best.source] = self.sources.get(best.source, 0) + 1
             state = {s.job.name: s for s in jobs}
+            given = best.run.allocation[0] if best.run.allocation else {}
             chosen = {}
             for names, _, where in best.run.trace[0][1]:
+                for n in names:
+                    state[n].alloc = given.get(n)
                 chosen.update(self.group([state[n] for n in names], where))
         self.seconds.append(time.perf_counter() - t0)
         return chosen
