@@ -22,6 +22,16 @@ ALONE = Interleave("fluid", max_colocated=1, factors=None)
 """Synergy's world: one job a GPU, no slowdown."""
 
 
+JOBS = [
+    {"name": "a", "model": "a", "gpus": 1, "iterations": 1000, "restart": 0,
+     "stages": {"data": 0.6, "gpu": 0.4, "sync": 0.0}},
+    {"name": "b", "model": "b", "gpus": 1, "iterations": 1000, "restart": 0,
+     "stages": {"data": 0.0, "gpu": 1.0, "sync": 0.0}},
+]  # fmt: skip
+"""Two jobs of 1,000 iterations: ``a`` waits on data 0.6 s of every 1 s at its stage
+times, ``b`` computes all along."""
+
+
 def write(tmp_path: Path, data: dict[str, Any]) -> Path:
     path = tmp_path / "inst.yaml"
     path.write_text(yaml.safe_dump(data))
@@ -44,24 +54,7 @@ def two_jobs(tmp_path: Path) -> Path:
                 },
                 "b": {"cpu": [1, 2], "mem": [50], "speedup": [[1.0], [1.3]]},
             },
-            "jobs": [
-                {
-                    "name": "a",
-                    "model": "a",
-                    "gpus": 1,
-                    "iterations": 1000,
-                    "restart": 0,
-                    "stages": {"data": 0.6, "gpu": 0.4, "sync": 0.0},
-                },
-                {
-                    "name": "b",
-                    "model": "b",
-                    "gpus": 1,
-                    "iterations": 1000,
-                    "restart": 0,
-                    "stages": {"data": 0.0, "gpu": 1.0, "sync": 0.0},
-                },
-            ],
+            "jobs": JOBS,
         },
     )
 
@@ -250,24 +243,7 @@ def test_co_location_pairs_a_data_bound_job_with_a_gpu_bound_one(tmp_path: Path)
             "a": {"cpu": [1, 2, 3], "mem": [50], "speedup": [[0.5], [0.8], [1.0]]},
             "b": {"cpu": [1], "mem": [50], "speedup": [[1.0]]},
         },
-        "jobs": [
-            {
-                "name": "a",
-                "model": "a",
-                "gpus": 1,
-                "iterations": 1000,
-                "restart": 0,
-                "stages": {"data": 0.6, "gpu": 0.4, "sync": 0.0},
-            },
-            {
-                "name": "b",
-                "model": "b",
-                "gpus": 1,
-                "iterations": 1000,
-                "restart": 0,
-                "stages": {"data": 0.0, "gpu": 1.0, "sync": 0.0},
-            },
-        ],
+        "jobs": JOBS,
     }
     workload = jobs_from_instance(write(tmp_path, data))
     paired = Interleave("fluid", data_slots=2, max_colocated=2, factors=None)
@@ -323,3 +299,13 @@ def test_a_plan_keeps_its_allocation_from_solve_to_run(tmp_path: Path) -> None:
     assert ran.exit_code == 0, ran.stderr
     assert lines(ran.stdout)["makespan"].startswith(makespan)
     assert lines(ran.stdout)["allocation"].startswith("by the policy (dispatch)")
+
+
+def test_a_power_cap_slows_jobs_at_their_allocated_speed(tmp_path: Path) -> None:
+    data = yaml.safe_load(two_jobs(tmp_path).read_text())
+    data["power"] = {"cap": 400}
+    workload = jobs_from_instance(write(tmp_path, data))
+    run = planner.run_policy(workload, "grid-srtf", interleave=ALONE)
+    assert run.throttle[0] < 1  # two GPUs computing draw more than the cap leaves
+    assert run.allocation[0] == {"a": (6.0, 50.0), "b": (2.0, 50.0)}
+    assert audit(run, workload.jobs, 2) == []

@@ -53,6 +53,7 @@ def audit(run: PeerRun, jobs: Sequence[PeerJob], gpus: int) -> list[str]:
             run.power_cap,
             run.watts,
             None if shared is None else shared[0],
+            (allocs, fair),
         )
         used = 0
         held: set[tuple[int, int]] = set()
@@ -104,15 +105,11 @@ def audit(run: PeerRun, jobs: Sequence[PeerJob], gpus: int) -> list[str]:
                 keys = [(m.model, m.gpus) for m in members]
                 periods = model.table.periods(keys, kinds.pop())
             else:
-                paced = [
-                    at_speed(m.stages, m.iteration_time, speed_of(m, fair, len(members), a))
-                    for m in members
-                    if (a := allocs.get(m.name)) is None or a[0] > 0 or m.profile is None
-                ]
-                if len(paced) < len(members):
+                found = _paced_periods(members, model, allocs, fair)
+                if found is None:
                     wrong.append(f"at {t:g} s: {list(names)}: a job with a profile has no CPU")
                     continue
-                periods = model.periods([p[0] for p in paced], alone=[p[1] for p in paced])
+                periods = found
             periods = [period / speed for period in periods]
             for m, period in zip(members, periods, strict=True):
                 if m.release > t + 1e-9 or run.finish.get(m.name, math.inf) < end - 1e-6:
@@ -236,10 +233,12 @@ def _audit_speed(
     cap: float | None,
     watts: tuple[float, float],
     periods: Mapping[str, float] | None = None,
+    given: tuple[Mapping[str, tuple[float, float]], tuple[float, float] | None] = ({}, None),
 ) -> float:
     """The power cap's speed at an event, from the trace's groups and the model alone
     (groups too large for the model are left out: the audit reports them); ``periods``:
-    every job's period on GPUs it shares (a shared run), before the cap."""
+    every job's period on GPUs it shares (a shared run), before the cap; ``given``: the
+    event's allocations and the fair share."""
     if cap is None:
         return 1.0
     sets = []
@@ -251,6 +250,26 @@ def _audit_speed(
         if len(names) > model.max_colocated:
             continue
         members = [by_name[n] for n in names]
-        periods_ = model.periods([m.stages for m in members], [m.iteration_time for m in members])
+        periods_ = _paced_periods(members, model, *given)
+        if periods_ is None:
+            continue
         sets.append((members[0].gpus, compute_share([m.stages.gpu for m in members], periods_)))
     return throttle(sets, gpus, cap, watts)
+
+
+def _paced_periods(
+    members: Sequence[PeerJob],
+    model: Interleave,
+    allocs: Mapping[str, tuple[float, float]],
+    fair: tuple[float, float] | None,
+) -> list[float] | None:
+    """The periods of ``members`` sharing a GPU set, each at its allocation (``allocs``,
+    else its default: :func:`~planner.execution.resources.at_speed`); ``None`` where a
+    job with a profile was given no CPU."""
+    paced = []
+    for m in members:
+        alloc = allocs.get(m.name)
+        if m.profile is not None and alloc is not None and not alloc[0] > 0:
+            return None
+        paced.append(at_speed(m.stages, m.iteration_time, speed_of(m, fair, len(members), alloc)))
+    return model.periods([p[0] for p in paced], alone=[p[1] for p in paced])
