@@ -1,5 +1,6 @@
 """The commands that write instance files: ``planner import muri`` (Muri's traces),
-``planner import synergy`` (Synergy's job streams),
+``planner import synergy`` (Synergy's job streams), ``planner import slurm`` (a Slurm
+cluster's accounting),
 ``planner generate`` (seeded batches of catalog jobs) and ``planner schema``."""
 
 from __future__ import annotations
@@ -125,6 +126,40 @@ def import_synergy_cmd(
         data = import_synergy(trace, cluster)
         problem = _write_instance(data, output)
         typer.echo(f"{trace} -> {output} ({len(data['jobs'])} jobs, {len(problem.tasks)} tasks)")
+
+
+@import_app.command("slurm")
+def import_slurm_cmd(
+    sacct: Annotated[
+        Path,
+        typer.Argument(
+            help="sacct -a -P -X --format=JobID,JobName,User,Account,Partition,Submit,Start,"
+            "End,Elapsed,State,ExitCode,AllocTRES,ReqTRES,NNodes,NodeList,Timelimit output."
+        ),
+    ],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Instance file to write.")],
+    nodes: Annotated[
+        Path | None,
+        typer.Option(
+            "--nodes",
+            help='sinfo -N -o "%N %c %m %G" output: the cluster (default: the nodes the jobs '
+            "ran on).",
+        ),
+    ] = None,
+) -> None:
+    """Read a Slurm cluster's accounting into a cluster-form instance: one job per job
+    that ran on GPUs, its elapsed time as GPU work at one iteration a second, released at
+    its submit time (planner/dl/slurm.py says what it reads and leaves out)."""
+    from planner.dl.slurm import import_slurm
+
+    with guard():
+        check_output(output, inputs=[sacct, *([nodes] if nodes else [])], suffixes=NATIVE)
+        data, left = import_slurm(sacct, nodes)
+        problem = _write_instance(data, output)
+        note = f"; {left}" if left else ""
+        typer.echo(
+            f"{sacct} -> {output} ({len(data['jobs'])} jobs, {len(problem.tasks)} tasks{note})"
+        )
 
 
 @app.command()

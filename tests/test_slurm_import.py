@@ -1,0 +1,124 @@
+"""A Slurm cluster's accounting in (issue 57): ``planner import slurm SACCT [--nodes
+SINFO]`` on files written here in ``sacct -P`` and ``sinfo -N`` form."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+import planner
+from planner.app.cli import app
+from planner.dl.slurm import elapsed_seconds, expand_hostlist, memory_gb, read_sacct
+from planner.errors import InputError
+from planner.execution.audit import audit
+from planner.execution.jobs import jobs_from_instance
+
+HEADER = (
+    "JobID|JobName|User|Account|Partition|Submit|Start|End|Elapsed|State|ExitCode|AllocTRES|"
+    "ReqTRES|NNodes|NodeList|Timelimit"
+)
+LINES = [
+    "101|train_a|ann|lab|gpu|2026-12-01T10:00:00|2026-12-01T10:00:05|2026-12-01T11:00:05|"
+    "01:00:00|COMPLETED|0:0|billing=8,cpu=8,gres/gpu=2,mem=64000M,node=1||1|node1|1-00:00:00",
+    "101.batch|batch|||||2026-12-01T10:00:05|2026-12-01T11:00:05|01:00:00|COMPLETED|0:0|"
+    "cpu=8,mem=64000M,node=1||1|node1|",
+    "102|gang|bob|lab|gpu|2026-12-01T10:10:00|2026-12-01T10:20:00|2026-12-02T12:20:00|"
+    "1-02:00:00|CANCELLED by 0|0:15|billing=32,cpu=32,gres/gpu=16,mem=500G,node=2||2|"
+    "node[1-2]|2-00:00:00",
+    "103|share|cy|lab|gpu|2026-12-01T10:30:00|2026-12-01T10:30:01|2026-12-01T10:40:01|10:00|"
+    "COMPLETED|0:0|cpu=2,gres/shard=2,mem=16000M,node=1||1|node3|01:00:00",
+    "104|cpuonly|dee|lab|cpu|2026-12-01T10:31:00|2026-12-01T10:31:01|2026-12-01T10:40:01|"
+    "09:00|COMPLETED|0:0|cpu=2,mem=16000M,node=1||1|node4|01:00:00",
+    "105|pending|eve|lab|gpu|2026-12-01T10:32:00|Unknown|Unknown|00:00:00|PENDING|0:0||"
+    "billing=8,cpu=8,gres/gpu=2|1|None assigned|01:00:00",
+]
+SINFO = "NODELIST CPUS MEMORY GRES\nnode[1-3] 32 256000 gpu:8,shard:32\ncpu1 64 512000 (null)\n"
+
+
+def sacct(tmp_path: Path, lines: list[str] = LINES, header: str = HEADER) -> Path:
+    path = tmp_path / "sacct.txt"
+    path.write_text("\n".join([header, *lines]) + "\n")
+    return path
+
+
+def run(*args: object) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, [str(a) for a in args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_slurms_forms_are_read() -> None:
+    assert expand_hostlist("node[1-2,05],gpu7") == ["node1", "node2", "node05", "gpu7"]
+    assert expand_hostlist("a[08-10]") == ["a08", "a09", "a10"]
+    assert elapsed_seconds("1-02:00:00") == 26 * 3600
+    assert elapsed_seconds("10:00") == 600
+    assert elapsed_seconds("00:01:02.500") == 62.5
+    assert memory_gb("16000M") == pytest.approx(15.625)
+    assert memory_gb("62.50G") == 62.5
+
+
+def test_an_accounting_file_becomes_training_jobs(tmp_path: Path) -> None:
+    out = tmp_path / "hist.yaml"
+    code, text, err = run("import", "slurm", sacct(tmp_path), "-o", out)
+    assert code == 0, err
+    assert text.endswith(
+        "(3 jobs, 3 tasks; left out: 1 never started, 1 without GPUs, 1 job steps)\n"
+    )
+    data = yaml.safe_load(out.read_text())
+    # the nodes the jobs ran on, each with the most GPUs a job held on one node
+    assert data["cluster"]["nodes"] == [{"name": f"node{k}", "gpu": 8} for k in (1, 2, 3)]
+    first, gang, share = data["jobs"]
+    assert first == {
+        "name": "train_a-101", "gpus": 2, "iterations": 3600,
+        "stages": {"data": 0.0, "gpu": 1.0, "sync": 0.0}, "cpu_per_gpu": 4,
+        "mem_per_gpu": 31, "release": 0.0,
+    }  # fmt: skip
+    assert (gang["gpus"], gang["iterations"], gang["release"]) == (16, 26 * 3600, 600.0)
+    assert (share["gpus"], share["iterations"], share["release"]) == (1, 600, 1800.0)
+    workload = jobs_from_instance(out)
+    result = planner.run_policy(workload, "muri-s")
+    assert audit(result, workload.jobs, 24) == []
+
+
+def test_sinfo_gives_the_cluster(tmp_path: Path) -> None:
+    nodes = tmp_path / "sinfo.txt"
+    nodes.write_text(SINFO)
+    out = tmp_path / "hist.yaml"
+    code, _, err = run("import", "slurm", sacct(tmp_path), "--nodes", nodes, "-o", out)
+    assert code == 0, err
+    data = yaml.safe_load(out.read_text())
+    assert data["cluster"]["nodes"] == [
+        {"name": f"node{k}", "gpu": 8, "cpu": 32, "mem": 250} for k in (1, 2, 3)
+    ]  # the CPU node runs no training job: left out
+
+
+@pytest.mark.parametrize(
+    ("lines", "header", "message"),
+    [
+        (LINES, "JobID|Submit|Start", "line 1: missing column(s) Elapsed, AllocTRES, NNodes, "
+         "NodeList (sacct -P --format=...)"),
+        (["101|x|ann|lab|gpu|2026-12-01T10:00:00"], HEADER, "line 2: 6 fields; the header has 16"),
+        ([LINES[0].replace("01:00:00|COMPLETED", "one hour|COMPLETED")], HEADER,
+         "line 2: column 'Elapsed': 'one hour' is not [D-]HH:MM:SS"),
+        ([LINES[0].replace("2026-12-01T10:00:05|2026-12-01T11", "yesterday|2026-12-01T11")],
+         HEADER, "line 2: column 'Start': 'yesterday' is not a time like 2026-12-01T10:00:00"),
+        ([LINES[4]], HEADER, "no job ran on GPUs (left out: 1 without GPUs)"),
+    ],
+)  # fmt: skip
+def test_bad_accounting_is_one_line(
+    tmp_path: Path, lines: list[str], header: str, message: str
+) -> None:
+    code, _, err = run("import", "slurm", sacct(tmp_path, lines, header), "-o", tmp_path / "h.yaml")
+    assert code == 2
+    assert err.count("\n") == 1 and err.endswith(f"{message}\n"), err
+    assert not (tmp_path / "h.yaml").exists()
+
+
+def test_a_large_history_streams(tmp_path: Path) -> None:
+    many = [LINES[0].replace("101|", f"{k}|", 1) for k in range(2000)]
+    history = read_sacct(sacct(tmp_path, many))
+    assert (len(history.jobs), history.lines) == (2000, 2001)
+    with pytest.raises(InputError, match="line 2002: 3 fields"):
+        read_sacct(sacct(tmp_path, [*many, "1|2|3"]))
