@@ -1,6 +1,6 @@
 """The commands that write instance files: ``planner import muri`` (Muri's traces),
-``planner import synergy`` (Synergy's job streams), ``planner import slurm`` (a Slurm
-cluster's accounting),
+``planner import synergy`` (Synergy's job streams), ``planner import slurm``, ``helios``
+and ``acme`` (clusters' histories),
 ``planner generate`` (seeded batches of catalog jobs) and ``planner schema``."""
 
 from __future__ import annotations
@@ -160,6 +160,54 @@ def import_slurm_cmd(
         typer.echo(
             f"{sacct} -> {output} ({len(data['jobs'])} jobs, {len(problem.tasks)} tasks{note})"
         )
+
+
+def _import_history(kind: str, trace: Path, output: Path, nodes: int | None, per: int) -> None:
+    """``planner import helios`` and ``planner import acme``."""
+    from planner.dl.histories import import_history
+
+    with guard():
+        check_output(output, inputs=[trace], suffixes=NATIVE)
+        data, left = import_history(trace, kind, nodes, per)
+        problem = _write_instance(data, output)
+        count = data["cluster"]["nodes"][0]["count"]
+        note = f"; {left}" if left else ""
+        typer.echo(
+            f"{trace} -> {output} ({len(data['jobs'])} jobs, {len(problem.tasks)} tasks on "
+            f"{count} nodes of {per} GPUs{note})"
+        )
+
+
+HISTORY_NODES = typer.Option(
+    "--nodes",
+    min=1,
+    help="Nodes of the cluster (default: the fewest that held the most GPUs in use at once).",
+)
+HISTORY_GPUS = typer.Option("--gpus-per-node", min=1, help="GPUs per node.")
+
+
+@import_app.command("helios")
+def import_helios_cmd(
+    trace: Annotated[Path, typer.Argument(help="Helios' cluster_log.csv (or a part of it).")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Instance file to write.")],
+    nodes: Annotated[int | None, HISTORY_NODES] = None,
+    gpus_per_node: Annotated[int, HISTORY_GPUS] = 8,
+) -> None:
+    """Read a Helios history into a cluster-form instance: one job per job that ran on
+    GPUs, its duration as GPU work (planner/dl/histories.py says what it reads)."""
+    _import_history("helios", trace, output, nodes, gpus_per_node)
+
+
+@import_app.command("acme")
+def import_acme_cmd(
+    trace: Annotated[Path, typer.Argument(help="Acme's trace_seren.csv or trace_kalos.csv.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Instance file to write.")],
+    nodes: Annotated[int | None, HISTORY_NODES] = None,
+    gpus_per_node: Annotated[int, HISTORY_GPUS] = 8,
+) -> None:
+    """Read an Acme history into a cluster-form instance: one job per job that ran on
+    GPUs, its duration as GPU work (planner/dl/histories.py says what it reads)."""
+    _import_history("acme", trace, output, nodes, gpus_per_node)
 
 
 @app.command()

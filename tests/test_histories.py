@@ -122,3 +122,61 @@ def test_a_large_history_streams(tmp_path: Path) -> None:
     assert (len(history.jobs), history.lines) == (2000, 2001)
     with pytest.raises(InputError, match="line 2002: 3 fields"):
         read_sacct(sacct(tmp_path, [*many, "1|2|3"]))
+
+
+HELIOS = """job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,\
+duration,queue
+j1,u1,vc1,8,32,1,COMPLETED,2020-04-01 00:00:04,2020-04-01 00:00:10,2020-04-01 01:00:10,3600,6
+j2,u1,vc1,16,64,2,FAILED,2020-04-01 00:10:00,2020-04-01 00:10:05,2020-04-01 00:40:05,1800,5
+j3,u2,vc2,0,4,1,COMPLETED,2020-04-01 00:11:00,2020-04-01 00:11:00,2020-04-01 00:12:00,60,0
+j4,u2,vc2,1,6,1,CANCELLED,2020-04-01 00:12:00,,,0,0
+"""
+KALOS = """job_id,user,node_num,gpu_num,cpu_num,mem_per_pod_GB,type,state,submit_time,start_time,\
+end_time,duration,queue,gpu_time
+k1,a,2,16,128,800,Pretrain,COMPLETED,2023-05-01 00:00:00+08:00,2023-05-01 00:05:00+08:00,\
+2023-05-01 02:05:00+08:00,7200,300,115200
+k2,b,1,1,8,100,Evaluation,COMPLETED,2023-04-30 16:01:00+00:00,2023-04-30 16:01:30+00:00,\
+2023-04-30 16:11:30+00:00,600,30,600
+"""
+
+
+def test_a_helios_history_becomes_training_jobs(tmp_path: Path) -> None:
+    path, out = tmp_path / "cluster_log.csv", tmp_path / "h.yaml"
+    path.write_text(HELIOS)
+    code, text, err = run("import", "helios", path, "-o", out)
+    assert code == 0, err
+    # j1 (8 GPUs) and j2 (16) ran at once from 00:10:05: 24 GPUs, 3 nodes of 8
+    assert text.endswith(
+        "(2 jobs, 2 tasks on 3 nodes of 8 GPUs; left out: 1 never started, 1 without GPUs)\n"
+    )
+    data = yaml.safe_load(out.read_text())
+    got = [(j["name"], j["gpus"], j["iterations"], j["release"], j["cpu_per_gpu"])
+           for j in data["jobs"]]  # fmt: skip
+    assert got == [("j1", 8, 3600, 0.0, 4), ("j2", 16, 1800, 596.0, 4)]
+    code, _, err = run("import", "helios", path, "--nodes", 1, "-o", out)
+    assert (code, err) == (
+        2,
+        "error: a job of 16 GPUs; 1 nodes of 8 GPUs hold 8: give more --nodes\n",
+    )
+
+
+def test_an_acme_history_reads_time_zones_and_memory(tmp_path: Path) -> None:
+    path, out = tmp_path / "trace_kalos.csv", tmp_path / "k.yaml"
+    path.write_text(KALOS)
+    code, _, err = run("import", "acme", path, "-o", out)
+    assert code == 0, err
+    k1, k2 = yaml.safe_load(out.read_text())["jobs"]
+    # k2 came 60 s after k1, its times in UTC and k1's at +08:00
+    assert (k1["release"], k2["release"]) == (0.0, 60.0)
+    assert (k1["mem_per_gpu"], k2["mem_per_gpu"]) == (100, 100)  # 800 GB a pod, 8 GPUs a pod
+
+
+def test_a_history_without_its_columns_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.csv"
+    path.write_text("job_id,gpu_num\nj1,8\n")
+    code, _, err = run("import", "helios", path, "-o", tmp_path / "h.yaml")
+    assert (code, err) == (
+        2,
+        f"error: {path}: line 1: missing column(s) cpu_num, node_num, submit_time, start_time, "
+        "duration (Helios' cluster_log.csv)\n",
+    )

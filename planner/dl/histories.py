@@ -1,0 +1,185 @@
+"""Public cluster histories as cluster-form instances: Helios (SenseTime, SC 2021:
+``cluster_log.csv``) and Acme (Shanghai AI Lab, NSDI 2024: ``trace_seren.csv``,
+``trace_kalos.csv``), read line by line.
+
+One training job per job that ran on GPUs (``gpu_num`` > 0, a start time, a duration
+over 0 s), on the rules of :mod:`planner.dl.slurm`: its work its ``duration`` as GPU
+compute at one iteration a second, its release its ``submit_time`` in seconds after the
+first job's (times with a time zone are read in UTC), its CPU cores per GPU ``cpu_num``
+over ``gpu_num``, and for Kalos its memory per GPU (``mem_per_pod_GB`` over a node's
+GPUs). The histories name no cluster: by default it is the fewest nodes of
+``gpus_per_node`` GPUs that held the most GPUs the jobs ran on at once.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from planner.dl.slurm import Skipped
+from planner.errors import InputError
+from planner.files import check_input_file
+
+COLUMNS = ("job_id", "gpu_num", "cpu_num", "node_num", "submit_time", "start_time", "duration")
+"""The columns of a Helios or Acme history the import reads (Kalos' ``mem_per_pod_GB``
+too, where it has it)."""
+
+HISTORIES = {
+    "helios": "Helios' cluster_log.csv",
+    "acme": "Acme's trace_seren.csv or trace_kalos.csv",
+}
+"""The histories :func:`import_history` reads."""
+
+_NEVER = {"", "none", "nan", "nat", "null"}
+
+
+def import_history(
+    path: str | Path, kind: str, nodes: int | None = None, gpus_per_node: int = 8
+) -> tuple[dict[str, Any], str]:
+    """Cluster-form data of a Helios or Acme history (``kind``), and a line saying what
+    was left out (see the module docstring).
+
+    Raises
+    ------
+    InputError
+        For a missing or unreadable file, a missing column, a value out of form (naming
+        its line and column), no job that ran on GPUs, or a job larger than ``nodes``.
+    """
+    path = Path(path)
+    check_input_file(path)
+    if gpus_per_node < 1:
+        raise InputError(f"--gpus-per-node {gpus_per_node}: give 1 or more")
+    skipped = Skipped()
+    jobs: list[dict[str, Any]] = []
+    submits: list[datetime] = []
+    spans: list[tuple[float, float, int]] = []
+    for line, row in _rows(path, kind):
+        where = f"line {line}"
+        gpus = _whole(row, "gpu_num", path, where)
+        if not gpus:
+            skipped.no_gpus += 1
+            continue
+        start = _time(row["start_time"], path, where, "start_time")
+        if start is None:
+            skipped.never_started += 1
+            continue
+        seconds = _number(row, "duration", path, where)
+        if seconds < 1:
+            skipped.no_time += 1
+            continue
+        submit = _time(row["submit_time"], path, where, "submit_time") or start
+        job: dict[str, Any] = {
+            "name": row["job_id"].strip() or f"job{line}",
+            "gpus": gpus,
+            "iterations": max(1, round(seconds)),
+            "stages": {"data": 0.0, "gpu": 1.0, "sync": 0.0},
+            "cpu_per_gpu": _whole(row, "cpu_num", path, where) // gpus,
+        }
+        pods = max(_whole(row, "node_num", path, where), 1)
+        if row.get("mem_per_pod_GB", "").strip():
+            memory = _number(row, "mem_per_pod_GB", path, where)
+            job["mem_per_gpu"] = int(memory * pods // gpus)
+        jobs.append(job)
+        submits.append(submit)
+        stamp = start.timestamp()
+        spans.append((stamp, stamp + seconds, gpus))
+    if not jobs:
+        said = skipped.line()
+        raise InputError(f"no job ran on GPUs ({said or 'the file has no jobs'})", str(path))
+    first = min(submits)
+    for job, submit in zip(jobs, submits, strict=True):
+        job["release"] = (submit - first).total_seconds()
+    if nodes is None:
+        nodes = max(1, math.ceil(_peak(spans) / gpus_per_node))
+    largest = max(job["gpus"] for job in jobs)
+    if largest > nodes * gpus_per_node:
+        raise InputError(
+            f"a job of {largest} GPUs; {nodes} nodes of {gpus_per_node} GPUs hold "
+            f"{nodes * gpus_per_node}: give more --nodes"
+        )
+    data = {
+        "name": path.stem,
+        "time_unit": "1s",
+        "cluster": {"nodes": [{"name": "node", "count": nodes, "gpu": gpus_per_node}]},
+        "jobs": jobs,
+    }
+    return data, skipped.line()
+
+
+def _peak(spans: list[tuple[float, float, int]]) -> int:
+    """The most GPUs in use at once over the jobs' (start, end, GPUs)."""
+    times = np.array([t for s, e, _ in spans for t in (s, e)])
+    steps = np.array([g for _, _, g in spans for g in (g, -g)])
+    order = np.lexsort((steps, times))  # at one time, ends before starts
+    return int(np.cumsum(steps[order]).max())
+
+
+def _rows(path: Path, kind: str) -> Iterator[tuple[int, dict[str, str]]]:
+    """The rows of a history, by column, with their line numbers."""
+    if kind not in HISTORIES:
+        raise InputError(f"unknown history {kind!r}; choose one of {', '.join(HISTORIES)}")
+    name = str(path)
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as f:
+            reader = csv.reader(f)
+            header = next(reader, [])
+            missing = [c for c in COLUMNS if c not in header]
+            if missing:
+                raise InputError(
+                    f"missing column(s) {', '.join(missing)} ({HISTORIES[kind]})", name, "line 1"
+                )
+            for row in reader:
+                if not any(cell.strip() for cell in row):
+                    continue
+                line = reader.line_num
+                if len(row) != len(header):
+                    raise InputError(
+                        f"{len(row)} fields; the header has {len(header)}", name, f"line {line}"
+                    )
+                yield line, dict(zip(header, row, strict=True))
+    except UnicodeDecodeError:
+        raise InputError("not a text file (UTF-8)", name) from None
+    except csv.Error as exc:
+        raise InputError(f"not CSV ({exc})", name) from None
+
+
+def _time(text: str, path: Path, where: str, column: str) -> datetime | None:
+    """A history's time, in UTC where it names a time zone; ``None`` where it is empty."""
+    if text.strip().lower() in _NEVER:
+        return None
+    try:
+        stamp = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise InputError(
+            f"column {column!r}: {text!r} is not a time like 2020-04-01 00:00:04",
+            str(path),
+            where,
+        ) from None
+    return stamp if stamp.tzinfo is None else stamp.astimezone(UTC).replace(tzinfo=None)
+
+
+def _number(row: dict[str, str], column: str, path: Path, where: str) -> float:
+    """A number >= 0 of a cell."""
+    try:
+        value = float(row[column])
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < math.inf:
+        raise InputError(f"column {column!r}: {row[column]!r} is not a number >= 0", str(path),
+                         where)  # fmt: skip
+    return value
+
+
+def _whole(row: dict[str, str], column: str, path: Path, where: str) -> int:
+    """A whole number >= 0 of a cell (``8.0`` is 8, as pandas writes them)."""
+    value = _number(row, column, path, where)
+    if value != int(value):
+        raise InputError(f"column {column!r}: {row[column]!r} is not a whole number", str(path),
+                         where)  # fmt: skip
+    return int(value)
