@@ -180,3 +180,46 @@ def test_a_history_without_its_columns_is_one_line(tmp_path: Path) -> None:
         f"error: {path}: line 1: missing column(s) cpu_num, node_num, submit_time, start_time, "
         "duration (Helios' cluster_log.csv)\n",
     )
+
+
+PHILLY = [
+    {"status": "Pass", "vc": "v1", "jobid": "application_1", "user": "u",
+     "submitted_time": "2017-10-03 03:00:00",
+     "attempts": [
+         {"start_time": "2017-10-03 03:00:10", "end_time": "2017-10-03 03:10:10",
+          "detail": [{"ip": "m1", "gpus": ["gpu0", "gpu1"]}]},
+         {"start_time": "2017-10-03 03:20:00", "end_time": "2017-10-03 04:20:00",
+          "detail": [{"ip": "m1", "gpus": ["gpu0", "gpu1", "gpu2", "gpu3"]},
+                     {"ip": "m2", "gpus": ["gpu0", "gpu1", "gpu2", "gpu3"]}]},
+     ]},
+    {"status": "Killed", "vc": "v1", "jobid": "application_2", "user": "u",
+     "submitted_time": "2017-10-03 03:05:00", "attempts": []},
+    {"status": "Pass", "vc": "v2", "jobid": "application_3", "user": "w",
+     "submitted_time": "2017-10-03 03:30:00",
+     "attempts": [{"start_time": "2017-10-03 03:30:00", "end_time": "None",
+                   "detail": [{"ip": "m3", "gpus": ["gpu0"]}]},
+                  {"start_time": "2017-10-03 03:31:00", "end_time": "2017-10-03 03:41:00",
+                   "detail": [{"ip": "m3", "gpus": ["gpu0"]}]}]},
+]  # fmt: skip
+
+
+def test_a_philly_log_streams_job_by_job(tmp_path: Path) -> None:
+    import json
+
+    from planner.dl.histories import json_items, import_philly
+
+    path = tmp_path / "cluster_job_log"
+    path.write_text(json.dumps(PHILLY, indent=1))
+    data, left = import_philly(path)
+    first, third = data["jobs"]
+    # every attempt's time is work; the GPUs are the last attempt's (2 machines x 4)
+    assert (first["name"], first["gpus"], first["iterations"]) == ("application_1", 8, 4200)
+    assert (third["gpus"], third["iterations"], third["release"]) == (1, 600, 1800.0)
+    assert left == "left out: 1 never started"
+    many = [{**PHILLY[0], "jobid": f"a{k}"} for k in range(300)]
+    path.write_text(json.dumps(many))
+    # read in chunks of 100 characters: every job is cut across chunks
+    assert [item["jobid"] for item in json_items(path, chunk=100)] == [f"a{k}" for k in range(300)]
+    path.write_text(json.dumps(many)[:-1000])
+    with pytest.raises(InputError, match="not a JSON list of jobs \\(cut short\\)"):
+        list(json_items(path, chunk=100))

@@ -1,6 +1,6 @@
 """The commands that write instance files: ``planner import muri`` (Muri's traces),
-``planner import synergy`` (Synergy's job streams), ``planner import slurm``, ``helios``
-and ``acme`` (clusters' histories),
+``planner import synergy`` (Synergy's job streams), ``planner import slurm``,
+``helios``, ``acme`` and ``philly`` (clusters' histories),
 ``planner generate`` (seeded batches of catalog jobs) and ``planner schema``."""
 
 from __future__ import annotations
@@ -163,12 +163,15 @@ def import_slurm_cmd(
 
 
 def _import_history(kind: str, trace: Path, output: Path, nodes: int | None, per: int) -> None:
-    """``planner import helios`` and ``planner import acme``."""
-    from planner.dl.histories import import_history
+    """``planner import helios``, ``acme`` and ``philly``."""
+    from planner.dl.histories import import_history, import_philly
 
     with guard():
         check_output(output, inputs=[trace], suffixes=NATIVE)
-        data, left = import_history(trace, kind, nodes, per)
+        if kind == "philly":
+            data, left = import_philly(trace, nodes, per)
+        else:
+            data, left = import_history(trace, kind, nodes, per)
         problem = _write_instance(data, output)
         count = data["cluster"]["nodes"][0]["count"]
         note = f"; {left}" if left else ""
@@ -208,6 +211,18 @@ def import_acme_cmd(
     """Read an Acme history into a cluster-form instance: one job per job that ran on
     GPUs, its duration as GPU work (planner/dl/histories.py says what it reads)."""
     _import_history("acme", trace, output, nodes, gpus_per_node)
+
+
+@import_app.command("philly")
+def import_philly_cmd(
+    trace: Annotated[Path, typer.Argument(help="Philly's cluster_job_log (a JSON list of jobs).")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Instance file to write.")],
+    nodes: Annotated[int | None, HISTORY_NODES] = None,
+    gpus_per_node: Annotated[int, HISTORY_GPUS] = 8,
+) -> None:
+    """Read Philly's job log into a cluster-form instance: one job per job that ran on
+    GPUs, the time of all its attempts as GPU work (planner/dl/histories.py)."""
+    _import_history("philly", trace, output, nodes, gpus_per_node)
 
 
 @app.command()

@@ -1,6 +1,7 @@
 """Public cluster histories as cluster-form instances: Helios (SenseTime, SC 2021:
 ``cluster_log.csv``) and Acme (Shanghai AI Lab, NSDI 2024: ``trace_seren.csv``,
-``trace_kalos.csv``), read line by line.
+``trace_kalos.csv``), read line by line, and Philly (Microsoft, ATC 2019:
+``cluster_job_log``), read job by job (:func:`import_philly`).
 
 One training job per job that ran on GPUs (``gpu_num`` > 0, a start time, a duration
 over 0 s), on the rules of :mod:`planner.dl.slurm`: its work its ``duration`` as GPU
@@ -14,6 +15,7 @@ GPUs). The histories name no cluster: by default it is the fewest nodes of
 from __future__ import annotations
 
 import csv
+import json
 import math
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -53,12 +55,8 @@ def import_history(
     """
     path = Path(path)
     check_input_file(path)
-    if gpus_per_node < 1:
-        raise InputError(f"--gpus-per-node {gpus_per_node}: give 1 or more")
     skipped = Skipped()
-    jobs: list[dict[str, Any]] = []
-    submits: list[datetime] = []
-    spans: list[tuple[float, float, int]] = []
+    rows: list[tuple[dict[str, Any], datetime, tuple[float, float, int]]] = []
     for line, row in _rows(path, kind):
         where = f"line {line}"
         gpus = _whole(row, "gpu_num", path, where)
@@ -85,18 +83,33 @@ def import_history(
         if row.get("mem_per_pod_GB", "").strip():
             memory = _number(row, "mem_per_pod_GB", path, where)
             job["mem_per_gpu"] = int(memory * pods // gpus)
-        jobs.append(job)
-        submits.append(submit)
         stamp = start.timestamp()
-        spans.append((stamp, stamp + seconds, gpus))
-    if not jobs:
+        rows.append((job, submit, (stamp, stamp + seconds, gpus)))
+    return _history_data(path, rows, skipped, nodes, gpus_per_node)
+
+
+def _history_data(
+    path: Path,
+    rows: list[tuple[dict[str, Any], datetime, tuple[float, float, int]]],
+    skipped: Skipped,
+    nodes: int | None,
+    gpus_per_node: int,
+) -> tuple[dict[str, Any], str]:
+    """Cluster-form data of a history's jobs (each with its submit time and its span:
+    start, end, GPUs), released after the first submission, on ``nodes`` (by default
+    the fewest that held the most GPUs in use at once)."""
+    if gpus_per_node < 1:
+        raise InputError(f"--gpus-per-node {gpus_per_node}: give 1 or more")
+    if not rows:
         said = skipped.line()
         raise InputError(f"no job ran on GPUs ({said or 'the file has no jobs'})", str(path))
-    first = min(submits)
-    for job, submit in zip(jobs, submits, strict=True):
+    first = min(submit for _, submit, _ in rows)
+    jobs = []
+    for job, submit, _ in rows:
         job["release"] = (submit - first).total_seconds()
+        jobs.append(job)
     if nodes is None:
-        nodes = max(1, math.ceil(_peak(spans) / gpus_per_node))
+        nodes = max(1, math.ceil(_peak([span for *_, span in rows]) / gpus_per_node))
     largest = max(job["gpus"] for job in jobs)
     if largest > nodes * gpus_per_node:
         raise InputError(
@@ -183,3 +196,86 @@ def _whole(row: dict[str, str], column: str, path: Path, where: str) -> int:
         raise InputError(f"column {column!r}: {row[column]!r} is not a whole number", str(path),
                          where)  # fmt: skip
     return int(value)
+
+
+def import_philly(
+    path: str | Path, nodes: int | None = None, gpus_per_node: int = 8
+) -> tuple[dict[str, Any], str]:
+    """Cluster-form data of Philly's ``cluster_job_log`` (a JSON list of jobs: ``jobid``,
+    ``submitted_time``, ``attempts`` with ``start_time``, ``end_time`` and ``detail``,
+    the GPUs of each machine), read job by job, and a line saying what was left out. A
+    job's work is the time of all its attempts (what the cluster spent on it), its GPUs
+    those of its last attempt; the rest as :func:`import_history`.
+
+    Raises
+    ------
+    InputError
+        For a missing file, a file that is not a JSON list of jobs, a time out of form
+        (naming the job), no job that ran on GPUs, or a job larger than ``nodes``.
+    """
+    path = Path(path)
+    check_input_file(path)
+    skipped = Skipped()
+    rows: list[tuple[dict[str, Any], datetime, tuple[float, float, int]]] = []
+    for k, item in enumerate(json_items(path)):
+        where = f"job {k + 1}"
+        if not isinstance(item, dict) or not isinstance(item.get("attempts", []), list):
+            raise InputError("not a Philly job (an object with attempts)", str(path), where)
+        seconds, gpus, start = 0.0, 0, None
+        for attempt in item.get("attempts") or []:
+            begin = _time(str(attempt.get("start_time") or ""), path, where, "start_time")
+            end = _time(str(attempt.get("end_time") or ""), path, where, "end_time")
+            if begin is None or end is None:
+                continue
+            start = begin if start is None else min(start, begin)
+            seconds += max((end - begin).total_seconds(), 0.0)
+            gpus = sum(len(m.get("gpus") or []) for m in attempt.get("detail") or [])
+        if start is None:
+            skipped.never_started += 1
+            continue
+        if not gpus:
+            skipped.no_gpus += 1
+            continue
+        if seconds < 1:
+            skipped.no_time += 1
+            continue
+        submit = _time(str(item.get("submitted_time") or ""), path, where, "submitted_time")
+        job = {
+            "name": str(item.get("jobid") or f"job{k + 1}"),
+            "gpus": gpus,
+            "iterations": max(1, round(seconds)),
+            "stages": {"data": 0.0, "gpu": 1.0, "sync": 0.0},
+        }
+        stamp = start.timestamp()
+        rows.append((job, submit or start, (stamp, stamp + seconds, gpus)))
+    return _history_data(path, rows, skipped, nodes, gpus_per_node)
+
+
+def json_items(path: Path, chunk: int = 1 << 20) -> Iterator[Any]:
+    """The items of the JSON list in ``path``, decoded one by one as the file is read."""
+    decoder = json.JSONDecoder()
+    name = str(path)
+    try:
+        with path.open(encoding="utf-8") as f:
+            buffer = f.read(chunk).lstrip()
+            if not buffer.startswith("["):
+                raise InputError("not a JSON list of jobs", name)
+            buffer = buffer[1:]
+            while True:
+                buffer = buffer.lstrip().removeprefix(",").lstrip()
+                if buffer.startswith("]"):
+                    return
+                try:
+                    item, end = decoder.raw_decode(buffer)
+                except json.JSONDecodeError:
+                    more = f.read(chunk)
+                    if not more:
+                        raise InputError("not a JSON list of jobs (cut short)", name) from None
+                    buffer += more
+                    continue
+                yield item
+                buffer = buffer[end:]
+                if len(buffer) < chunk:
+                    buffer += f.read(chunk)
+    except UnicodeDecodeError:
+        raise InputError("not a text file (UTF-8)", name) from None
