@@ -206,7 +206,7 @@ PHILLY = [
 def test_a_philly_log_streams_job_by_job(tmp_path: Path) -> None:
     import json
 
-    from planner.dl.histories import json_items, import_philly
+    from planner.dl.histories import import_philly, json_items
 
     path = tmp_path / "cluster_job_log"
     path.write_text(json.dumps(PHILLY, indent=1))
