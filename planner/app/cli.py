@@ -244,6 +244,14 @@ def solve(
             "--restart/--no-restart", help="Training jobs: charge restart overheads (default: yes)."
         ),
     ] = None,
+    no_preempt: Annotated[
+        bool,
+        typer.Option(
+            "--no-preempt",
+            help="Training jobs: every job runs once, start to end, on one GPU set (others may "
+            "share it): a plan a batch cluster without checkpoints runs.",
+        ),
+    ] = False,
 ) -> None:
     """Solve an instance; print objective, bound, gap, status, runtime and the validator verdict.
 
@@ -276,6 +284,15 @@ def solve(
             if v is not None
         }
         from planner.app.solve_dl import executed_line, plan_in_executor, solve_on_types
+
+        if no_preempt:
+            if static or solver != "portfolio":
+                what = "--static" if static else f"solver {solver}"
+                raise InputError(
+                    f"--no-preempt with {what}: plans without preemption are made in the "
+                    "executor's model by the search (the default solver, without --static)"
+                )
+            options["no_preempt"] = True
 
         if solve_on_types(instance, solver, options, static, output, gantt):
             return

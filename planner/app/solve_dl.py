@@ -111,7 +111,9 @@ def solve_in_executor(
                 "take it; name a static engine (--solver) or add --static"
             )
         static = (
-            None if problem is None else static_portfolio(problem, options.get("seed", 0), printer)
+            None
+            if problem is None or options.get("no_preempt")
+            else static_portfolio(problem, options.get("seed", 0), printer)
         )
         t0 = time.perf_counter()
         halt = Halt()
@@ -196,9 +198,21 @@ def _search(
     """The search in the executor's model of ``dispatch``'s jobs for ``goal`` (objective,
     weights): every stage with a static plan (``static``), the policies alone without
     one (the ``table`` model)."""
-    from planner.execution.search import DEFAULT_TIME_LIMIT, STAGES, search_dispatch
+    from planner.execution.search import (
+        BATCH_POLICIES,
+        DEFAULT_TIME_LIMIT,
+        STAGES,
+        search_dispatch,
+    )
 
     objective, weights = goal
+    if options.get("no_preempt"):  # every job once to its end: the batch policies alone
+        return search_dispatch(
+            dispatch, setting, objective, weights,
+            time_limit=options.get("time_limit", DEFAULT_TIME_LIMIT),
+            seed=options.get("seed", 0), stages=("policies",), progress=progress, halt=halt,
+            policies=BATCH_POLICIES[objective],
+        )  # fmt: skip
     return search_dispatch(
         dispatch, setting, objective, weights,
         time_limit=options.get("time_limit", DEFAULT_TIME_LIMIT),

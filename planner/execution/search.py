@@ -93,6 +93,13 @@ COMPLETION_POLICIES = (
 )
 """The policies stage 1 runs for the completion time, in order."""
 
+BATCH_POLICIES = {
+    "makespan": ("batch-lpt", "batch-srtf", "batch-fifo"),
+    "weighted_completion": ("batch-srtf", "batch-lpt", "batch-fifo"),
+}
+"""The policies the search runs for plans without preemption (``solve --no-preempt``):
+every job once, start to end, on one GPU set (:mod:`planner.execution.policies.batch`)."""
+
 ALLOCATING_POLICIES = ("grid-srtf-events",)
 """The policies stage 1 runs too where jobs have resource profiles: they decide each
 job's CPU and memory (:mod:`planner.execution.policies.grid`)."""
@@ -355,7 +362,11 @@ def search_dispatch(
     names = policies or (MAKESPAN_POLICIES if objective == "makespan" else COMPLETION_POLICIES)
     if model.table is not None and policies is None:
         names = TABLE_POLICIES[objective]
-    if model.table is None and any(j.profile is not None for j in dispatch.jobs):
+    if (
+        model.table is None
+        and any(j.profile is not None for j in dispatch.jobs)
+        and not set(names) <= {p for batch in BATCH_POLICIES.values() for p in batch}
+    ):
         names = (*names, *(p for p in ALLOCATING_POLICIES if p not in names))
     if "policies" in stages:
         for name in names:

@@ -8,7 +8,8 @@ are ours,
 ``gavel-*`` reproduce Gavel's policies in rounds on GPU types
 (:mod:`~planner.execution.policies.gavel`), ``synergy-*`` Synergy's orders and CPU and
 memory allocations in rounds (:mod:`~planner.execution.policies.synergy`; ``grid-srtf``
-is ours, :mod:`~planner.execution.policies.grid`), and ``planner`` re-plans at every
+is ours, :mod:`~planner.execution.policies.grid`), ``batch-*`` run every job once to its
+end (:mod:`~planner.execution.policies.batch`), and ``planner`` re-plans at every
 event; ``plan`` dispatches a plan. A new policy is one module here and one line in
 :data:`POLICIES`; a user's runs from its file as ``FILE.py:CLASS``.
 """
@@ -29,6 +30,7 @@ from planner.execution.policies.base import (
     Policy,
     where_label,
 )
+from planner.execution.policies.batch import Batch, BatchFifo, BatchSrtf
 from planner.execution.policies.ftf_groups import FairGroups, FtfGroups
 from planner.execution.policies.gavel import GAVEL_CLASSES
 from planner.execution.policies.grid import GridSrtf, GridSrtfEvents
@@ -74,6 +76,9 @@ POLICIES: dict[str, type[Policy]] = {
     **SYNERGY_CLASSES,
     "grid-srtf": GridSrtf,
     "grid-srtf-events": GridSrtfEvents,
+    "batch-lpt": Batch,
+    "batch-srtf": BatchSrtf,
+    "batch-fifo": BatchFifo,
 }
 """The policies by name (``plan`` is not one: it needs a plan, :class:`PlanDispatch`; nor
 is the online planner, which runs the executor itself:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from planner.execution.jobs import Where
 from planner.execution.policies.base import Chosen, Cluster, Context, JobState
-from planner.execution.policies.synergy import Synergy, _Nodes
+from planner.execution.policies.synergy import Room, Synergy
 from planner.execution.resources import ResourceProfile
 
 PAIR_GAIN = 1.25
@@ -53,7 +53,7 @@ class GridSrtf(Synergy):
                 return cpu, mem
         return fair
 
-    def allocate(self, job: JobState, nodes: _Nodes) -> Where | None:
+    def allocate(self, job: JobState, nodes: Room) -> Where | None:
         """Place ``job`` as Synergy's Tune does, with its floor for the fair share: at its
         best vector on the first free GPUs whose node has it, else at its floor, else
         at its floor after taking back others' surplus (:meth:`Synergy._take_back`). The

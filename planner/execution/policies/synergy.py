@@ -33,7 +33,7 @@ STARVED = 1000 * 3600.0
 """Seconds without running after which a job goes first (Synergy's priority bump)."""
 
 
-class _Nodes:
+class Room:
     """The free GPUs, CPU cores and host memory per node in a round, and what each job
     placed holds."""
 
@@ -157,7 +157,7 @@ class Synergy(Policy):
             self.next_round = (math.floor(t / self.round + 1e-9) + 1) * self.round
         self.waiting = False
         jobs.sort(key=lambda s: self.key(t, s))
-        self.nodes = nodes = _Nodes(self.context, cluster.down)
+        self.nodes = nodes = Room(self.context, cluster.down)
         free = sum(len(f) for f in nodes.free)
         for s in jobs:
             s.alloc = None
@@ -177,7 +177,7 @@ class Synergy(Policy):
                 self.waiting = True
         return dict(self.entries)
 
-    def allocate(self, job: JobState, nodes: _Nodes) -> Where | None:
+    def allocate(self, job: JobState, nodes: Room) -> Where | None:
         """Place ``job`` with its vector (see the module docstring)."""
         fair = self.fair(job)
         if self.allocation == "fair":
@@ -195,7 +195,7 @@ class Synergy(Policy):
         self._take_back(job, vector, nodes)
         return nodes.place(job, vector)
 
-    def _take_back(self, job: JobState, vector: tuple[float, float], nodes: _Nodes) -> None:
+    def _take_back(self, job: JobState, vector: tuple[float, float], nodes: Room) -> None:
         """Synergy's peer adjustment: on the node with the fewest free GPUs (for a job of
         several GPUs, the first with enough), jobs holding more than their fair share go
         back to it, those holding the most CPU per GPU first, until ``job``'s ``vector``
