@@ -134,6 +134,21 @@ class ResourceProfile:
         return self.speedup[i][j]
 
     @cached_property
+    def frontier(self) -> tuple[tuple[float, float, float], ...]:
+        """The grid's points (CPU, memory, speed-up) that no other beats: none with no more
+        CPU, no more memory and as much speed (where more buys nothing, the point is
+        left out)."""
+        points = [
+            (c, m, self.speedup[i][j])
+            for i, c in enumerate(self.cpu)
+            for j, m in enumerate(self.mem)
+        ]
+        return tuple(
+            p for p in points
+            if not any(q != p and q[0] <= p[0] and q[1] <= p[1] and q[2] >= p[2] for q in points)
+        )  # fmt: skip
+
+    @cached_property
     def best(self) -> tuple[float, float, float]:
         """The least (CPU, memory) per GPU at the grid's greatest speed-up, and that
         speed-up (Synergy's demand vector of the job)."""

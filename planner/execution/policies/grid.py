@@ -15,9 +15,8 @@ node with the same ones.
 from __future__ import annotations
 
 from planner.execution.jobs import Where
-from planner.execution.policies.base import Chosen, Cluster, Context, JobState
+from planner.execution.policies.base import Chosen, Context, JobState
 from planner.execution.policies.synergy import Room, Synergy
-from planner.execution.resources import ResourceProfile
 
 PAIR_GAIN = 1.25
 """The least sum of two jobs' speeds together (each over its speed alone) at which a
@@ -37,6 +36,8 @@ class GridSrtf(Synergy):
         super().start(context)
         self.known: dict[tuple, tuple[tuple[float, float], ...]] = {}
         self.gains: dict[tuple, float] = {}
+        self.floors: dict[int, tuple[float, float]] = {}
+        """Per profile, its floor."""
         self.partner: dict[int, int] = {}
         """The round's pairs on one GPU, both ways."""
 
@@ -47,11 +48,16 @@ class GridSrtf(Synergy):
         profile = job.job.profile
         if profile is None:
             return fair
-        target = profile.at(*fair) - 1e-9
-        for cpu, mem in _points(profile):
-            if cpu <= fair[0] + 1e-9 and mem <= fair[1] + 1e-9 and profile.at(cpu, mem) >= target:
-                return cpu, mem
-        return fair
+        found = self.floors.get(id(profile))
+        if found is None:
+            target = profile.at(*fair) - 1e-9
+            found = next(
+                ((c, m) for c, m, x in sorted(profile.frontier)
+                 if c <= fair[0] + 1e-9 and m <= fair[1] + 1e-9 and x >= target),
+                fair,
+            )  # fmt: skip
+            self.floors[id(profile)] = found
+        return found
 
     def allocate(self, job: JobState, nodes: Room) -> Where | None:
         """Place ``job`` as Synergy's Tune does, with its floor for the fair share: at its
@@ -77,13 +83,9 @@ class GridSrtf(Synergy):
             s = self.context.state[partner]
             self.entries.update(self.alone(s, self._held[partner][0]))
 
-    def schedule(self, t: float, jobs: list[JobState], cluster: Cluster) -> Chosen:
-        """Synergy's round, then jobs that wait join running ones where interleaving pays,
-        then each node's CPU and memory allocated anew."""
-        at_round = not self.round or t >= self.next_round - 1e-6
-        chosen = super().schedule(t, jobs, cluster)
-        if not at_round or not self.entries:
-            return chosen
+    def answer(self, t: float, jobs: list[JobState]) -> Chosen:
+        """Synergy's placement, then jobs that wait join running ones where interleaving
+        pays, then each node's CPU and memory allocated anew."""
         states = self.context.state
         self.partner = {}
         for idx, (where, _) in list(self._held.items()):
@@ -93,27 +95,33 @@ class GridSrtf(Synergy):
         if self.context.model.max_colocated > 1:
             self._pair([s for s in jobs if s.idx not in self._held])
         by_node: dict[int, list[int]] = {}
-        for idx, (where, _) in self._held.items():
+        used: dict[int, list[float]] = {}
+        for idx, (where, vector) in self._held.items():
             if len(where) == 1 and states[idx].job.profile is not None:
                 by_node.setdefault(where[0][0], []).append(idx)
+                continue
+            for k, ids in where:  # held as placed: a job of several nodes, or no profile
+                held = used.setdefault(k, [0.0, 0.0])
+                held[0] += vector[0] * len(ids)
+                held[1] += vector[1] * len(ids)
         for k, members in by_node.items():
-            self._spread(k, members)
+            self._spread(k, members, tuple(used.get(k, (0.0, 0.0))))
         for s in jobs:
             if s.idx in self._held:
                 s.alloc = self._held[s.idx][1]
-        self.entries = {}
+        entries: Chosen = {}
         for idx in sorted(self._held):
-            if idx in self.entries:
+            if idx in entries:
                 continue
             s, where = states[idx], self._held[idx][0]
             other = self.partner.get(idx)
             if other is None:
-                self.entries.update(self.alone(s, where))
+                entries.update(self.alone(s, where))
             else:
-                self.entries.update(self.group([s, states[other]], where))
+                entries.update(self.group([s, states[other]], where))
         for idx in self.partner:
             self.last_ran[idx] = t
-        return dict(self.entries)
+        return entries
 
     def _pair(self, waiting: list[JobState]) -> None:
         """Each waiting job of one GPU, in order, joins the job alone on one GPU with
@@ -162,32 +170,34 @@ class GridSrtf(Synergy):
             self.gains[key] = found
         return found
 
-    def _spread(self, k: int, members: list[int]) -> None:
-        """Allocate node ``k``'s CPU and memory to its jobs ``members`` anew (:meth:`_steps`),
-        kept per node, its jobs' profiles and GPUs there, and what others hold there."""
+    def _spread(self, k: int, members: list[int], used: tuple[float, ...]) -> None:
+        """Allocate node ``k``'s CPU and memory to its jobs ``members`` (each on GPUs of
+        this node only) anew (:meth:`_steps`); ``used``: what the node's other jobs hold.
+        Kept per node size, jobs' profiles and GPUs, and ``used``."""
         states = self.context.state
-        members.sort(key=lambda i: (id(states[i].job.profile), len(self._held[i][0][0][1])))
-        others = [i for i in self._held if i not in members and self._on(i, k)]
-        used = (sum(self._held[i][1][0] * self._gpus_on(i, k) for i in others),
-                sum(self._held[i][1][1] * self._gpus_on(i, k) for i in others))  # fmt: skip
-        key = (k, used, tuple((id(states[i].job.profile), self._gpus_on(i, k)) for i in members))
+        held = self._held
+        shape = sorted((id(states[i].job.profile), len(held[i][0][0][1]), i) for i in members)
+        members = [i for *_, i in shape]
+        caps = (self.context.cpus[k], self.context.mems[k])
+        key = (caps, used, tuple(s[:2] for s in shape))
         found = self.known.get(key)
         if found is None:
-            found = self._steps(k, members, used)
+            found = self._steps(caps, members, used)
             self.known[key] = found
         for i, vector in zip(members, found, strict=True):
-            self._held[i] = (self._held[i][0], vector)
+            held[i] = (held[i][0], vector)
 
     def _steps(
-        self, k: int, members: list[int], used: tuple[float, float]
+        self, caps: tuple[float, float], members: list[int], used: tuple[float, ...]
     ) -> tuple[tuple[float, float], ...]:
-        """The allocation of node ``k``'s CPU and memory to its jobs ``members`` (one GPU
-        set each on it) that gives the greatest sum of speed-ups (times GPUs), no job
-        below its floor's speed: exact, by dynamic programming over the jobs, keeping
-        per job the states (CPU and memory used) that no other state beats; ``used``:
-        what the node's other jobs hold."""
+        """The allocation of a node's CPU cores and memory (``caps``) to its jobs
+        ``members`` (one GPU set each on it) that gives the greatest sum of speed-ups
+        (times GPUs), no job below its floor's speed: exact, by dynamic programming over
+        the jobs, each over the points of its grid no other point beats, keeping the
+        states (CPU and memory used) that no other state beats; ``used``: what the
+        node's other jobs hold."""
         states = self.context.state
-        cpus, mems = self.context.cpus[k], self.context.mems[k]
+        cpus, mems = caps
         frontier: list[tuple[float, float, float, tuple[tuple[float, float], ...]]] = [
             (used[0], used[1], 0.0, ())
         ]
@@ -195,10 +205,9 @@ class GridSrtf(Synergy):
             job = states[i].job
             profile = job.profile
             assert profile is not None
-            gpus = self._gpus_on(i, k)
+            gpus = len(self._held[i][0][0][1])
             least = profile.at(*self.floor(states[i])) - 1e-9
-            options = [(c, m, profile.at(c, m) * gpus) for c, m in _points(profile)]
-            options = [o for o in options if o[2] >= least * gpus]
+            options = [(c, m, x * gpus) for c, m, x in profile.frontier if x >= least]
             grown = [
                 (cpu + c * gpus, mem + m * gpus, value + v, (*chosen, (c, m)))
                 for cpu, mem, value, chosen in frontier
@@ -207,14 +216,6 @@ class GridSrtf(Synergy):
             ]
             frontier = _pareto(grown)
         return max(frontier, key=lambda s: (s[2], -s[0], -s[1]))[3]
-
-    def _on(self, i: int, k: int) -> bool:
-        """Whether job ``i`` of the round holds GPUs of node ``k``."""
-        return any(n == k for n, _ in self._held[i][0])
-
-    def _gpus_on(self, i: int, k: int) -> int:
-        """Job ``i``'s GPUs on node ``k``."""
-        return sum(len(ids) for n, ids in self._held[i][0] if n == k)
 
     @property
     def _held(self) -> dict[int, tuple[Where, tuple[float, float]]]:
@@ -233,11 +234,6 @@ def _pareto(
         if not any(k[1] <= s[1] + 1e-9 and k[2] >= s[2] - 1e-9 for k in kept):
             kept.append(s)
     return kept
-
-
-def _points(profile: ResourceProfile) -> list[tuple[float, float]]:
-    """The grid's points, least CPU first, then least memory."""
-    return [(c, m) for c in profile.cpu for m in profile.mem]
 
 
 class GridSrtfEvents(GridSrtf):

@@ -166,16 +166,25 @@ class Synergy(Policy):
             where = self.allocate(s, nodes)
             if where is not None:
                 free -= s.job.gpus
-        self.entries = {}
         for s in jobs:
             if s.idx in nodes.held:
-                where, s.alloc = nodes.held[s.idx]
-                self.entries.update(self.alone(s, where))
                 self.attained[s.idx] = self.attained.get(s.idx, 0.0) + self.round
                 self.last_ran[s.idx] = t
             else:
                 self.waiting = True
+        self.entries = self.answer(t, jobs)
         return dict(self.entries)
+
+    def answer(self, t: float, jobs: list[JobState]) -> Chosen:
+        """The round's answer: every job placed (:attr:`nodes`) alone on its GPUs, at its
+        vector."""
+        entries: Chosen = {}
+        held = self.nodes.held
+        for s in jobs:
+            if s.idx in held:
+                where, s.alloc = held[s.idx]
+                entries.update(self.alone(s, where))
+        return entries
 
     def allocate(self, job: JobState, nodes: Room) -> Where | None:
         """Place ``job`` with its vector (see the module docstring)."""
