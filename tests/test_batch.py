@@ -92,3 +92,48 @@ def test_a_waiting_job_joins_a_set_where_interleaving_pays(policy: str) -> None:
     assert sorted(alone.finish.values()) == pytest.approx([1000, 2000])
     for events, sets in spans(alone).values():
         assert len(sets) == 1 and events == list(range(events[0], events[-1] + 1))
+
+
+def test_a_plan_without_preemption_exports_to_slurm(tmp_path: Path) -> None:
+    plan, folder = tmp_path / "plan.json", tmp_path / "slurm"
+    assert run("solve", EXAMPLE, "-t", "5", "--no-preempt", "-o", plan)[0] == 0
+    code, out, err = run("export", "slurm", EXAMPLE, plan, "-o", folder, "--time-scale", 0.01,
+                         "--command", "python train.py --job {job} --gpus {gpus}")  # fmt: skip
+    assert (code, err) == (0, "")
+    assert out == f"{plan} -> {folder}: 5 batch scripts and submit.sh\n"
+    data = json.loads(plan.read_text())
+    start, gpus = min(
+        (t, gpus) for t, groups in data["events"] for names, gpus in groups if "gpt2" in names
+    )
+    script = (folder / "jobs" / "gpt2.sh").read_text().splitlines()
+    head = ["#!/bin/bash", "#SBATCH -J gpt2", f"#SBATCH -w node{gpus[0][0] + 1}", "#SBATCH -N 1",
+            "#SBATCH --gres=gpu:4", f"#SBATCH --begin=now+{int(start * 0.01)}"]  # fmt: skip
+    assert script[:6] == head
+    assert script[-1] == "python train.py --job gpt2 --gpus 4"
+    assert (folder / "submit.sh").read_text().count("sbatch --parsable jobs/") == 5
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (("--time-scale", 0), "--time-scale 0: give a factor > 0"),
+        (("--command", "run {model}"), "--command 'run {model}': a template may use {job}, "
+         "{gpus} and {seconds} (KeyError: 'model')"),
+    ],
+)  # fmt: skip
+def test_bad_exports_are_one_line(tmp_path: Path, extra: tuple[object, ...], message: str) -> None:
+    plan = tmp_path / "plan.json"
+    assert run("solve", EXAMPLE, "-t", "2", "--no-preempt", "-o", plan)[0] == 0
+    code, _, err = run("export", "slurm", EXAMPLE, plan, "-o", tmp_path / "s", *extra)
+    assert (code, err) == (2, f"error: {message}\n")
+
+
+def test_a_plan_that_preempts_does_not_export(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.json"
+    assert run("solve", EXAMPLE, "-t", "2", "-o", plan)[0] == 0
+    code, _, err = run("export", "slurm", EXAMPLE, plan, "-o", tmp_path / "s")
+    assert code == 2
+    assert err.endswith(
+        "moves or pauses in this plan: a batch cluster runs each job once, on one GPU set "
+        "(plan with planner solve --no-preempt)\n"
+    )

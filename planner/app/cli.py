@@ -604,6 +604,7 @@ def refuse_invalid(schedule: Path, problem: Problem, report: Report) -> None:
 
 
 app.add_typer(import_app, name="import")
+app.add_typer(cli_files.export_app, name="export")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -22,6 +22,7 @@ from planner.dl.workloads import (
     MAX_SEED,
     MIN_RATE,
 )
+from planner.errors import InputError
 from planner.files import write_text
 from planner.io.instance import NATIVE, problem_from_data
 from planner.io.paths import check_output
@@ -223,6 +224,44 @@ def import_philly_cmd(
     """Read Philly's job log into a cluster-form instance: one job per job that ran on
     GPUs, the time of all its attempts as GPU work (planner/dl/histories.py)."""
     _import_history("philly", trace, output, nodes, gpus_per_node)
+
+
+export_app = typer.Typer(help="Export plans to workload managers.", no_args_is_help=True)
+"""``planner export``: its commands, one per workload manager."""
+
+
+@export_app.command("slurm")
+def export_slurm_cmd(
+    instance: Annotated[Path, typer.Argument(help="The instance the plan was made for.")],
+    plan: Annotated[Path, typer.Argument(help="Its plan: planner solve --no-preempt -o PLAN.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Folder to write.")],
+    command: Annotated[
+        str,
+        typer.Option(
+            help="Each job's command; {job}, {gpus} and {seconds} (its planned run time) are "
+            "filled in."
+        ),
+    ] = "sleep {seconds}",
+    time_scale: Annotated[
+        float, typer.Option(help="Scale the planned times (0.001: an hour runs in 3.6 s).")
+    ] = 1.0,
+) -> None:
+    """Write a plan without preemption as Slurm batch scripts, one per job (its nodes,
+    GPUs or GPU shards, planned start), and submit.sh (planner/execution/slurm_export.py)."""
+    from planner.app.job_runs import dispatch_file
+    from planner.execution.jobs import jobs_from_instance
+    from planner.execution.slurm_export import export_slurm
+
+    with guard():
+        if output.exists() and not output.is_dir():
+            raise InputError("not a folder", str(output))
+        dispatch = dispatch_file(plan)
+        if dispatch is None:
+            raise InputError("not a dispatch file of planner solve (plan with --no-preempt)",
+                             str(plan))  # fmt: skip
+        workload = jobs_from_instance(instance)
+        said = export_slurm(dispatch, workload, output, command, time_scale)
+        typer.echo(f"{plan} -> {output}: {said}")
 
 
 @app.command()

@@ -4,7 +4,8 @@ placed is never moved nor stopped (but where a node fails: it starts again).
 
 At every event the waiting jobs, in order (``lpt``: longest remaining time first, for
 the makespan; ``srtf``: shortest first, for the mean JCT; ``fifo``: by arrival), take the
-first free GPUs whose nodes have their CPU and memory left; later jobs that fit go
+first free GPUs whose nodes have their CPU and memory left (on one node, for a job that
+fits one); later jobs that fit go
 before those that do not (backfilling). Where the model lets jobs share a GPU set
 (``max_colocated`` > 1), a job that finds no free GPUs joins the set of its GPU count
 where the set's jobs together gain the most speed, each over its speed alone, if that
@@ -65,7 +66,7 @@ class Batch(Policy):
             for m in members:
                 nodes.hold(m, where, self.vector(m))
         for s in sorted((s for s in jobs if s.idx not in self.where), key=self.key):
-            where = nodes.place(s, self.vector(s))
+            where = nodes.place(s, self.vector(s), whole=True)
             if where is None and self.context.model.max_colocated > 1:
                 where = self._join(s, nodes)
             if where is not None:

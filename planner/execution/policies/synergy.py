@@ -43,21 +43,28 @@ class Room:
         self.cpu = list(context.cpus) or [math.inf] * context.nodes
         self.mem = list(context.mems) or [math.inf] * context.nodes
         self.held: dict[int, tuple[Where, tuple[float, float]]] = {}
+        self.per_node = context.gpus_per_node
 
-    def place(self, job: JobState, vector: tuple[float, float]) -> Where | None:
+    def place(
+        self, job: JobState, vector: tuple[float, float], whole: bool = False
+    ) -> Where | None:
         """Take the first free GPUs whose node has ``vector`` (per GPU) left for each, for
-        ``job``; ``None`` (nothing taken) where there are too few."""
+        ``job`` (``whole``: a job that fits one node on one node only); ``None`` (nothing
+        taken) where there are too few."""
         cpu, mem = vector
         take: list[tuple[int, tuple[int, ...]]] = []
         need = job.job.gpus
+        one = whole and need <= self.per_node
         for k, gpus in enumerate(self.free):
-            if not gpus:
+            if not gpus or (one and len(gpus) < need):
                 continue
             n = min(need, len(gpus))
             if cpu > 0:
                 n = min(n, int((self.cpu[k] + 1e-9) // cpu))
             if mem > 0:
                 n = min(n, int((self.mem[k] + 1e-9) // mem))
+            if one and n < need:
+                continue
             if n > 0:
                 take.append((k, tuple(gpus[:n])))
                 need -= n
