@@ -59,13 +59,13 @@ def import_history(
     rows: list[tuple[dict[str, Any], datetime, tuple[float, float, int]]] = []
     for line, row in _rows(path, kind):
         where = f"line {line}"
-        gpus = _whole(row, "gpu_num", path, where)
-        if not gpus:
-            skipped.no_gpus += 1
-            continue
         start = _time(row["start_time"], path, where, "start_time")
         if start is None:
             skipped.never_started += 1
+            continue
+        gpus = _whole(row, "gpu_num", path, where)
+        if not gpus:
+            skipped.no_gpus += 1
             continue
         seconds = _number(row, "duration", path, where)
         if seconds < 1:
