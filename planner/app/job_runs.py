@@ -241,7 +241,7 @@ def _run_rows(
     ``energy`` (``None``: not figured) and the audit's ``violations``."""
     from planner.execution.fairness import fairness, fairness_rows
     from planner.execution.grouping import mix_bound
-    from planner.execution.resources import fastest, held
+    from planner.execution.resources import fastest
     from planner.execution.search import completion_bound
     from planner.interleave import binding, model_bound
 
@@ -273,7 +273,7 @@ def _run_rows(
             if dispatch.policy == "dispatch"
             else f"{schedule} (makespan {dispatch.planned:,.0f} s in the static block model)",
         ),
-        ("model", f"{setting.line(model)} (job-level executor){_speed_line(jobs)}"),
+        ("model", f"{setting.line(model)} (job-level executor){speed_line(jobs)}"),
         ("noise", f"{noise}, seed {seed} (one factor per job)" if noise else "none"),
         ("failures", ", ".join(fail) if fail else "none"),
         ("power cap", f"{cap:,.0f} W" if cap else "none"),
@@ -332,21 +332,9 @@ def _run_rows(
                 "(wall time)",
             )
         )
-    figures = held(run, jobs)
-    if figures is not None:
-        by = f"by the policy ({run.policy})" if figures.decided else "each job its default"
-        rows.append(
-            (
-                "allocation",
-                f"{by}: {100 * figures.cpu:.0f}% of the nodes' CPU cores and "
-                f"{100 * figures.mem:.0f}% of their memory held on average"
-                + (
-                    f", jobs with profiles at {figures.speed:.2f}x their speed on the fair share"
-                    if any(j.profile is not None for j in jobs)
-                    else ""
-                ),
-            )
-        )
+    allocation = allocation_row(run, jobs)
+    if allocation is not None:
+        rows.append(allocation)
     rows += [
         ("groups", f"{share} of job-intervals by group size"),
         ("events", run.events),
@@ -356,7 +344,29 @@ def _run_rows(
     return rows
 
 
-def _speed_line(jobs: Sequence[Any]) -> str:
+def allocation_row(run: Any, jobs: Sequence[Any]) -> tuple[str, str] | None:
+    """The ``allocation`` line of a run whose nodes hold CPU cores or memory: what the
+    jobs held of them on average, and how fast the jobs with profiles ran (``None``:
+    the nodes hold neither)."""
+    from planner.execution.resources import held
+
+    figures = held(run, jobs)
+    if figures is None:
+        return None
+    by = f"by the policy ({run.policy})" if figures.decided else "each job its default"
+    speed = (
+        f", jobs with profiles at {figures.speed:.2f}x their speed on the fair share"
+        if any(j.profile is not None for j in jobs)
+        else ""
+    )
+    return (
+        "allocation",
+        f"{by}: {100 * figures.cpu:.0f}% of the nodes' CPU cores and {100 * figures.mem:.0f}% "
+        f"of their memory held on average{speed}",
+    )
+
+
+def speed_line(jobs: Sequence[Any]) -> str:
     """What the ``model`` line says of CPU and memory as speed: the models whose jobs have
     throughput profiles (none: nothing)."""
     models = sorted({j.model or j.name for j in jobs if j.profile is not None})

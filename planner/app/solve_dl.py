@@ -301,6 +301,7 @@ def _rows(
     static_line: tuple[str, str] | None,
 ) -> list[tuple[str, object]]:
     """The lines of ``planner solve`` in the executor's model."""
+    from planner.app.job_runs import allocation_row, speed_line
     from planner.execution.fairness import fairness, fairness_rows
 
     what = f"{len(dispatch.jobs)} jobs, {dispatch.nodes} nodes x {dispatch.gpus_per_node} GPUs"
@@ -320,7 +321,11 @@ def _rows(
         how = "in the executor's model on GPU types: " + ", ".join(c.source for c in result.tried)
     rows: list[tuple[str, object]] = [
         ("instance", f"{instance} ({what})"),
-        ("model", f"{setting.line(dispatch.model)} (job-level executor: the plan is what it runs)"),
+        (
+            "model",
+            f"{setting.line(dispatch.model)} (job-level executor: the plan is what it runs)"
+            + speed_line(dispatch.jobs),
+        ),
         ("solver", f"{solver} ({how})"),
         ("status", result.status + (" (interrupted)" if result.interrupted else "")),
         (label, "-" if best is None else f"{best.value:,.0f} s"),
@@ -341,6 +346,9 @@ def _rows(
             rows.append(("energy", f"{energy.kwh:,.1f} kWh"))
             if energy.cost is not None:
                 rows.append(("energy cost", f"{energy.cost:,.2f} (the instance's tariff)"))
+        allocation = allocation_row(run, ran)
+        if allocation is not None:
+            rows.append(allocation)
         rows.append(("plan", best.source))
         if static_line is not None:
             rows.append(static_line)
