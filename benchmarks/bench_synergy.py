@@ -141,34 +141,42 @@ def main() -> None:
         path.write_text(yaml.safe_dump(import_synergy(stream, args.cluster)))
         workload = jobs_from_instance(path)
     theirs = SYNERGY if args.stream is None and args.resample is None else {}
-    rows = {p: (p, ALONE) for p in SYNERGY} | OURS
+    known = {p: (p, ALONE) for p, fig in SYNERGY.items() if fig[1] is not None}
+    rows = known | OURS | {p: (p, ALONE) for p in SYNERGY if p not in known}
     if args.only:
         rows = {k: v for k, v in rows.items() if k in args.only}
     tasks = [(workload, policy, model) for policy, model in rows.values() for _ in range(args.runs)]
-    with ProcessPoolExecutor(args.jobs) as pool:
-        results = list(pool.map(measure, tasks))
     print(f"stream {stream.name}, cluster {args.cluster}, {len(workload.jobs)} jobs; JCT bound "
           f"of the measured jobs {jct_bound(workload):.2f} h mean")  # fmt: skip
     print("| row | Synergy's | mean JCT (h) | p50 (h) | p99 (h) | Synergy's mean / p50 / p99 (h) "
-          "| ours / Synergy's mean, p99 | wall (s) per run | audit |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|")
-    for k, row in enumerate(rows):
-        runs = results[k * args.runs : (k + 1) * args.runs]
-        figures = [r[0] for r in runs]
-        spread = max(f[0] for f in figures) - min(f[0] for f in figures)
-        mean, p50, p99 = figures[0]
-        name, mean_s, p50_s, p99_s = theirs.get(row, ("-", None, None, None))
-        peer = (
-            "-"
-            if mean_s is None
-            else " / ".join("-" if x is None else f"{x:.2f}" for x in (mean_s, p50_s, p99_s))
-        )
-        ratio = "-" if mean_s is None else f"{mean / mean_s:.3f}, {p99 / p99_s:.3f}"
-        wall = ", ".join(f"{r[1]:.1f}" for r in runs)
-        valid = "valid" if all(r[2] for r in runs) else "INVALID"
-        noise = f" (runs differ by {spread:.3f})" if spread > 0 else ""
-        print(f"| {row} | {name} | {mean:.2f}{noise} | {p50:.2f} | {p99:.2f} | {peer} | {ratio} "
-              f"| {wall} | {valid} |")  # fmt: skip
+          "| ours / Synergy's mean, p99 | wall (s) per run | audit |", flush=True)  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|", flush=True)
+    with ProcessPoolExecutor(args.jobs) as pool:
+        results = pool.map(measure, tasks)
+        for row in rows:
+            runs = [next(results) for _ in range(args.runs)]
+            print(_row(row, runs, theirs), flush=True)
+
+
+def _row(
+    row: str,
+    runs: list[tuple[tuple[float, ...], float, bool]],
+    theirs: dict[str, tuple[str, float | None, float | None, float | None]],
+) -> str:
+    """The table's line of ``row``: its ``runs`` against Synergy's figures (``theirs``)."""
+    figures = [r[0] for r in runs]
+    spread = max(f[0] for f in figures) - min(f[0] for f in figures)
+    mean, p50, p99 = figures[0]
+    name, mean_s, p50_s, p99_s = theirs.get(row, ("-", None, None, None))
+    peer = "-" if mean_s is None else " / ".join(
+        "-" if x is None else f"{x:.2f}" for x in (mean_s, p50_s, p99_s)
+    )  # fmt: skip
+    ratio = "-" if mean_s is None or p99_s is None else f"{mean / mean_s:.3f}, {p99 / p99_s:.3f}"
+    wall = ", ".join(f"{r[1]:.1f}" for r in runs)
+    valid = "valid" if all(r[2] for r in runs) else "INVALID"
+    noise = f" (runs differ by {spread:.3f})" if spread > 0 else ""
+    return (f"| {row} | {name} | {mean:.2f}{noise} | {p50:.2f} | {p99:.2f} | {peer} | {ratio} "
+            f"| {wall} | {valid} |")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ class Batch(Policy):
     """A job runs once, start to end, on one GPU set (see the module docstring)."""
 
     name = "batch-lpt"
+    needs_stages = True
     order = "lpt"
     """``lpt``, ``srtf`` or ``fifo``."""
 
