@@ -176,7 +176,8 @@ class GridSrtf(Synergy):
         Kept per node size, jobs' profiles and GPUs, and ``used``."""
         states = self.context.state
         held = self._held
-        shape = sorted((id(states[i].job.profile), len(held[i][0][0][1]), i) for i in members)
+        # by model (its profile's name), so that ties break alike from one run to the next
+        shape = sorted((states[i].job.model, len(held[i][0][0][1]), i) for i in members)
         members = [i for *_, i in shape]
         caps = (self.context.cpus[k], self.context.mems[k])
         key = (caps, used, tuple(s[:2] for s in shape))
