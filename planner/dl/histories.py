@@ -14,17 +14,16 @@ GPUs). The histories name no cluster: by default it is the fewest nodes of
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from planner.dl.slurm import Skipped
+from planner.dl.slurm import Skipped, read_time, table_rows
 from planner.errors import InputError
 from planner.files import check_input_file
 
@@ -32,13 +31,14 @@ COLUMNS = ("job_id", "gpu_num", "cpu_num", "node_num", "submit_time", "start_tim
 """The columns of a Helios or Acme history the import reads (Kalos' ``mem_per_pod_GB``
 too, where it has it)."""
 
+LIKE = "2020-04-01 00:00:04"
+"""A time as the histories write it (for a message)."""
+
 HISTORIES = {
     "helios": "Helios' cluster_log.csv",
     "acme": "Acme's trace_seren.csv or trace_kalos.csv",
 }
 """The histories :func:`import_history` reads."""
-
-_NEVER = {"", "none", "nan", "nat", "null"}
 
 
 def import_history(
@@ -57,9 +57,11 @@ def import_history(
     check_input_file(path)
     skipped = Skipped()
     rows: list[tuple[dict[str, Any], datetime, tuple[float, float, int]]] = []
-    for line, row in _rows(path, kind):
+    if kind not in HISTORIES:
+        raise InputError(f"unknown history {kind!r}; choose one of {', '.join(HISTORIES)}")
+    for line, row in table_rows(path, COLUMNS, HISTORIES[kind]):
         where = f"line {line}"
-        start = _time(row["start_time"], path, where, "start_time")
+        start = read_time(row["start_time"], path, where, "start_time", LIKE)
         if start is None:
             skipped.never_started += 1
             continue
@@ -71,7 +73,7 @@ def import_history(
         if seconds < 1:
             skipped.no_time += 1
             continue
-        submit = _time(row["submit_time"], path, where, "submit_time") or start
+        submit = read_time(row["submit_time"], path, where, "submit_time", LIKE) or start
         job: dict[str, Any] = {
             "name": row["job_id"].strip() or f"job{line}",
             "gpus": gpus,
@@ -133,50 +135,6 @@ def _peak(spans: list[tuple[float, float, int]]) -> int:
     return int(np.cumsum(steps[order]).max())
 
 
-def _rows(path: Path, kind: str) -> Iterator[tuple[int, dict[str, str]]]:
-    """The rows of a history, by column, with their line numbers."""
-    if kind not in HISTORIES:
-        raise InputError(f"unknown history {kind!r}; choose one of {', '.join(HISTORIES)}")
-    name = str(path)
-    try:
-        with path.open(encoding="utf-8-sig", newline="") as f:
-            reader = csv.reader(f)
-            header = next(reader, [])
-            missing = [c for c in COLUMNS if c not in header]
-            if missing:
-                raise InputError(
-                    f"missing column(s) {', '.join(missing)} ({HISTORIES[kind]})", name, "line 1"
-                )
-            for row in reader:
-                if not any(cell.strip() for cell in row):
-                    continue
-                line = reader.line_num
-                if len(row) != len(header):
-                    raise InputError(
-                        f"{len(row)} fields; the header has {len(header)}", name, f"line {line}"
-                    )
-                yield line, dict(zip(header, row, strict=True))
-    except UnicodeDecodeError:
-        raise InputError("not a text file (UTF-8)", name) from None
-    except csv.Error as exc:
-        raise InputError(f"not CSV ({exc})", name) from None
-
-
-def _time(text: str, path: Path, where: str, column: str) -> datetime | None:
-    """A history's time, in UTC where it names a time zone; ``None`` where it is empty."""
-    if text.strip().lower() in _NEVER:
-        return None
-    try:
-        stamp = datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise InputError(
-            f"column {column!r}: {text!r} is not a time like 2020-04-01 00:00:04",
-            str(path),
-            where,
-        ) from None
-    return stamp if stamp.tzinfo is None else stamp.astimezone(UTC).replace(tzinfo=None)
-
-
 def _number(row: dict[str, str], column: str, path: Path, where: str) -> float:
     """A number >= 0 of a cell."""
     try:
@@ -223,8 +181,8 @@ def import_philly(
             raise InputError("not a Philly job (an object with attempts)", str(path), where)
         seconds, gpus, start = 0.0, 0, None
         for attempt in item.get("attempts") or []:
-            begin = _time(str(attempt.get("start_time") or ""), path, where, "start_time")
-            end = _time(str(attempt.get("end_time") or ""), path, where, "end_time")
+            begin = read_time(str(attempt.get("start_time") or ""), path, where, "start_time", LIKE)
+            end = read_time(str(attempt.get("end_time") or ""), path, where, "end_time", LIKE)
             if begin is None or end is None:
                 continue
             start = begin if start is None else min(start, begin)
@@ -239,7 +197,9 @@ def import_philly(
         if seconds < 1:
             skipped.no_time += 1
             continue
-        submit = _time(str(item.get("submitted_time") or ""), path, where, "submitted_time")
+        submit = read_time(
+            str(item.get("submitted_time") or ""), path, where, "submitted_time", LIKE
+        )
         job = {
             "name": str(item.get("jobid") or f"job{k + 1}"),
             "gpus": gpus,

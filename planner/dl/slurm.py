@@ -23,9 +23,10 @@ on, each with as many GPUs as the most a job held on one node.
 
 from __future__ import annotations
 
+import csv
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,7 +38,7 @@ from planner.files import check_input_file
 NEEDED = ("JobID", "Submit", "Start", "Elapsed", "AllocTRES", "NNodes", "NodeList")
 """The columns of ``sacct -P`` output the import reads."""
 
-_NEVER = {"", "unknown", "none", "n/a"}
+_NEVER = {"", "unknown", "none", "n/a", "nan", "nat", "null"}
 """How ``sacct`` writes a time that never came."""
 
 
@@ -160,14 +161,14 @@ def read_sacct(path: str | Path) -> SlurmHistory:
     out = SlurmHistory()
     first: datetime | None = None
     rows: list[tuple[datetime, dict[str, Any]]] = []
-    for line, cells in _rows(path):
+    for line, cells in table_rows(path, NEEDED, "sacct -P --format=...", "|"):
         out.lines = line
         where = f"line {line}"
         job_id = cells["JobID"].strip()
         if "." in job_id:
             out.skipped.steps += 1
             continue
-        start = _time(cells["Start"], path, where, "Start")
+        start = read_time(cells["Start"], path, where, "Start")
         if start is None:
             out.skipped.never_started += 1
             continue
@@ -186,7 +187,7 @@ def read_sacct(path: str | Path) -> SlurmHistory:
         if seconds < 1:
             out.skipped.no_time += 1
             continue
-        submit = _time(cells["Submit"], path, where, "Submit") or start
+        submit = read_time(cells["Submit"], path, where, "Submit") or start
         first = submit if first is None or submit < first else first
         count = gpus or 1
         nodes = expand_hostlist(cells["NodeList"])
@@ -288,42 +289,60 @@ def import_slurm(sacct: str | Path, sinfo: str | Path | None = None) -> tuple[di
     }, history.skipped.line()
 
 
-def _rows(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
-    """The data lines of a ``sacct -P`` file by column, with their line numbers."""
+def table_rows(
+    path: Path, columns: Sequence[str], form: str, delimiter: str = ","
+) -> Iterator[tuple[int, dict[str, str]]]:
+    """The rows of a delimited history (a header line first) by column, with their line
+    numbers, read as the file streams by; blank lines skipped.
+
+    Raises
+    ------
+    InputError
+        For a missing column (``form`` says what file it should be), a row of another
+        width, or a file that is not UTF-8 text or not delimited.
+    """
     name = str(path)
+    quoting = csv.QUOTE_NONE if delimiter == "|" else csv.QUOTE_MINIMAL
     try:
-        with path.open(encoding="utf-8", newline="") as f:
-            header = f.readline().rstrip("\r\n").split("|")
-            missing = [c for c in NEEDED if c not in header]
+        with path.open(encoding="utf-8-sig", newline="") as f:
+            reader = csv.reader(f, delimiter=delimiter, quoting=quoting)
+            header = next(reader, [])
+            missing = [c for c in columns if c not in header]
             if missing:
-                raise InputError(
-                    f"missing column(s) {', '.join(missing)} (sacct -P --format=...)",
-                    name,
-                    "line 1",
-                )
-            for number, text in enumerate(f, 2):
-                text = text.rstrip("\r\n")
-                if not text.strip():
+                raise InputError(f"missing column(s) {', '.join(missing)} ({form})", name, "line 1")
+            for row in reader:
+                if not any(cell.strip() for cell in row):
                     continue
-                cells = text.split("|")
-                if len(cells) != len(header):
+                line = reader.line_num
+                if len(row) != len(header):
                     raise InputError(
-                        f"{len(cells)} fields; the header has {len(header)}", name, f"line {number}"
+                        f"{len(row)} fields; the header has {len(header)}", name, f"line {line}"
                     )
-                yield number, dict(zip(header, cells, strict=True))
+                yield line, dict(zip(header, row, strict=True))
     except UnicodeDecodeError:
         raise InputError("not a text file (UTF-8)", name) from None
+    except csv.Error as exc:
+        raise InputError(f"not delimited text ({exc})", name) from None
 
 
-def _time(text: str, path: Path, where: str, column: str) -> datetime | None:
-    """A ``sacct`` time (ISO 8601, as ``sacct`` prints it), ``None`` where it never came."""
+def read_time(
+    text: str, path: Path, where: str, column: str, like: str = "2026-12-01T10:00:00"
+) -> datetime | None:
+    """A history's time (ISO 8601, as ``sacct`` and the public histories write it), in
+    UTC where it names a time zone; ``None`` where it never came (empty, ``Unknown``).
+
+    Raises
+    ------
+    InputError
+        For another form, naming ``where`` and ``column`` and giving a time ``like``.
+    """
     if text.strip().lower() in _NEVER:
         return None
     try:
         stamp = datetime.fromisoformat(text.strip())
     except ValueError:
         raise InputError(
-            f"column {column!r}: {text!r} is not a time like 2026-12-01T10:00:00", str(path), where
+            f"column {column!r}: {text!r} is not a time like {like}", str(path), where
         ) from None
     return stamp if stamp.tzinfo is None else stamp.astimezone(UTC).replace(tzinfo=None)
 
