@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from planner.execution.jobs import PeerJob, Where
 from planner.execution.policies import where_label
 from planner.execution.power import compute_share, throttle
-from planner.execution.resources import at_speed, default_alloc, speed_of
-from planner.execution.sharing import most_residents, shared_periods
+from planner.execution.resources import at_speed, holdings, speed_of
+from planner.execution.sharing import shared_periods
 from planner.interleave import Interleave
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ def audit(run: PeerRun, jobs: Sequence[PeerJob], gpus: int) -> list[str]:
         allocs = run.allocation[k] if run.allocation else {}
         shared = shared_periods(groups, by_name, model, done, memo, fair) if run.shared else None
         if run.cpus or run.mems:
-            wrong += _audit_nodes(t, groups, by_name, allocs, run, shared and shared[1])
+            wrong += _audit_nodes(t, holdings(groups, by_name, allocs, fair, run.shared), run)
         speed = _audit_speed(
             groups,
             by_name,
@@ -128,27 +128,18 @@ def audit(run: PeerRun, jobs: Sequence[PeerJob], gpus: int) -> list[str]:
 
 def _audit_nodes(
     t: float,
-    groups: Sequence[tuple[tuple[str, ...], float, Where]],
-    by_name: Mapping[str, PeerJob],
-    allocs: Mapping[str, tuple[float, float]],
+    held_now: Iterable[tuple[PeerJob, Sequence[tuple[int, Sequence[int]]], tuple[float, float]]],
     run: PeerRun,
-    residents: Mapping[tuple[int, int], list[str]] | None = None,
 ) -> list[str]:
     """What is wrong at ``t`` with the nodes' CPU cores and host memory: the jobs on a
-    node hold more than it has, each its allocation per GPU (the run's, else its
-    default among the jobs of its GPU set, or on shared GPUs (``residents``) the most
-    on one of its GPUs) times its GPUs there."""
-    fair = run.fair
+    node hold more than it has, each what it holds per GPU (``held_now``:
+    :func:`~planner.execution.resources.holdings`) times its GPUs there."""
     used: dict[int, list[float]] = {}
-    for names, _, where in groups:
-        count = len(names) if residents is None else most_residents(where, residents)
-        for name in names if residents is None else names[:1]:
-            job = by_name[name]
-            cpu, mem = allocs.get(name) or default_alloc(job, fair, count)
-            for node, ids in where:
-                held = used.setdefault(node, [0.0, 0.0])
-                held[0] += cpu * len(ids)
-                held[1] += mem * len(ids)
+    for _, where, (cpu, mem) in held_now:
+        for node, ids in where:
+            held = used.setdefault(node, [0.0, 0.0])
+            held[0] += cpu * len(ids)
+            held[1] += mem * len(ids)
     wrong = []
     for node, (cpu, mem) in sorted(used.items()):
         checks = (("CPU cores", cpu, run.cpus, ""), ("memory", mem, run.mems, " GB"))

@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -202,6 +202,39 @@ def default_alloc(
     return fair[0] / members, fair[1] / members
 
 
+def most_residents(
+    where: Sequence[tuple[int, Sequence[int]]],
+    residents: Mapping[tuple[int, int], Sequence[object]],
+) -> int:
+    """The most jobs on one GPU of ``where`` (``residents`` per GPU; at least 1)."""
+    return max((len(residents.get((k, i), ())) for k, ids in where for i in ids), default=1) or 1
+
+
+def holdings(
+    groups: Sequence[tuple[Sequence[str], float, Sequence[tuple[int, Sequence[int]]]]],
+    by_name: Mapping[str, _J],
+    allocs: Mapping[str, tuple[float, float]],
+    fair: tuple[float, float] | None,
+    shared: bool,
+) -> Iterator[tuple[_J, Sequence[tuple[int, Sequence[int]]], tuple[float, float]]]:
+    """Every running job of an event of a run's trace (its ``groups``; ``shared``: each
+    entry one job on GPUs others may share), its GPU set and what it holds per GPU: its
+    allocation in ``allocs``, else :func:`default_alloc` among the jobs of its GPU set (on
+    shared GPUs, the most on one of its GPUs)."""
+    residents: dict[tuple[int, int], list[str]] | None = None
+    if shared:
+        residents = {}
+        for names, _, where in groups:
+            for node, ids in where:
+                for i in ids:
+                    residents.setdefault((node, i), []).append(names[0])
+    for names, _, where in groups:
+        count = len(names) if residents is None else most_residents(where, residents)
+        for name in names[:1] if shared else names:
+            job = by_name[name]
+            yield job, where, allocs.get(name) or default_alloc(job, fair, count)
+
+
 def speed_of(
     job: _Taker,
     fair: tuple[float, float] | None,
@@ -230,10 +263,8 @@ class Holdings:
         self.used = ([0.0] * n, [0.0] * n)
 
     def vector(self, job: _Taker) -> tuple[float, float]:
-        """What ``job`` is counted to hold per GPU."""
-        if job.profile is not None and self.fair is not None:
-            return self.fair
-        return job.cpu, job.mem
+        """What ``job`` is counted to hold per GPU: its default alone on its GPUs."""
+        return default_alloc(job, self.fair, 1)
 
     def fits(self, job: _Taker, where: Sequence[tuple[int, Sequence[int]]]) -> bool:
         """Whether ``job`` on ``where`` fits beside the jobs placed."""
@@ -296,16 +327,13 @@ def held(run: Any, jobs: Sequence[_Taker]) -> Held | None:
         t, groups = run.trace[k]
         span = run.trace[k + 1][0] - t
         allocs = run.allocation[k] if run.allocation else {}
-        for names, _, where in groups:
+        for job, where, (cpu, mem) in holdings(groups, by_name, allocs, fair, run.shared):
             gpus = sum(len(ids) for _, ids in where)
-            for name in names[:1] if run.shared else names:
-                job = by_name[name]
-                cpu, mem = allocs.get(name) or default_alloc(job, fair, len(names))
-                area[0] += cpu * gpus * span
-                area[1] += mem * gpus * span
-                if job.profile is not None:
-                    speed += job.profile.at(cpu, mem) * span
-                    running += span
+            area[0] += cpu * gpus * span
+            area[1] += mem * gpus * span
+            if job.profile is not None:
+                speed += job.profile.at(cpu, mem) * span
+                running += span
     total = run.trace[-1][0] - run.trace[0][0] or 1.0
     return Held(
         area[0] / total / caps[0] if caps[0] else 0.0,

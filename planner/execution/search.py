@@ -104,6 +104,13 @@ ALLOCATING_POLICIES = ("grid-srtf-events",)
 """The policies stage 1 runs too where jobs have resource profiles: they decide each
 job's CPU and memory (:mod:`planner.execution.policies.grid`)."""
 
+
+def allocating(jobs: Sequence[PeerJob]) -> tuple[str, ...]:
+    """:data:`ALLOCATING_POLICIES` where a job of ``jobs`` has a resource profile, else
+    none."""
+    return ALLOCATING_POLICIES if any(j.profile is not None for j in jobs) else ()
+
+
 LP_GRID = ((0.95, 0.01), (0.7, 0.0), (1.0, 0.01), (0.95, 0.0), (0.8, 0.005), (0.9, 0.005))
 """``lp-groups``' (critical share, re-solve share) tried first in stage 3."""
 PACK_GRID = (0.6, 1.0, 0.4, 0.9, 0.7)
@@ -362,12 +369,8 @@ def search_dispatch(
     names = policies or (MAKESPAN_POLICIES if objective == "makespan" else COMPLETION_POLICIES)
     if model.table is not None and policies is None:
         names = TABLE_POLICIES[objective]
-    if (
-        model.table is None
-        and any(j.profile is not None for j in dispatch.jobs)
-        and not set(names) <= {p for batch in BATCH_POLICIES.values() for p in batch}
-    ):
-        names = (*names, *(p for p in ALLOCATING_POLICIES if p not in names))
+    if policies is None and model.table is None:
+        names = (*names, *allocating(dispatch.jobs))
     if "policies" in stages:
         for name in names:
             if out.tried and (deadline.is_set() or out.status == "optimal"):

@@ -7,13 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from planner.execution.jobs import PeerJob, Where
-from planner.execution.resources import at_speed, speed_of
+from planner.execution.resources import at_speed, most_residents, speed_of
 from planner.interleave import Interleave, fluid_rates
-
-
-def most_residents(where: Where, residents: Mapping[tuple[int, int], Sequence[object]]) -> int:
-    """The most jobs on one GPU of ``where`` (``residents`` per GPU; at least 1)."""
-    return max((len(residents.get((k, i), ())) for k, ids in where for i in ids), default=1) or 1
 
 
 def shared_periods(
@@ -41,6 +36,9 @@ def shared_periods(
     stages = {}
     for names, _, where in groups:
         job = by_name[names[0]]
+        if job.profile is None:  # one speed: its stages as they are
+            stages[job.name] = job.stages
+            continue
         speed = speed_of(job, fair, most_residents(where, residents))
         stages[job.name] = at_speed(job.stages, 1.0, speed)[0]
     rates: dict[tuple[int, int], dict[str, float]] = {}

@@ -228,7 +228,7 @@ class SearchPlanner(Policy):
         first groups (the fallback's answer if none finished in time)."""
         from planner.execution.executor import by_class
         from planner.execution.runs import Dispatch, Setting
-        from planner.execution.search import Deadline, search_dispatch
+        from planner.execution.search import Deadline, allocating, search_dispatch
 
         t0 = time.perf_counter()
         context = self.context
@@ -261,7 +261,8 @@ class SearchPlanner(Policy):
         else:
             result = search_dispatch(dispatch, Setting(), self.objective, weights,
                                      self.time_limit, self.seed, SEARCH_STAGES, halt=deadline,
-                                     policies=ONLINE_POLICIES, tuned="ftf-groups")  # fmt: skip
+                                     policies=(*ONLINE_POLICIES, *allocating(now)),
+                                     tuned="ftf-groups")  # fmt: skip
         best = result.best
         if best is None or best.run is None or not best.run.trace:
             self.fallbacks += 1

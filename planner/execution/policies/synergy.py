@@ -25,6 +25,7 @@ import math
 
 from planner.execution.jobs import Where
 from planner.execution.policies.base import Chosen, Cluster, Context, JobState, Policy
+from planner.execution.resources import default_alloc
 
 ROUND = 300.0
 """Synergy's round (s)."""
@@ -141,10 +142,7 @@ class Synergy(Policy):
 
     def fair(self, job: JobState) -> tuple[float, float]:
         """``job``'s GPU-proportional vector (what it asks, without a profile)."""
-        fair = self.context.fair
-        if job.job.profile is None or fair is None:
-            return job.job.cpu, job.job.mem
-        return fair
+        return default_alloc(job.job, self.context.fair, 1)
 
     def key(self, t: float, job: JobState) -> tuple[float, ...]:
         """The round's order of the jobs, smallest first."""
