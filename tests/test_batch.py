@@ -94,6 +94,18 @@ def test_a_waiting_job_joins_a_set_where_interleaving_pays(policy: str) -> None:
         assert len(sets) == 1 and events == list(range(events[0], events[-1] + 1))
 
 
+def test_jobs_of_several_gpus_hold_them_whole() -> None:
+    # as in Slurm, which shares a GPU only through shards of one GPU: the same two jobs on
+    # two GPUs each run one after the other
+    jobs = [PeerJob(n, 2, 1000, s, s.total, 1000 * s.total, restart=0.0)
+            for n, s in (("a", Stages(0.6, 0.4, 0.0)), ("b", Stages(0.0, 1.0, 0.0)))]  # fmt: skip
+    model = Interleave("fluid", data_slots=2, max_colocated=2, factors=None)
+    result = planner.run_policy(jobs, "batch-lpt", nodes=1, gpus_per_node=2, interleave=model,
+                                restart=False)  # fmt: skip
+    assert audit(result, jobs, 2) == []
+    assert sorted(result.finish.values()) == pytest.approx([1000, 2000])
+
+
 def test_a_plan_without_preemption_exports_to_slurm(tmp_path: Path) -> None:
     plan, folder = tmp_path / "plan.json", tmp_path / "slurm"
     assert run("solve", EXAMPLE, "-t", "5", "--no-preempt", "-o", plan)[0] == 0

@@ -250,7 +250,7 @@ def export_slurm_cmd(
     GPUs or GPU shards, planned start), and submit.sh (planner/execution/slurm_export.py)."""
     from planner.app.job_runs import dispatch_file
     from planner.execution.jobs import jobs_from_instance
-    from planner.execution.slurm_export import export_slurm
+    from planner.execution.slurm_export import export_line, export_slurm
 
     with guard():
         if output.exists() and not output.is_dir():
@@ -260,8 +260,60 @@ def export_slurm_cmd(
             raise InputError("not a dispatch file of planner solve (plan with --no-preempt)",
                              str(plan))  # fmt: skip
         workload = jobs_from_instance(instance)
-        said = export_slurm(dispatch, workload, output, command, time_scale)
-        typer.echo(f"{plan} -> {output}: {said}")
+        scripts = export_slurm(dispatch, workload, output, command, time_scale)
+        typer.echo(f"{plan} -> {output}: {export_line(scripts, dispatch, workload)}")
+
+
+@app.command("launch")
+def launch_cmd(
+    instance: Annotated[Path, typer.Argument(help="The instance the plan was made for.")],
+    plan: Annotated[Path, typer.Argument(help="Its plan: planner solve --no-preempt -o PLAN.")],
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="Run file to write (planner gantt draws it).")
+    ],
+    time_scale: Annotated[
+        float, typer.Option(help="Scale the planned times (0.001: an hour runs in 3.6 s).")
+    ] = 1.0,
+    command: Annotated[
+        str,
+        typer.Option(
+            help="Each job's command; {job}, {gpus} and {seconds} (its planned run time, "
+            "scaled) are filled in."
+        ),
+    ] = "sleep {seconds}",
+    scripts: Annotated[
+        Path | None,
+        typer.Option(help="Keep the batch scripts and the jobs' output in this folder."),
+    ] = None,
+    wait_limit: Annotated[
+        float | None,
+        typer.Option(min=1, help="Wall seconds to wait (default: twice the scaled plan + 120)."),
+    ] = None,
+) -> None:
+    """Run a plan without preemption on the Slurm that SLURM_CONF names: submit its batch
+    scripts, wait, read each job's nodes, start and end back, and print the planned and
+    realized makespan and mean JCT side by side (planner/app/launch.py)."""
+    from planner.app.job_runs import dispatch_file
+    from planner.app.launch import launch, progress, run_data, summary
+    from planner.execution.jobs import jobs_from_instance
+
+    with guard():
+        check_output(output, inputs=[instance, plan], suffixes=(".json",), what="the run file")
+        if not 0 < time_scale < float("inf"):
+            raise InputError(f"--time-scale {time_scale:g}: give a factor > 0")
+        if scripts is not None and scripts.exists() and not scripts.is_dir():
+            raise InputError("not a folder", str(scripts))
+        dispatch = dispatch_file(plan)
+        if dispatch is None:
+            raise InputError("not a dispatch file of planner solve (plan with --no-preempt)",
+                             str(plan))  # fmt: skip
+        workload = jobs_from_instance(instance)
+        done = launch(dispatch, workload, time_scale, command, scripts, wait_limit,
+                      progress(True))  # fmt: skip
+        for key, value in summary(done, dispatch):
+            typer.echo(f"{key:<15}{value}")
+        write_text(output, json.dumps(run_data(done, plan.name), indent=1) + "\n")
+        typer.echo(f"run written to {output}")
 
 
 @app.command()

@@ -10,7 +10,8 @@ from its start to its end, on one GPU set. Each job becomes ``DIR/jobs/JOB.sh``:
   of a job's shards from one GPU, so a job of several GPUs that shares them asks whole
   GPUs, and the export says how many such jobs there are);
 - ``--begin=now+S``: its planned start, ``S`` seconds after ``submit.sh`` runs (times
-  scaled by ``time_scale``);
+  scaled by ``time_scale``), or at a given time of day (``planner launch`` gives one, so
+  that the time ``sbatch`` takes does not shift the later jobs);
 - its command: the user's template (``{job}``, ``{gpus}``, ``{seconds}`` filled in), by
   default ``sleep`` of its planned run time.
 
@@ -23,6 +24,7 @@ import math
 import re
 import shlex
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from planner.errors import InputError, OutputError
@@ -87,9 +89,13 @@ def export_slurm(
     folder: Path,
     command: str = DEFAULT_COMMAND,
     time_scale: float = 1.0,
-) -> str:
+    zero: datetime | None = None,
+) -> list[str]:
     """Write ``plan``'s batch scripts and ``submit.sh`` into ``folder`` (see the module
-    docstring); what was written, as one line.
+    docstring); the scripts' names (``jobs/NAME.sh``), in the workload's order.
+
+    ``zero``: the local time of day at which the plan's time 0 falls (``--begin`` as that
+    time plus the scaled start); by default the moment each job is submitted.
 
     Raises
     ------
@@ -112,15 +118,19 @@ def export_slurm(
         (folder / "jobs").mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise OutputError(f"cannot write: {exc.strerror or exc}", str(folder)) from None
-    scripts, whole = [], 0
+    scripts = []
     for job in workload.jobs:
         p = placed[job.name]
         nodes = [names[k] for k, _ in p.where]
         counts = {len(ids) for _, ids in p.where}
         shard = p.shares and job.gpus == 1
-        whole += p.shares and not shard
         seconds = max(1, math.ceil((p.end - p.start) * time_scale))
         begin = math.floor(p.start * time_scale)
+        when = (
+            f"now+{begin}"
+            if zero is None
+            else (zero + timedelta(seconds=begin)).isoformat(timespec="seconds")
+        )
         gres = (
             "--gres=shard:1"
             if shard
@@ -135,7 +145,7 @@ def export_slurm(
             f"#SBATCH -w {','.join(nodes)}",
             f"#SBATCH -N {len(nodes)}",
             f"#SBATCH {gres}",
-            f"#SBATCH --begin=now+{begin}",
+            f"#SBATCH --begin={when}",
             f"# planned: {p.start:,.0f} s to {p.end:,.0f} s on {', '.join(nodes)}"
             + (" beside other jobs" if p.shares else ""),
             command.format(job=shlex.quote(job.name), gpus=job.gpus, seconds=seconds),
@@ -147,5 +157,13 @@ def export_slurm(
     submit += [f"sbatch --parsable {shlex.quote(s)}" for s in scripts]
     write_text(folder / "submit.sh", "\n".join(submit) + "\n")
     (folder / "submit.sh").chmod(0o755)
+    return scripts
+
+
+def export_line(scripts: list[str], plan: DispatchPlan, workload: Workload) -> str:
+    """What :func:`export_slurm` wrote, as one line: the scripts, and the jobs that share
+    GPUs across several GPUs (they ask whole GPUs, so Slurm does not overlap them)."""
+    placed = placements(plan, workload)
+    whole = sum(placed[job.name].shares and job.gpus > 1 for job in workload.jobs)
     note = f"; {whole} jobs share GPUs across several GPUs and ask whole GPUs" if whole else ""
     return f"{len(scripts)} batch scripts and submit.sh{note}"

@@ -6,11 +6,13 @@ At every event the waiting jobs, in order (``lpt``: longest remaining time first
 the makespan; ``srtf``: shortest first, for the mean JCT; ``fifo``: by arrival), take the
 first free GPUs whose nodes have their CPU and memory left (on one node, for a job that
 fits one); later jobs that fit go
-before those that do not (backfilling). Where the model lets jobs share a GPU set
-(``max_colocated`` > 1), a job that finds no free GPUs joins the set of its GPU count
-where the set's jobs together gain the most speed, each over its speed alone, if that
-gain is at least :data:`JOIN_GAIN` (a job that waits on data leaves its GPUs idle while
-it loads, and another fills them); it stays in that set to its end too.
+before those that do not (backfilling). Where the model lets jobs share a GPU
+(``max_colocated`` > 1), a job of one GPU that finds no free GPU joins the GPU of jobs
+of one GPU where they together gain the most speed, each over its speed alone, if that
+gain is at least :data:`JOIN_GAIN` (a job that waits on data leaves its GPU idle while
+it loads, and another fills it); it stays there to its end too. Jobs of several GPUs
+hold them whole, as in Slurm, which shares a GPU among jobs by its shards and takes all
+of a job's shards from one GPU.
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ class Batch(Policy):
                 nodes.hold(m, where, self.vector(m))
         for s in sorted((s for s in jobs if s.idx not in self.where), key=self.key):
             where = nodes.place(s, self.vector(s), whole=True)
-            if where is None and self.context.model.max_colocated > 1:
+            if where is None and s.job.gpus == 1 and self.context.model.max_colocated > 1:
                 where = self._join(s, nodes)
             if where is not None:
                 self.sets.setdefault(where, []).append(s)
