@@ -38,7 +38,7 @@ JobID|JobName|User|Account|Partition|Submit|Start|End|Elapsed|State|ExitCode|All
 103.batch|batch|||||2026-11-02T09:00:07|2026-11-02T09:09:07|00:09:00|COMPLETED|0:0|cpu=1,mem=4000M,node=1||1|node1|
 104|tune-d|bob|ml|gpu|2026-11-02T09:00:00|2026-11-02T09:00:07|2026-11-02T09:07:07|00:07:00|COMPLETED|0:0|billing=1,cpu=1,gres/shard=1,mem=4000M,node=1|cpu=1,gres/shard=1,node=1|1|node1|1-00:00:00
 105|llm|cat|nlp|gpu|2026-11-02T09:00:00|2026-11-02T09:00:10|2026-11-02T09:20:10|00:20:00|COMPLETED|0:0|billing=8,cpu=8,gres/gpu=4,mem=62.50G,node=2|cpu=8,gres/gpu=4,node=2|2|node[2-3]|1-00:00:00
-106|never|dan|ml|gpu|2026-11-02T09:03:00|Unknown|Unknown|00:00:00|CANCELLED by 0|0:0||cpu=1,gres/gpu=1,node=1|1|None assigned|1-00:00:00
+106|never|dan|ml|gpu|2026-11-02T09:03:00|Unknown|Unknown|00:00:00|CANCELLED|0:0||cpu=1,gres/gpu=1,node=1|1||1-00:00:00
 """
 SINFO = "NODELIST CPUS MEMORY GRES\nnode[1-3] 32 256000 gpu:2,shard:8\n"
 SCALE = 0.02

@@ -274,9 +274,7 @@ def launch(
         if tick is not None:
             tick(len(ids), len(ids))
         source = "sacct" if from_sacct(ids, seen) else "scontrol"
-    asked = {
-        j.name: float(math.floor(placed[j.name].start * time_scale)) for j in workload.jobs
-    }
+    asked = {j.name: float(math.floor(placed[j.name].start * time_scale)) for j in workload.jobs}
     realized = {by_id[i]: seen.get(i, Realized(i)) for i in ids}
     return Launch(workload, placed, realized, zero, time_scale, source, asked)
 
@@ -310,11 +308,11 @@ def summary(done: Launch, plan: DispatchPlan) -> list[tuple[str, str]]:
                                   "per job, wall time from its --begin to its start"))  # fmt: skip
     off = [n for n, p in done.placed.items()
            if sorted(done.realized[n].nodes) != sorted(names[k] for k, _ in p.where)]  # fmt: skip
-    early = [n for n in done.placed if done.offset(done.realized[n].start) < done.asked[n]]  # type: ignore[operator]
-    rows.append(("placement", f"{len(w.jobs) - len(off)} of {len(w.jobs)} jobs on their "
-                              f"planned nodes{'; off: ' + ', '.join(off) if off else ''}"))  # fmt: skip
-    rows.append(("starts", f"{len(early)} jobs before their planned start"
-                 + (f": {', '.join(early)}" if early else "")))  # fmt: skip
+    early = [n for n, s in ran.items() if s is not None and s[0] * done.scale < done.asked[n]]
+    where = f"{len(w.jobs) - len(off)} of {len(w.jobs)} jobs on their planned nodes"
+    rows.append(("placement", where + (f"; off: {', '.join(off)}" if off else "")))
+    starts = f"{len(early)} jobs before their planned start"
+    rows.append(("starts", starts + (f": {', '.join(early)}" if early else "")))
     return rows
 
 
