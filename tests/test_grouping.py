@@ -75,7 +75,7 @@ def test_the_mix_bound_holds_for_every_policy_on_the_slice() -> None:
     for factors, restart in ((None, False), (MURI_GROUP_FACTORS, True)):
         model = Interleave("muri", factors=factors)
         bound = mix_bound(jobs, model, 64)
-        for policy in [p for p, cls in POLICIES.items() if not cls.needs_types]:
+        for policy in [p for p, c in POLICIES.items() if not c.needs_types | c.needs_elastic]:
             run = run_policy(jobs, policy, interleave=model, restart=restart)
             assert run.makespan >= bound * (1 - 1e-9), policy
             assert audit(run, jobs, 64) == [], policy

@@ -68,7 +68,8 @@ def test_every_package_folder_is_a_package(wheel: set[str]) -> None:
 def test_the_wheel_holds_the_data_files_the_toolkit_reads(wheel: set[str]) -> None:
     data = {
         f"planner/dl/{p.relative_to(ROOT / 'planner/dl').as_posix()}"
-        for p in (ROOT / "planner/dl/catalog").iterdir()
+        for p in (ROOT / "planner/dl/catalog").rglob("*")
+        if p.is_file()
     } | {f"planner/io/schema/{p.name}" for p in (ROOT / "planner/io/schema").glob("*.json")}
     assert data and sorted(data - wheel) == []
 

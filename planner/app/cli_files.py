@@ -129,6 +129,38 @@ def import_synergy_cmd(
         typer.echo(f"{trace} -> {output} ({len(data['jobs'])} jobs, {len(problem.tasks)} tasks)")
 
 
+@import_app.command("pollux")
+def import_pollux_cmd(
+    workload: Annotated[
+        Path,
+        typer.Argument(
+            help="Pollux workload CSV (name,time,application,num_replicas,"
+            "batch_size), or the combined file of several."
+        ),
+    ],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Instance file to write.")],
+    name: Annotated[
+        str | None,
+        typer.Option("--workload", help="Of a combined file: workload-6, or SET/workload-6."),
+    ] = None,
+    nodes: Annotated[int, typer.Option(min=1, max=MAX_NODES, help="Nodes (Pollux's: 16).")] = 16,
+    gpus_per_node: Annotated[
+        int, typer.Option(min=1, max=4, help="GPUs per node (Pollux's profiles: up to 4).")
+    ] = 4,
+) -> None:
+    """Read a Pollux workload into a cluster-form instance of elastic jobs (Pollux's job
+    model: speed by placement and batch size, progress by statistical efficiency;
+    planner/dl/pollux.py)."""
+    from planner.dl.pollux import import_pollux
+
+    with guard():
+        check_output(output, inputs=[workload], suffixes=NATIVE)
+        data = import_pollux(workload, name, nodes, gpus_per_node)
+        problem = _write_instance(data, output)
+        typer.echo(f"{workload} -> {output} ({len(data['jobs'])} elastic jobs, "
+                   f"{len(problem.tasks)} tasks)")  # fmt: skip
+
+
 @import_app.command("slurm")
 def import_slurm_cmd(
     sacct: Annotated[

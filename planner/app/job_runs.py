@@ -5,6 +5,7 @@ once or as a Monte Carlo study, its printed rows and its run file."""
 from __future__ import annotations
 
 import json
+import math
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -255,6 +256,9 @@ def _run_rows(
         gpus = type_gpus(dispatch.types, dispatch.gpus_per_node)
         kinds = ", ".join(f"{n} {t}" for t, n in gpus.items())
         what += f" ({kinds})"
+    elif any(j.elastic is not None for j in jobs):
+        bound, mix = {"bound": math.nan}, math.nan
+        bound_row = mix_row = "- (elastic jobs: their speed is the policy's choice; not bounded)"
     else:
         bound = model_bound([(j.gpus, j.iterations, j.stages) for j in fastest(jobs)], total, model)
         budget = None if cap is None else (cap - total * dispatch.watts[1], dispatch.watts)
@@ -281,18 +285,23 @@ def _run_rows(
         ("mix bound", mix_row),
     ]
     if run.finished and energy is not None:
-        jct_bound = completion_bound(jobs, model, {})
+        bounded = not math.isnan(bound["bound"])
+        jct_bound = completion_bound(jobs, model, {}) if bounded else math.nan
         rows += [
             (
                 "makespan",
                 f"{run.makespan:,.0f} s ({run.makespan / bound['bound']:.3f} x bound, "
-                f"{run.makespan / mix:.3f} x mix bound)",
+                f"{run.makespan / mix:.3f} x mix bound)"
+                if bounded
+                else f"{run.makespan:,.0f} s",
             ),
             ("mean JCT", f"{run.mean_jct:,.0f} s"),
             (
                 "JCT bound",
                 f"{jct_bound:,.0f} s mean ({run.mean_jct / jct_bound:.3f} x; every job alone "
-                "at its least period from its release)",
+                "at its least period from its release)"
+                if bounded
+                else "- (elastic jobs)",
             ),
             ("p99 JCT", f"{run.p99_jct:,.0f} s"),
             *fairness_rows(fairness(run, jobs, total)),

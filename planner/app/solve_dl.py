@@ -468,6 +468,11 @@ def plan_in_executor(
     workload = None
     if not static and problem.jobs and problem.objective in OBJECTIVES:
         workload, _ = dl_workload(instance)
+    if workload is not None and any(j.elastic is not None for j in workload.jobs):
+        raise InputError(
+            "elastic jobs are run by the executor's policies (planner policy INSTANCE "
+            "pollux-tiresias); solve does not plan them yet"
+        )
     if workload is None:
         if given:
             why = "without --static" if static else "with training jobs"

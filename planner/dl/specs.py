@@ -298,6 +298,18 @@ class ResourceGrid(_Spec):
         return self
 
 
+class ElasticSpec(_Spec):
+    """What makes a training job elastic: a Pollux application whose profiles (in the
+    catalog) give its speed on any GPUs and batch size; its policy chooses its GPUs."""
+
+    application: Literal["bert", "cifar10", "deepspeech2", "imagenet", "ncf", "yolov3"]
+    batch_size: PosInt | None = Field(
+        default=None,
+        description="Its total batch size, fixed (the baselines' configuration); default: "
+        "its policy chooses one.",
+    )
+
+
 class TrainingJob(_Spec):
     """A training job: ``iterations`` repetitions of its stage profile on ``gpus`` GPUs."""
 
@@ -358,9 +370,17 @@ class TrainingJob(_Spec):
         "the catalog's measured cost for its model and GPU count (a model the catalog and the "
         "profiles lack needs it), else 0.",
     )
+    elastic: ElasticSpec | None = Field(
+        default=None,
+        description="An elastic job (Pollux's model): its work is its application's epochs, "
+        "its 'gpus' the GPUs it starts on; give no iterations, duration, stages nor model.",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> TrainingJob:
+        if self.elastic is not None:
+            self._check_elastic()
+            return self
         if (self.iterations is None) == (self.duration is None):
             raise ValueError("give exactly one of 'iterations' and 'duration'")
         if self.stages is None and self.model is None:
@@ -368,6 +388,27 @@ class TrainingJob(_Spec):
         if self.iterations is not None and self.blocks > self.iterations:
             raise ValueError(f"blocks: {self.blocks} blocks but only {self.iterations} iterations")
         return self
+
+    def _check_elastic(self) -> None:
+        """An elastic job gives its stages (what models without elasticity see: per unit
+        of progress, :func:`elastic_stages`) and its iterations: its progress to its end,
+        in steps at its application's initial batch size."""
+        from planner.dl.pollux import application
+
+        assert self.elastic is not None
+        app = application(self.elastic.application)
+        batch = self.elastic.batch_size
+        if batch is not None and not app.batch_sizes[0] <= batch <= app.batch_sizes[-1]:
+            raise ValueError(
+                f"elastic.batch_size {batch}: {app.name} runs at {app.batch_sizes[0]} to "
+                f"{app.batch_sizes[-1]}"
+            )
+        need = math.ceil(app.target_progress)
+        if self.iterations != need or self.duration is not None or self.stages is None:
+            raise ValueError(
+                f"an elastic {app.name} job gives 'stages' and 'iterations: {need}' (its "
+                "progress to its end; planner import pollux writes both)"
+            )
 
 
 class ClusterInstance(_Spec):

@@ -6,6 +6,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from planner.execution.elastic import EPSILON, elastic_periods
 from planner.execution.jobs import PeerJob, Where
 from planner.execution.policies import where_label
 from planner.execution.power import compute_share, throttle
@@ -72,10 +73,14 @@ def audit(run: PeerRun, jobs: Sequence[PeerJob], gpus: int) -> list[str]:
             continue
         for names, overhead, where in groups:
             members = [by_name[n] for n in names]
-            used += members[0].gpus
             gpus_held = {(n, i) for n, ids in where for i in ids}
+            elastic = any(m.elastic is not None for m in members)
+            used += len(gpus_held) if elastic else members[0].gpus
+            if elastic and not where:
+                wrong.append(f"at {t:g} s: elastic jobs {list(names)} run on no GPU set")
+                continue
             if where and (
-                len(gpus_held) != members[0].gpus
+                (len(gpus_held) != members[0].gpus and not elastic)
                 or gpus_held & held
                 or down.intersection(n for n, _ in where)
                 or any(not 0 <= i < run.gpus_per_node for _, i in gpus_held)
@@ -95,8 +100,17 @@ def audit(run: PeerRun, jobs: Sequence[PeerJob], gpus: int) -> list[str]:
                     f"at {t:g} s: {list(names)} hold {need:g} GB of each GPU's memory; a GPU "
                     f"has {model.gpu_memory:g} GB"
                 )
-            if model.kind != "fluid" and len({m.gpus for m in members}) > 1:
+            if model.kind != "fluid" and len({m.gpus for m in members}) > 1 and not elastic:
                 wrong.append(f"at {t:g} s: a group of several GPU counts {list(names)}")
+            if elastic:
+                configs = run.configs[k] if k < len(run.configs) else {}
+                for m in members:
+                    if m.release > t + 1e-9 or run.finish.get(m.name, math.inf) < end - 1e-6:
+                        wrong.append(f"job {m.name!r} runs at {t:g} s, outside its release "
+                                     "and finish")  # fmt: skip
+                done.update(_elastic_credit(run, members, configs, done, (t, end), overhead,
+                                            where, speed))  # fmt: skip
+                continue
             if model.table is not None:
                 kinds = {run.types[n] for n, _ in where}
                 if len(kinds) != 1:
@@ -124,6 +138,46 @@ def audit(run: PeerRun, jobs: Sequence[PeerJob], gpus: int) -> list[str]:
                 f"job {name!r} finished at {finish:g} s after {done[name]:g} of {need} iterations"
             )
     return wrong
+
+
+def _elastic_credit(
+    run: PeerRun,
+    members: Sequence[PeerJob],
+    configs: Mapping[str, tuple[int, int]],
+    done: Mapping[str, float],
+    span: tuple[float, float],
+    overhead: float,
+    where: Where,
+    speed: float,
+) -> dict[str, float]:
+    """The progress of a group with elastic jobs after the interval ``span``: each member
+    at its period in the group (:func:`~planner.execution.elastic.elastic_periods`, at its
+    configuration in ``configs``), the period of an elastic member anew at every epoch's
+    start within the interval; the overhead charged as :func:`_credit` does, and on an
+    elastic job's last interval too."""
+    t, end = span
+    progress = {m.name: done[m.name] for m in members}
+    out = {}
+    for m in members:
+        left = end - t
+        if m.elastic is not None or not math.isclose(run.finish.get(m.name, -1.0), end,
+                                                     abs_tol=1e-4):  # fmt: skip
+            left = max(left - overhead, 0.0)
+        while left > 0:
+            rows = [(x.elastic, x.stages, x.iteration_time, configs.get(x.name),
+                     progress[x.name]) for x in members]  # fmt: skip
+            period = elastic_periods(rows, where, run.interleave)[members.index(m)] / speed
+            if m.elastic is None:
+                progress[m.name] += left / period
+                break
+            boundary = m.elastic.next_epoch(progress[m.name])
+            step = (boundary - progress[m.name]) * period
+            if boundary >= m.iterations - EPSILON or step >= left:
+                progress[m.name] += left / period
+                break
+            progress[m.name], left = boundary, left - step
+        out[m.name] = progress[m.name]
+    return out
 
 
 def _audit_nodes(

@@ -118,6 +118,10 @@ class PeerRun:
     """Per event (as :attr:`trace`), the CPU cores and GB of host memory per GPU the policy
     gave each running job it decided them for; every other job holds its default
     (:func:`~planner.execution.resources.default_alloc`)."""
+    configs: list[dict[str, tuple[int, int]]] = field(default_factory=list)
+    """Per event (as :attr:`trace`), each running elastic job's configuration: its local
+    batch and accumulation steps (:mod:`planner.execution.elastic`); empty without
+    elastic jobs."""
 
     @property
     def fair(self) -> tuple[float, float] | None:
@@ -303,6 +307,12 @@ def run_policy(
             f"policy {chosen_policy.name} runs on GPU types under the table model "
             "(planner import gavel writes such an instance)"
         )
+    fixed = [j.name for j in jobs if j.elastic is None]
+    if chosen_policy.needs_elastic and fixed:
+        raise InputError(
+            f"policy {chosen_policy.name} runs elastic jobs (planner import pollux writes "
+            f"them); job {fixed[0]!r} is not"
+        )
     for node, down, back in outages:
         if not 0 <= node < nodes or not 0 <= down <= back < math.inf:
             raise InputError(f"outage of node {node} from {down:g} s to {back:g} s: no such node")
@@ -329,6 +339,8 @@ def run_policy(
     )
     held = bool(cpus or mems)
     allocation: list[dict[str, tuple[float, float]]] = []
+    configs: list[dict[str, tuple[int, int]]] = []
+    elastic = any(j.elastic is not None for j in jobs)
     shared = chosen_policy.shared
     limited = model.gpu_memory is not None or model.max_colocated < MAX_MURI_GROUP
     classes = sorted({j.priority for j in jobs}, reverse=True)
@@ -432,6 +444,12 @@ def run_policy(
                 groups[size] = groups.get(size, 0) + 1
                 running[tuple(m.job.name for m in members)] = (s.overhead, where)
         trace.append((t, [(names, cost, where) for names, (cost, where) in running.items()]))
+        if elastic:
+            configs.append({
+                s.job.name: s.config
+                or s.job.elastic.default_config(sum(len(ids) for _, ids in s.where))
+                for s in runnable if s.running and s.job.elastic is not None
+            })  # fmt: skip
         by_end: dict[float, list[JobState]] = {}
         for s in runnable:
             if s.running:
@@ -470,6 +488,7 @@ def run_policy(
         cpus=cpus,
         mems=mems,
         allocation=allocation,
+        configs=configs,
     )
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from planner.errors import InputError
+from planner.execution.elastic import Elastic
 from planner.execution.resources import (
     ResourceProfile,
     check_memory,
@@ -83,6 +84,9 @@ class PeerJob:
     profile: ResourceProfile | None = None
     """Its speed by the CPU and memory it is given (:mod:`planner.execution.resources`);
     ``None``: one speed, holding ``cpu`` and ``mem``."""
+    elastic: Elastic | None = None
+    """What makes it elastic (:mod:`planner.execution.elastic`): its iterations are then
+    progress, and a policy may run it on any number of GPUs."""
 
     def share_at(self, left: float) -> float:
         """Its weight with ``left`` iterations left: the weight of the block it is in."""
@@ -228,6 +232,10 @@ def jobs_from_instance(path: str | Path, data: Mapping[str, Any] | None = None) 
         _, _, _, times, factor = profiles.configs(i, job)[0]
         stages = Stages(times.data, times.gpu * factor, times.sync)
         iterations = profiles.iterations(job, times.on(factor))
+        elastic = None
+        if job.elastic is not None:  # its progress to its end, not whole
+            elastic = Elastic(job.elastic.application, job.elastic.batch_size)
+            iterations = elastic.app.target_progress  # type: ignore[assignment]
         alone = job.iteration_time or stages.total
         jobs.append(
             PeerJob(
@@ -246,6 +254,7 @@ def jobs_from_instance(path: str | Path, data: Mapping[str, Any] | None = None) 
                 cpu=float(job.cpu_per_gpu),
                 mem=float(job.mem_per_gpu),
                 profile=grids.get(job.model or ""),
+                elastic=elastic,
             )
         )
     names = tuple(name for name, _ in inst.cluster.node_names())

@@ -9,8 +9,10 @@ are ours,
 (:mod:`~planner.execution.policies.gavel`), ``synergy-*`` Synergy's orders and CPU and
 memory allocations in rounds (:mod:`~planner.execution.policies.synergy`; ``grid-srtf``
 is ours, :mod:`~planner.execution.policies.grid`), ``batch-*`` run every job once to its
-end (:mod:`~planner.execution.policies.batch`), and ``planner`` re-plans at every
-event; ``plan`` dispatches a plan. A new policy is one module here and one line in
+end (:mod:`~planner.execution.policies.batch`), ``pollux-tiresias`` and
+``pollux-optimus`` reproduce Pollux's simulator's baselines on elastic jobs
+(:mod:`~planner.execution.policies.pollux`), and ``planner`` re-plans at every event;
+``plan`` dispatches a plan. A new policy is one module here and one line in
 :data:`POLICIES`; a user's runs from its file as ``FILE.py:CLASS``.
 """
 
@@ -33,12 +35,14 @@ from planner.execution.policies.base import (
 from planner.execution.policies.batch import Batch, BatchFifo, BatchSrtf
 from planner.execution.policies.ftf_groups import FairGroups, FtfGroups
 from planner.execution.policies.gavel import GAVEL_CLASSES
+from planner.execution.policies.goodput import Goodput
 from planner.execution.policies.grid import GridSrtf, GridSrtfEvents
 from planner.execution.policies.hetero import HeteroMakespan, HeteroSrpt
 from planner.execution.policies.jct_groups import JctGroups
 from planner.execution.policies.lp_groups import LpGroups
 from planner.execution.policies.muri import MuriL, MuriS
 from planner.execution.policies.plan import PlanDispatch
+from planner.execution.policies.pollux import PolluxOptimus, PolluxTiresias
 from planner.execution.policies.srsf_pack import SrsfPack
 from planner.execution.policies.srtf import Fifo, Srsf, Srtf
 from planner.execution.policies.synergy import SYNERGY_CLASSES
@@ -79,6 +83,9 @@ POLICIES: dict[str, type[Policy]] = {
     "batch-lpt": Batch,
     "batch-srtf": BatchSrtf,
     "batch-fifo": BatchFifo,
+    "pollux-tiresias": PolluxTiresias,
+    "pollux-optimus": PolluxOptimus,
+    "goodput": Goodput,
 }
 """The policies by name (``plan`` is not one: it needs a plan, :class:`PlanDispatch`; nor
 is the online planner, which runs the executor itself:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from planner.dl.catalog import restart_seconds
+from planner.execution.elastic import EPSILON, elastic_periods
 from planner.execution.jobs import Outage, PeerJob, Where
 from planner.execution.resources import at_speed, speed_of
 from planner.interleave import Interleave
@@ -34,11 +35,14 @@ GPU set. Jobs it leaves out wait."""
 class JobState:
     """A job's state in a run: what a policy reads (``job``, ``idx``, ``remaining``
     iterations, ``remaining_time`` alone, ``executed`` wall time, ``alone`` its period
-    alone, ``cost`` its restart overhead, ``running``) and the executor's bookkeeping."""
+    alone, ``cost`` its restart overhead, ``running``), what it sets (``alloc``: CPU and
+    memory per GPU; ``config``: an elastic job's local batch and accumulation steps) and
+    the executor's bookkeeping."""
 
     __slots__ = (
         "alloc",
         "alone",
+        "config",
         "cost",
         "executed",
         "holds",
@@ -72,6 +76,7 @@ class JobState:
         self.running = False
         self.last = 0.0
         self.alloc: tuple[float, float] | None = None
+        self.config: tuple[int, int] | None = None
         if model.table is not None:  # its period on its fastest GPU type
             rate = model.table.best((job.model, job.gpus))[1]
             self.alone = 1.0 / rate if rate > 0 else math.inf
@@ -103,7 +108,8 @@ class JobState:
         """When the running job next ends (from ``t``, at its period): its end, the end
         of a block of its plan whose next block the plan starts later (it pauses there:
         ``pausing``), or the start of a block of its plan at another speed (its weight
-        changes there: ``reweighing``)."""
+        changes there: ``reweighing``); for an elastic job, the start of its next epoch
+        (``reweighing``), or its end, its overhead charged on its last interval too."""
         while self.holds and self.holds[0][0] >= self.remaining - 1e-9:
             self.holds.pop(0)  # a block end already passed
         self.pausing = self.reweighing = False
@@ -119,7 +125,20 @@ class JobState:
             if change < at - 1e-9:
                 self.pausing, self.reweighing = False, True
                 at = change
+        elastic = self.job.elastic
+        if elastic is not None:  # charged its overhead to its end; its speed changes
+            at = t + self.overhead + self.remaining * self.period  # where an epoch starts
+            done = self.job.iterations - self.remaining
+            boundary = elastic.next_epoch(done)
+            if done + EPSILON < boundary < self.job.iterations - EPSILON:
+                self.pausing, self.reweighing = False, True
+                at = t + self.overhead + (boundary - done) * self.period
         return at
+
+    @property
+    def progress(self) -> float:
+        """Iterations done (an elastic job's progress)."""
+        return self.job.iterations - self.remaining
 
 
 def where_label(where: Where, names: Sequence[str] = ()) -> str:
@@ -314,6 +333,8 @@ class Policy:
     needs_stages = False
     """Whether the policy needs the jobs' stage times or counts GPUs without placing them
     (so not under the ``table`` model, whose speeds are per placed GPU type)."""
+    needs_elastic = False
+    """Whether the policy runs elastic jobs only (:mod:`planner.execution.elastic`)."""
 
     def start(self, context: Context) -> None:
         """Take the run's context (kept as ``self.context``)."""
@@ -351,7 +372,10 @@ class Policy:
 
     def alone(self, job: JobState, where: Where) -> Chosen:
         """``job`` alone on ``where``, at its period alone (on a GPU set's type, under a
-        table of measured rates; at the CPU and memory it is given, its ``alloc``)."""
+        table of measured rates; at the CPU and memory it is given, its ``alloc``; an
+        elastic job at its configuration there)."""
+        if job.job.elastic is not None:
+            return self.group([job], where)
         period = job.alone
         if self.context.model.table is not None or job.alloc is not None:
             allocs = {job.idx: job.alloc} if job.alloc is not None else None
@@ -361,8 +385,16 @@ class Policy:
     def group(self, members: Sequence[JobState], where: Where) -> Chosen:
         """``members`` sharing ``where``, each at its period in the group (and at the CPU
         and memory it is given, its ``alloc``)."""
-        allocs = {m.idx: m.alloc for m in members if m.alloc is not None}
-        periods = self.context.periods([m.idx for m in members], self.gpu_type(where), allocs)
+        if any(m.job.elastic is not None for m in members):
+            found = elastic_periods(
+                [(m.job.elastic, m.job.stages, m.alone, m.config, m.progress) for m in members],
+                where,
+                self.context.model,
+            )
+            periods = {m.idx: p for m, p in zip(members, found, strict=True)}
+        else:
+            allocs = {m.idx: m.alloc for m in members if m.alloc is not None}
+            periods = self.context.periods([m.idx for m in members], self.gpu_type(where), allocs)
         cost = sum(m.cost for m in members)
         group = list(members)
         return {m.idx: (group, periods[m.idx], cost, where) for m in members}

@@ -1,0 +1,340 @@
+"""Elastic training jobs as Pollux models them (Qiao et al., OSDI 2021; its artifact's
+``simulator/``, Apache-2.0, whose profiles ship in ``catalog/pollux/``).
+
+A job of an *application* (``bert``, ``cifar10``, ``deepspeech2``, ``imagenet``,
+``ncf``, ``yolov3``) trains for the application's epochs. Its progress is counted in
+iterations at the application's initial batch size ``M0``: a step at total batch size
+``M`` adds the gain ``(var + sqr) / (var / (M / M0) + sqr)``, ``sqr`` and ``var`` the
+gradient statistics of the epoch at that batch size (measured per validated batch size;
+linear between them). A step of ``n`` GPUs (replicas) at local batch ``b`` with ``s``
+accumulation steps takes ``step + s * (step - sync)`` seconds, ``step`` and ``sync``
+measured per placement (GPUs per node, e.g. ``22``: two nodes of two) and local batch
+(linear between measured batches), or linear between the measured points of other
+placements. The job's *goodput* is its gain per second; it ends when its progress
+reaches that of its last epoch.
+
+:class:`Application` answers these from the profiles; :class:`GoodputModel` is Pollux's
+fitted model (throughput ``T = s (a_c + b_c b) + ((a_c + b_c b)^g + T_net^g)^(1/g)``,
+``T_net`` by replicas within and across nodes) that its scheduler plans with, and
+:func:`fit_perf_params` fits it to the points a job has run at.
+"""
+
+from __future__ import annotations
+
+import bisect
+import csv
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from planner.errors import InputError
+from planner.interleave import Stages
+
+APPLICATIONS = ("bert", "cifar10", "deepspeech2", "imagenet", "ncf", "yolov3")
+"""Pollux's six applications."""
+
+FILES = ("applications.csv", "profiles_placements.csv", "profiles_scalability.csv",
+         "profiles_validation.csv")  # fmt: skip
+"""The profile files a folder of Pollux's profiles holds (``pollux_`` before each name
+is accepted too, as its export names them)."""
+
+MAX_NODES_MEASURED = 16
+"""Pollux interpolates throughput across at most 16 nodes (its profiles' largest)."""
+
+
+def _rows(folder: Path | None, name: str) -> list[dict[str, str]]:
+    """The rows of one profile file: from ``folder``, else the catalog's."""
+    if folder is None:
+        text = resources.files("planner.dl").joinpath("catalog", "pollux", name).read_text()
+        return list(csv.DictReader(text.splitlines()))
+    for candidate in (folder / name, folder / f"pollux_{name}"):
+        if candidate.is_file():
+            with candidate.open(newline="") as f:
+                return list(csv.DictReader(f))
+    raise InputError(f"no {name} (nor pollux_{name}) in the profiles folder", str(folder))
+
+
+def _placement_key(digits: Sequence[int]) -> str:
+    """A placement (GPUs per node) as Pollux keys it: the smallest rotation, as digits."""
+    p = tuple(d for d in digits if d)
+    return "".join(map(str, min(p[i:] + p[:i] for i in range(len(p)))))
+
+
+@dataclass(frozen=True)
+class Validation:
+    """One validated batch size's measures per epoch."""
+
+    progress: np.ndarray
+    iteration: np.ndarray
+    grad_sqr: np.ndarray
+    grad_var: np.ndarray
+
+
+class Application:
+    """One of Pollux's applications, from its profiles (see the module docstring)."""
+
+    def __init__(self, name: str, folder: Path | None = None) -> None:
+        apps = {r["model"]: r for r in _rows(folder, "applications.csv")}
+        if name not in apps:
+            raise InputError(
+                f"unknown Pollux application {name!r}; known: {', '.join(sorted(apps))}"
+            )
+        row = apps[name]
+        self.name = name
+        self.init_batch_size = int(row["init_batch_size"])
+        self.max_batch_size = int(row["max_batch_size"])
+        self.min_local_bsz = int(row["min_local_bsz"])
+        self.max_local_bsz = int(row["max_local_bsz"])
+        self.max_epochs = int(row["max_epochs"])
+        self.rescale_time = float(row["rescale_time_s"])
+        by_bsz: dict[int, list[dict[str, str]]] = {}
+        for r in _rows(folder, "profiles_validation.csv"):
+            if r["model"] == name:
+                by_bsz.setdefault(int(r["batch_size"]), []).append(r)
+        self.validation = {}
+        for b, rs in sorted(by_bsz.items()):
+            rs.sort(key=lambda r: int(r["epoch"]))
+            columns = ("progress", "iteration", "grad_sqr", "grad_var")
+            self.validation[b] = Validation(*(np.array([float(r[c]) for r in rs]) for c in columns))
+        self.placements: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        points: dict[tuple[int, int, int], list[tuple[float, float]]] = {}
+        rows = [r for r in _rows(folder, "profiles_placements.csv") if r["model"] == name]
+        for key in sorted({r["placement"] for r in rows}):
+            here = sorted((int(r["local_bsz"]), float(r["step_time"]), float(r["sync_time"]))
+                          for r in rows if r["placement"] == key)  # fmt: skip
+            arr = np.array(here)
+            self.placements[key] = (arr[:, 0], arr[:, 1], arr[:, 2])
+            for b, step, sync in here:
+                digits = [int(c) for c in key]
+                points.setdefault((len(digits), sum(digits), b), []).append((step, sync))
+        xs = [(*k, *np.mean(v, axis=0)) for k, v in points.items()]
+        for r in _rows(folder, "profiles_scalability.csv"):
+            if r["model"] == name:
+                xs.append((int(r["num_nodes"]), int(r["num_gpus"]), int(r["local_bsz"]),
+                           float(r["step_time"]), float(r["sync_time"])))  # fmt: skip
+        self._points = np.array(xs, dtype=float)
+        self._starts = [0.0] + [
+            float(min(v.progress[e - 1] for v in self.validation.values()))
+            for e in range(1, self.max_epochs + 1)
+        ]
+        self.target_progress = self._starts[-1]
+
+    @property
+    def batch_sizes(self) -> list[int]:
+        """The validated batch sizes, ascending."""
+        return list(self.validation)
+
+    def progress_at(self, epoch: int) -> float:
+        """The progress at which ``epoch`` starts (0 for the first; the least over the
+        validated batch sizes, as Pollux's simulator counts)."""
+        return self._starts[epoch]
+
+    def epoch_of(self, progress: float) -> int:
+        """The epoch a job at ``progress`` is in (its last past its end)."""
+        return min(bisect.bisect_right(self._starts, progress + 1e-9) - 1, self.max_epochs)
+
+    def _between(self, batch_size: float) -> tuple[int, int]:
+        """The validated batch sizes around ``batch_size``."""
+        sizes = self.batch_sizes
+        if not sizes[0] <= batch_size <= sizes[-1]:
+            raise InputError(f"{self.name}: batch size {batch_size:g} outside the validated "
+                             f"{sizes[0]}..{sizes[-1]}")  # fmt: skip
+        lower = max(b for b in sizes if b <= batch_size)
+        upper = min(b for b in sizes if b >= batch_size)
+        return lower, upper
+
+    def grad_stats(self, batch_size: float, epoch: int) -> tuple[float, float]:
+        """``(sqr, var)`` of the gradient in ``epoch`` at ``batch_size`` (linear between
+        the validated batch sizes)."""
+        lo, hi = self._between(batch_size)
+        a, b = self.validation[lo], self.validation[hi]
+        if lo == hi:
+            return float(a.grad_sqr[epoch]), float(a.grad_var[epoch])
+        w = (batch_size - lo) / (hi - lo)
+        return (float((1 - w) * a.grad_sqr[epoch] + w * b.grad_sqr[epoch]),
+                float((1 - w) * a.grad_var[epoch] + w * b.grad_var[epoch]))  # fmt: skip
+
+    def iterations_at(self, batch_size: float, epoch: int) -> float:
+        """Steps at ``batch_size`` after ``epoch`` ends (linear between the validated batch
+        sizes), as Optimus in Pollux's simulator counts a job's remaining work."""
+        lo, hi = self._between(batch_size)
+        a, b = self.validation[lo].iteration[epoch], self.validation[hi].iteration[epoch]
+        if lo == hi:
+            return float(a)
+        return float(((batch_size - lo) * b + (hi - batch_size) * a) / (hi - lo))
+
+    def gain(self, batch_size: float, epoch: int) -> float:
+        """Progress per step at ``batch_size`` in ``epoch``, in steps at the initial
+        batch size."""
+        sqr, var = self.grad_stats(batch_size, epoch)
+        scale = batch_size / self.init_batch_size
+        return (var + sqr) / (var / scale + sqr)
+
+    def step_times(self, placement: Sequence[int], local_bsz: float) -> tuple[float, float]:
+        """``(step, sync)`` seconds of one step at ``placement`` (GPUs per node) and
+        local batch ``local_bsz``: measured, linear in the local batch; else linear
+        between the measured points of (nodes, GPUs, local batch)."""
+        return _step_times(self, _placement_key(placement), float(local_bsz))
+
+    def config(self, replicas: int, batch_size: int) -> tuple[int, int]:
+        """``(atomic_bsz, accum_steps)`` of a job of fixed ``batch_size`` on ``replicas``
+        GPUs, as Pollux's simulator sets them."""
+        local = math.ceil(batch_size / replicas - 1e-8)
+        accum = math.ceil(local / self.max_local_bsz - 1e-8) - 1
+        if replicas == 1 and batch_size > self.init_batch_size:
+            accum = max(1, accum)
+        atomic = math.ceil(local / (accum + 1) - 1e-8)
+        return min(atomic, int(self.max_batch_size / (replicas * (accum + 1)))), accum
+
+    def seconds_per_step(self, placement: Sequence[int], atomic: int, accum: int) -> float:
+        """Seconds of one step (its accumulation steps included)."""
+        step, sync = self.step_times(placement, atomic)
+        return step + (step - sync) * accum
+
+    def goodput(self, placement: Sequence[int], atomic: int, accum: int, epoch: int) -> float:
+        """Progress per second at ``placement`` with ``atomic`` local batch and ``accum``
+        accumulation steps in ``epoch``."""
+        batch = sum(placement) * atomic * (accum + 1)
+        return self.gain(batch, epoch) / self.seconds_per_step(placement, atomic, accum)
+
+
+def _step_times(app: Application, key: str, local_bsz: float) -> tuple[float, float]:
+    """:meth:`Application.step_times` by placement key (cached per application)."""
+    return _cached_step_times(app, key, local_bsz)
+
+
+@cache
+def _cached_step_times(app: Application, key: str, local_bsz: float) -> tuple[float, float]:
+    if key in app.placements:
+        bsz, step, sync = app.placements[key]
+        return float(np.interp(local_bsz, bsz, step)), float(np.interp(local_bsz, bsz, sync))
+    digits = [int(c) for c in key]
+    nodes, replicas = min(len(digits), MAX_NODES_MEASURED), sum(digits)
+    out = _interpolator(app)([nodes, replicas, local_bsz])[0]
+    if not np.all(np.isfinite(out)):
+        raise InputError(f"{app.name}: no measured point around {replicas} GPUs on {nodes} "
+                         f"nodes at local batch {local_bsz:g}")  # fmt: skip
+    return float(out[0]), float(out[1])
+
+
+@cache
+def _interpolator(app: Application):  # type: ignore[no-untyped-def]
+    """Linear interpolation over the measured (nodes, GPUs, local batch) points."""
+    from scipy.interpolate import LinearNDInterpolator
+
+    return LinearNDInterpolator(app._points[:, :3], app._points[:, 3:])
+
+
+@cache
+def application(name: str, folder: str | None = None) -> Application:
+    """The application ``name`` from the profiles in ``folder`` (default: the catalog's),
+    read once."""
+    return Application(name, Path(folder) if folder else None)
+
+
+WORKLOAD_COLUMNS = ("name", "time", "application", "num_replicas", "batch_size")
+"""The columns of a Pollux workload (its artifact's ``workloads/*.csv``)."""
+
+DEFAULT_SET = "workloads"
+"""The set of the combined workload file whose workloads ``--workload NAME`` names."""
+
+
+def import_pollux(
+    path: str | Path, workload: str | None = None, nodes: int = 16, gpus_per_node: int = 4
+) -> dict[str, object]:
+    """A Pollux workload as a cluster-form instance of elastic jobs on ``nodes`` nodes of
+    ``gpus_per_node`` GPUs (Pollux's: 16 of 4 T4s). ``path``: one workload
+    (``name,time,application,num_replicas,batch_size``) or the combined file of several
+    (``set,workload,...``), of which ``workload`` picks one (``workload-6``: of the set
+    ``workloads``; ``workloads-2.0/workload-6``: of another). Every job starts on its
+    ``num_replicas`` GPUs at its ``batch_size`` (what the baselines keep; a policy that
+    decides may change both), released at its ``time``, restarting in its application's
+    rescale time.
+
+    Raises
+    ------
+    InputError
+        For a missing column, an unknown application, a bad number, or a workload the
+        file does not hold.
+    """
+    from planner.files import check_input_file
+
+    path = Path(path)
+    check_input_file(path)
+    with path.open(newline="") as f:
+        reader = csv.DictReader(f)
+        header = reader.fieldnames or []
+        missing = [c for c in WORKLOAD_COLUMNS if c not in header]
+        if missing:
+            raise InputError(f"not a Pollux workload: no column {missing[0]!r} (columns: "
+                             f"{', '.join(WORKLOAD_COLUMNS)})", str(path))  # fmt: skip
+        combined = "workload" in header
+        if combined and workload is None:
+            raise InputError("a file of several workloads: pick one with --workload", str(path))
+        if not combined and workload is not None:
+            raise InputError("--workload: the file holds one workload", str(path))
+        wanted = None
+        if workload is not None:
+            wanted = tuple(workload.split("/", 1)) if "/" in workload else (DEFAULT_SET, workload)
+        rows = [
+            r
+            for r in reader
+            if wanted is None or (r.get("set", DEFAULT_SET), r["workload"]) == wanted
+        ]
+    if not rows:
+        raise InputError(f"no workload {workload!r} in the file", str(path))
+    jobs = []
+    for k, row in enumerate(rows, start=2):
+        where = f"line {k}" if wanted is None else f"job {row['name']!r}"
+        app = row["application"]
+        if app not in APPLICATIONS:
+            raise InputError(f"unknown application {app!r}; Pollux's: {', '.join(APPLICATIONS)}",
+                             str(path), where)  # fmt: skip
+        try:
+            release, gpus, batch = (
+                float(row["time"]),
+                int(row["num_replicas"]),
+                int(row["batch_size"]),
+            )
+        except ValueError:
+            raise InputError("time, num_replicas and batch_size are numbers", str(path),
+                             where) from None  # fmt: skip
+        total = nodes * gpus_per_node
+        if release < 0 or gpus < 1 or gpus > total or batch < 1:
+            raise InputError(f"time {release:g}, {gpus} replicas, batch size {batch}: out of "
+                             f"range on {total} GPUs", str(path), where)  # fmt: skip
+        model = application(app)
+        stages = elastic_stages(app, gpus, batch)
+        jobs.append({
+            "name": row["name"], "gpus": gpus, "release": release,
+            "iterations": math.ceil(model.target_progress),
+            "stages": {"data": 0.0, "gpu": stages.gpu, "sync": stages.sync},
+            "restart": model.rescale_time,
+            "elastic": {"application": app, "batch_size": batch},
+        })  # fmt: skip
+    name = workload or path.stem
+    return {
+        "name": f"pollux-{name.replace('/', '-')}",
+        "time_unit": "1s",
+        "objective": "weighted_completion",
+        "cluster": {"nodes": [{"name": "node", "count": nodes, "gpu": gpus_per_node}]},
+        "jobs": jobs,
+    }
+
+
+def elastic_stages(application_name: str, gpus: int, batch_size: int | None) -> Stages:
+    """An elastic job's stages per unit of progress in its first epoch, at its batch size
+    (default: Pollux's first, ``max(M0, least local batch x GPUs)``) on its GPUs packed on
+    nodes of 4 (Pollux's): what the models without elasticity see of it."""
+    app = application(application_name)
+    batch = batch_size or max(app.init_batch_size, app.min_local_bsz * gpus)
+    atomic, accum = app.config(gpus, batch)
+    packed = [4] * (gpus // 4) + ([gpus % 4] if gpus % 4 else [])
+    step, sync = app.step_times(packed, atomic)
+    per = app.gain(gpus * atomic * (accum + 1), 0)
+    return Stages(0.0, (step - sync) * (accum + 1) / per, sync / per)

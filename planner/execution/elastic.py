@@ -1,0 +1,107 @@
+"""Elastic jobs in the executor: a job whose GPU count and batch configuration a policy
+chooses, at speeds from Pollux's job model (:mod:`planner.dl.pollux`).
+
+An elastic job's iterations are *progress*, counted in steps at its application's
+initial batch size (so runs at different GPU counts and batch sizes compare). On a GPU
+set its period (seconds per unit of progress) is its step time there, at its
+configuration (local batch, accumulation steps), over the step's gain at its batch size
+in its current epoch; its step time is the measured one at the set's placement (GPUs
+per node), through the interleaving model where it shares the set. Its speed changes at
+every epoch's start, so a running elastic job ends an interval there (the executor asks
+its policy again; a policy may choose another batch there, as Pollux does).
+
+A job's configuration is its policy's (``JobState.config``); without one, the fixed
+one of its ``batch_size`` (:meth:`~planner.dl.pollux.Application.config`), or for a job
+without one, Pollux's first: ``max(M0, least local batch x GPUs)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from planner.dl.pollux import Application, application
+from planner.interleave import Interleave, Stages
+
+EPSILON = 1e-7
+"""Progress within which a job is at an epoch's start."""
+
+
+@dataclass(frozen=True)
+class Elastic:
+    """What makes a job elastic: its Pollux application, the folder of the profiles
+    (``None``: the catalog's), and its fixed total batch size (``None``: its policy
+    chooses one)."""
+
+    application: str
+    batch_size: int | None = None
+    folder: str | None = None
+
+    @property
+    def app(self) -> Application:
+        """Its application's model."""
+        return application(self.application, self.folder)
+
+    def default_config(self, replicas: int) -> tuple[int, int]:
+        """``(local batch, accumulation steps)`` on ``replicas`` GPUs where no policy
+        chose (see the module docstring)."""
+        app = self.app
+        batch = self.batch_size
+        if batch is None:
+            batch = max(app.init_batch_size, app.min_local_bsz * replicas)
+        return app.config(replicas, batch)
+
+    def epoch(self, progress: float) -> int:
+        """The epoch a job at ``progress`` is in."""
+        return self.app.epoch_of(progress + EPSILON)
+
+    def next_epoch(self, progress: float) -> float:
+        """The progress at which the epoch after ``progress``'s starts."""
+        app = self.app
+        return app.progress_at(min(self.epoch(progress) + 1, app.max_epochs))
+
+
+def placement(where: Sequence[tuple[int, Sequence[int]]]) -> tuple[int, ...]:
+    """A GPU set's GPUs per node."""
+    return tuple(len(ids) for _, ids in where if ids)
+
+
+def step_stages(
+    elastic: Elastic, where: Sequence[tuple[int, Sequence[int]]], config: tuple[int, int]
+) -> Stages:
+    """One step of an elastic job on ``where`` at ``config`` as stages: compute (its
+    accumulation steps included) and synchronisation."""
+    atomic, accum = config
+    step, sync = elastic.app.step_times(placement(where), atomic)
+    return Stages(0.0, (step - sync) * (accum + 1), sync)
+
+
+def gain(elastic: Elastic, replicas: int, config: tuple[int, int], progress: float) -> float:
+    """Progress per step at ``config`` on ``replicas`` GPUs at ``progress``."""
+    atomic, accum = config
+    return elastic.app.gain(replicas * atomic * (accum + 1), elastic.epoch(progress))
+
+
+def elastic_periods(
+    members: Sequence[tuple[Elastic | None, Stages, float, tuple[int, int] | None, float]],
+    where: Sequence[tuple[int, Sequence[int]]],
+    model: Interleave,
+) -> list[float]:
+    """The periods of jobs sharing ``where``, each given as (its elastic spec or ``None``,
+    its stages, its period alone, its configuration, its progress): an elastic member's
+    stages are its step's there, its period over its gain."""
+    stages, alone, gains = [], [], []
+    replicas = sum(placement(where))
+    for spec, fixed, own, config, progress in members:
+        if spec is None:
+            stages.append(fixed)
+            alone.append(own)
+            gains.append(1.0)
+            continue
+        cfg = config or spec.default_config(replicas)
+        step = step_stages(spec, where, cfg)
+        stages.append(step)
+        alone.append(step.total)
+        gains.append(gain(spec, replicas, cfg, progress))
+    periods = model.periods(stages, alone=alone)
+    return [p / g for p, g in zip(periods, gains, strict=True)]
