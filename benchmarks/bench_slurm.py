@@ -4,9 +4,11 @@ against Slurm's own scheduling. Needs a running Slurm whose nodes are ``node1`` 
 nodes of 8). Run from the repository's top folder::
 
     python benchmarks/bench_slurm.py [--jobs 40] [--seed 5] [--scale 0.001] [--runs 2]
+        [--objectives makespan,weighted_completion]
 
 1. **The plan in Slurm.** A seeded batch (``planner generate``), planned by ``planner
-   solve --no-preempt`` (the executor's model: fluid, Muri's slowdown factors), launched
+   solve --no-preempt`` at each objective (makespan; weighted_completion: mean JCT; the
+   executor's model: fluid, Muri's slowdown factors), launched
    ``--runs`` times at ``--scale`` (``planner launch``): planned and realized makespan and
    mean JCT (the plan's seconds), Slurm's delay per job.
 2. **Slurm's own.** The same jobs, each asking its GPUs (``-N`` nodes of whole GPUs for a
@@ -56,6 +58,21 @@ def plan(instance: Path, out: Path) -> tuple[float, float]:
     return data["makespan"], data["mean_jct"]
 
 
+HEAD = (
+    "| run | planned makespan (s) | realized | planned mean JCT (s) | realized | "
+    "Slurm's delay per job, mean / max (wall s) | placement | starts | wall |"
+)
+"""The head of a table of launches."""
+
+
+def with_objective(instance: Path, objective: str, out: Path) -> Path:
+    """A copy of ``instance`` at ``objective``."""
+    data = yaml.safe_load(instance.read_text())
+    data["objective"] = objective
+    out.write_text(yaml.safe_dump(data, sort_keys=False))
+    return out
+
+
 def launched(instance: Path, plan_file: Path, scale: float, label: str) -> dict[str, float]:
     """Launch a plan once; its figures (printed as one row)."""
     dispatch = dispatch_file(plan_file)
@@ -78,7 +95,7 @@ def launched(instance: Path, plan_file: Path, scale: float, label: str) -> dict[
     }  # fmt: skip
     print(f"| {label} | {out['planned makespan']:,.0f} | {out['realized makespan']:,.0f} | "
           f"{out['planned mean JCT']:,.0f} | {out['realized mean JCT']:,.0f} | "
-          f"{out['delay mean']:.2f} / {out['delay max']:.0f} | {rows['placement']}; "
+          f"{out['delay mean']:.2f} / {out['delay max']:.0f} | {rows['placement']} | "
           f"{rows['starts']} | {time.monotonic() - started:.0f} s |", flush=True)  # fmt: skip
     return out
 
@@ -145,24 +162,24 @@ def main() -> None:
     parser.add_argument("--gpus-per-node", type=int, default=8)
     parser.add_argument("--scale", type=float, default=0.001)
     parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--objectives", default="makespan,weighted_completion")
     args = parser.parse_args()
+    objectives = args.objectives.split(",")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         instance = folder / "batch.yaml"
         data = generate_batch(args.jobs, args.seed, args.nodes, args.gpus_per_node)
         instance.write_text(yaml.safe_dump(data, sort_keys=False))
-        planned = plan(instance, folder / "plan.json")
         print(f"batch: {args.jobs} jobs (seed {args.seed}) on {args.nodes} x "
-              f"{args.gpus_per_node} GPUs; plan (solve --no-preempt): makespan "
-              f"{planned[0]:,.0f} s, mean JCT {planned[1]:,.0f} s; time scale {args.scale:g} "
-              f"(Slurm's whole seconds: {1 / args.scale:,.0f} s of the plan's)\n")  # fmt: skip
-        print(
-            "| run | planned makespan (s) | realized | planned mean JCT (s) | realized | "
-            "Slurm's delay per job, mean / max (wall s) | placement | wall |"
-        )
-        print("|---|---|---|---|---|---|---|---|")
-        for r in range(args.runs):
-            launched(instance, folder / "plan.json", args.scale, f"plan, launch {r + 1}")
+              f"{args.gpus_per_node} GPUs; time scale {args.scale:g} (Slurm's whole "
+              f"seconds: {1 / args.scale:,.0f} s of the plan's)\n")  # fmt: skip
+        print(HEAD + "\n" + "|---" * 9 + "|")
+        for objective in objectives:
+            chosen = with_objective(instance, objective, folder / f"batch-{objective}.yaml")
+            plan(chosen, folder / f"plan-{objective}.json")
+            for r in range(args.runs):
+                launched(chosen, folder / f"plan-{objective}.json", args.scale,
+                         f"plan ({objective}), launch {r + 1}")  # fmt: skip
         workload = jobs_from_instance(instance)
         print(
             "\n| Slurm's own (backfill, submitted at once) | makespan (s) | mean JCT (s) | wall |"
@@ -184,21 +201,17 @@ def main() -> None:
         sinfo.write_text(f"NODELIST CPUS MEMORY GRES\nnode[1-{args.nodes}] 32 256000 "
                          f"gpu:{args.gpus_per_node}\n")  # fmt: skip
         said = planner_cli("import", "slurm", sacct, "--nodes", sinfo, "-o", hist)
-        h_plan = plan(hist, folder / "history-plan.json")
         said = said.strip().replace(f"{sacct} -> {hist} ", "")
         print(f"\nhistory (Slurm's own run 1, as sacct): {said}; it did makespan "
-              f"{fig['makespan']:,.0f} s, mean JCT {fig['mean JCT']:,.0f} s; the plan "
-              f"(solve --no-preempt, jobs of compute only): {h_plan[0]:,.0f} s, "
-              f"{h_plan[1]:,.0f} s\n")  # fmt: skip
-        print(
-            "| run | planned makespan (s) | realized | planned mean JCT (s) | realized | "
-            "Slurm's delay per job, mean / max (wall s) | placement | wall |"
-        )
-        print("|---|---|---|---|---|---|---|---|")
-        for r in range(args.runs):
-            launched(
-                hist, folder / "history-plan.json", args.scale, f"history's plan, launch {r + 1}"
-            )
+              f"{fig['makespan']:,.0f} s, mean JCT {fig['mean JCT']:,.0f} s; its plans "
+              "(solve --no-preempt; jobs of compute only, as Slurm knows them):\n")  # fmt: skip
+        print(HEAD + "\n" + "|---" * 9 + "|")
+        for objective in objectives:
+            chosen = with_objective(hist, objective, folder / f"history-{objective}.yaml")
+            plan(chosen, folder / f"history-plan-{objective}.json")
+            for r in range(args.runs):
+                launched(chosen, folder / f"history-plan-{objective}.json", args.scale,
+                         f"history's plan ({objective}), launch {r + 1}")  # fmt: skip
 
 
 if __name__ == "__main__":

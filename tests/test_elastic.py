@@ -16,7 +16,7 @@ from planner.app.cli import app
 from planner.dl.pollux import application
 from planner.errors import InputError
 from planner.execution.audit import audit
-from planner.execution.elastic import Elastic
+from planner.execution.elastic import Elastic, elastic_figures
 from planner.execution.jobs import PeerJob, jobs_from_instance
 from planner.interleave import Interleave, Stages
 from tests.conftest import INSTANCES, lines
@@ -204,3 +204,28 @@ def test_the_elastic_policies_refuse_fixed_jobs() -> None:
             planner.run_policy([fixed], policy, nodes=1, gpus_per_node=4, interleave=ALONE)
         assert str(err.value) == (f"policy {policy} runs elastic jobs (planner import pollux "
                                   "writes them); job 'a' is not")  # fmt: skip
+
+
+def test_only_resizing_reaches_the_best_mean_jct_of_two_jobs() -> None:
+    # a cifar10 and a bert job on one node of 4 GPUs: every fixed GPU count of each (run
+    # together where they fit, else one after the other) against goodput, which gives
+    # the GPUs to the shorter job first and all four to the other once it ends
+    def job(app: str, gpus: int) -> PeerJob:
+        model = application(app)
+        return PeerJob(f"{app}", gpus, model.target_progress, Stages(0, 1, 0), 1.0, 1.0,  # type: ignore[arg-type]
+                       restart=model.rescale_time, elastic=Elastic(app))  # fmt: skip
+
+    fixed = []
+    for n in range(1, 5):
+        for m in range(1, 5):
+            jobs = [job("cifar10", n), job("bert", m)]
+            result = planner.run_policy(jobs, "pollux-tiresias", nodes=1, gpus_per_node=4,
+                                        interleave=ALONE)  # fmt: skip
+            assert audit(result, jobs, 4) == []
+            fixed.append(result.mean_jct)
+    jobs = [job("cifar10", 1), job("bert", 1)]
+    elastic = planner.run_policy(jobs, "goodput", nodes=1, gpus_per_node=4, interleave=ALONE)
+    assert audit(elastic, jobs, 4) == []
+    assert elastic.mean_jct < 0.9 * min(fixed)
+    figures = elastic_figures(elastic.trace, {"cifar10", "bert"})
+    assert figures is not None and figures.resizes["bert"] >= 1 and figures.most == 4

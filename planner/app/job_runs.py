@@ -344,6 +344,9 @@ def _run_rows(
     allocation = allocation_row(run, jobs)
     if allocation is not None:
         rows.append(allocation)
+    elastic = elastic_row(run, jobs)
+    if elastic is not None:
+        rows.append(elastic)
     rows += [
         ("groups", f"{share} of job-intervals by group size"),
         ("events", run.events),
@@ -372,6 +375,24 @@ def allocation_row(run: Any, jobs: Sequence[Any]) -> tuple[str, str] | None:
         "allocation",
         f"{by}: {100 * figures.cpu:.0f}% of the nodes' CPU cores and {100 * figures.mem:.0f}% "
         f"of their memory held on average{speed}",
+    )
+
+
+def elastic_row(run: Any, jobs: Sequence[Any]) -> tuple[str, str] | None:
+    """The ``elastic`` line of a run with elastic jobs: how many, how often their GPU
+    counts changed, the most GPUs one held, their GPU-hours (``None``: no elastic job)."""
+    from planner.execution.elastic import elastic_figures
+
+    figures = elastic_figures(run.trace, {j.name for j in jobs if j.elastic is not None})
+    if figures is None:
+        return None
+    counts = list(figures.resizes.values())
+    resized = sum(1 for c in counts if c)
+    return (
+        "elastic",
+        f"{figures.jobs} jobs; {resized} resized, {sum(counts)} times in all (at most "
+        f"{max(counts)} one job); up to {figures.most} GPUs a job; "
+        f"{figures.gpu_hours:,.1f} GPU-hours",
     )
 
 

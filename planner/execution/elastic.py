@@ -52,8 +52,8 @@ class Elastic:
         return app.config(replicas, batch)
 
     def epoch(self, progress: float) -> int:
-        """The epoch a job at ``progress`` is in."""
-        return self.app.epoch_of(progress + EPSILON)
+        """The epoch a job at ``progress`` is in (its last at its end)."""
+        return min(self.app.epoch_of(progress + EPSILON), self.app.max_epochs - 1)
 
     def next_epoch(self, progress: float) -> float:
         """The progress at which the epoch after ``progress``'s starts."""
@@ -105,3 +105,44 @@ def elastic_periods(
         gains.append(gain(spec, replicas, cfg, progress))
     periods = model.periods(stages, alone=alone)
     return [p / g for p, g in zip(periods, gains, strict=True)]
+
+
+@dataclass(frozen=True)
+class ElasticFigures:
+    """What a run did with its elastic jobs: how many, their GPU counts' changes
+    (``resizes``: per job, the times its GPU count changed between two intervals it ran),
+    the most GPUs any held, and the GPU-hours they held."""
+
+    jobs: int
+    resizes: dict[str, int]
+    most: int
+    gpu_hours: float
+
+
+def elastic_figures(
+    trace: Sequence[
+        tuple[float, Sequence[tuple[Sequence[str], float, Sequence[tuple[int, Sequence[int]]]]]]
+    ],
+    elastic: set[str],
+) -> ElasticFigures | None:
+    """The :class:`ElasticFigures` of a run's ``trace`` (as
+    :attr:`~planner.execution.executor.PeerRun.trace`) for the jobs named in ``elastic``
+    (``None``: there are none)."""
+    if not elastic:
+        return None
+    last: dict[str, int] = {}
+    resizes = dict.fromkeys(sorted(elastic), 0)
+    most, seconds = 0, 0.0
+    for k, (t, groups) in enumerate(trace):
+        end = trace[k + 1][0] if k + 1 < len(trace) else t
+        for names, _, where in groups:
+            gpus = sum(len(ids) for _, ids in where)
+            for name in names:
+                if name not in elastic:
+                    continue
+                if name in last and last[name] != gpus:
+                    resizes[name] += 1
+                last[name] = gpus
+                most = max(most, gpus)
+                seconds += gpus * (end - t)
+    return ElasticFigures(len(elastic), resizes, most, seconds / 3600)

@@ -1,17 +1,18 @@
 """``goodput``: ours, for elastic jobs (:mod:`planner.execution.elastic`): GPU counts and
-batch sizes by goodput, in Pollux's 60-second rounds.
+batch sizes by goodput, decided every 60 seconds and at every arrival and end.
 
-At every round each job's *speed-up* on ``n`` GPUs is its best goodput on ``n`` GPUs
+At every decision each job's *speed-up* on ``n`` GPUs is its best goodput on ``n`` GPUs
 packed on the fewest nodes (over the batch sizes its application allows, with gradient
 accumulation; in its current epoch) over its goodput on one GPU. The GPUs then go one
-at a time to the job whose speed-up gains the most per second of its remaining time
-alone (a job on none first gains its whole speed-up on one): Smith's rule on marginal
-goodput, which serves short jobs first and spends GPUs where they scale. A job keeps
-its GPU count unless the round's count differs by more than :data:`HYSTERESIS` of its
-speed-up (a change costs its rescale time). Jobs are then placed, largest first, on
-the nodes whose free GPUs fit them most tightly, kept where their count stayed; a job
-runs at the configuration of best goodput there, chosen anew at every epoch's start
-(Pollux's simulator does the same, free of charge).
+at a time to the job whose speed-up gains the most per second of its remaining time on
+one GPU (a job on none gains its whole speed-up on one): Smith's rule on marginal
+goodput, which serves short jobs first and spends GPUs where they scale. A running job
+keeps its GPU count where the new one would change its speed-up by at most
+:data:`HYSTERESIS` (a change costs its rescale time). Jobs are then placed, largest
+first, on the nodes whose free GPUs fit them most tightly, kept where their count
+stayed; a job runs at the configuration of best goodput there, chosen anew at every
+epoch's start (Pollux's simulator does the same, free of charge). Unlike Pollux's
+rounds, an arrival or an end is decided at once: GPUs do not idle to the next round.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import numpy as np
 from planner.dl.pollux import Application
 from planner.execution.elastic import placement
 from planner.execution.jobs import Where
-from planner.execution.policies.base import Cluster, JobState
+from planner.execution.policies.base import Cluster, Context, JobState
 from planner.execution.policies.pollux import PolluxRounds
 
 HYSTERESIS = 0.1
@@ -90,7 +91,7 @@ class Goodput(PolluxRounds):
         jobs = [s for s in jobs if s.job.elastic is not None]
         most = {s.idx: min(left, self._most(s)) for s in jobs}
         curve = {s.idx: self.speedups(s, most[s.idx]) for s in jobs}
-        size = {s.idx: max(s.remaining * s.alone, 1.0) for s in jobs}
+        size = {s.idx: self._time_left(s) for s in jobs}
         count = dict.fromkeys(curve, 0)
         while left > 0:
             best, pick = 0.0, None
@@ -112,6 +113,13 @@ class Goodput(PolluxRounds):
             if abs(c[n] - c[have]) <= HYSTERESIS * c[have]:
                 count[idx] = have
         return self._place(count, cluster)
+
+    def _time_left(self, s: JobState) -> float:
+        """``s``'s seconds left on one GPU at its best goodput in its current epoch."""
+        spec = s.job.elastic
+        assert spec is not None
+        rate = best_config(spec.app, (1,), spec.epoch(s.progress))[0]
+        return max(s.remaining / rate, 1.0) if rate > 0 else math.inf
 
     def _most(self, s: JobState) -> int:
         """The most GPUs ``s`` may use: its application's largest batch over its least
@@ -147,6 +155,17 @@ class Goodput(PolluxRounds):
                 need -= len(ids)
             out[idx] = tuple(parts)
         return out
+
+    def due(self, arrived: list[JobState]) -> bool:
+        """Decide anew where a job arrived or ended since the last decision, too."""
+        now = frozenset(s.idx for s in arrived)
+        changed, self.seen = now != self.seen, now
+        return changed
+
+    def start(self, context: Context) -> None:
+        """A run starts: no job seen."""
+        super().start(context)
+        self.seen: frozenset[int] = frozenset()
 
     def configure(self, job: JobState, where: Where) -> None:
         """The configuration of best goodput on ``where`` in ``job``'s current epoch."""

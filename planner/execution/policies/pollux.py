@@ -64,9 +64,10 @@ class PolluxRounds(Policy):
         here = {s.idx: s for s in jobs}
         for idx in [i for i in self.placed if i not in here]:
             del self.placed[idx]
-        if t >= self.next_round - 1e-9:
+        arrived = [s for s in jobs if s.job.release <= t + 1e-9]
+        fresh = self.due(arrived)
+        if t >= self.next_round - 1e-9 or fresh:
             self.next_round = (math.floor(t / ROUND + 1e-9) + 1) * ROUND
-            arrived = [s for s in jobs if s.job.release <= t + 1e-9]
             new = self.decide(t, arrived, cluster)
             for idx, where in new.items():
                 if self.placed.get(idx) != where:
@@ -83,6 +84,10 @@ class PolluxRounds(Policy):
     def decide(self, t: float, jobs: list[JobState], cluster: Cluster) -> dict[int, Where]:
         """The round's allocation: per job that runs, its GPU set."""
         raise NotImplementedError
+
+    def due(self, arrived: list[JobState]) -> bool:
+        """Whether to decide anew between rounds (Pollux's simulator: never)."""
+        return False
 
     def configure(self, job: JobState, where: Where) -> None:
         """Set ``job``'s configuration on ``where`` before it runs an interval there (by
