@@ -8,12 +8,13 @@ import dataclasses
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
 import planner
 from planner.app.cli import app
-from planner.dl.pollux import application
+from planner.dl.pollux import GoodputModel, application, fit_perf_params
 from planner.errors import InputError
 from planner.execution.audit import audit
 from planner.execution.elastic import Elastic, elastic_figures
@@ -229,3 +230,50 @@ def test_only_resizing_reaches_the_best_mean_jct_of_two_jobs() -> None:
     assert elastic.mean_jct < 0.9 * min(fixed)
     figures = elastic_figures(elastic.trace, {"cifar10", "bert"})
     assert figures is not None and figures.resizes["bert"] >= 1 and figures.most == 4
+
+
+def test_pollux_goodput_function_against_hand_computed_values() -> None:
+    # T = s (a_c + b_c b) + ((a_c + b_c b)^g + T_net^g)^(1/g); 2 nodes, 8 replicas, local
+    # batch 32, 1 accumulation step: T_net = a_n + b_n (8 - 2)
+    params = (0.01, 0.001, 0.05, 0.002, 0.02, 0.001, 2.0)
+    model = GoodputModel(params, sqr=1.0, var=3.0, init=128)
+    compute = 0.01 + 0.001 * 32
+    network = 0.05 + 0.002 * 6
+    step = 1 * compute + math.sqrt(compute**2 + network**2)
+    batch = 8 * 32 * 2
+    assert model.throughput(np.array(2), np.array(8), np.array(32), np.array(1)) == \
+        pytest.approx(batch / step)  # fmt: skip
+    gain = (3.0 + 1.0) / (3.0 / (batch / 128) + 1.0)
+    assert model.efficiency(np.array(batch)) == pytest.approx(gain / (batch / 128))
+    # within a node: the intra-node terms; one replica: no network to speak of
+    assert model.throughput(np.array(1), np.array(4), np.array(32), np.array(0)) == \
+        pytest.approx(4 * 32 / math.sqrt(compute**2 + (0.02 + 0.001 * 2) ** 2))  # fmt: skip
+    goodput, atomic, accum = model.optimize(np.array([1]), np.array([1]), 4096, (32, 1024))
+    assert 32 <= atomic[0] <= 1024 and accum[0] >= 0 and goodput[0] > 0
+
+
+def test_a_fit_recovers_the_parameters_of_its_points() -> None:
+    params = (0.02, 0.0005, 0.08, 0.004, 0.03, 0.002, 1.5)
+    truth = GoodputModel(params, 1.0, 1.0, 128)
+    points = {}
+    for nodes, replicas, local in [(1, 1, 64), (1, 2, 64), (1, 4, 128), (2, 8, 64), (4, 16, 32),
+                                   (1, 3, 256), (2, 6, 128)]:  # fmt: skip
+        compute = params[0] + params[1] * local
+        optim = replicas * local / truth.throughput(np.array(nodes), np.array(replicas),
+                                                    np.array(local), np.array(0))  # fmt: skip
+        points[(nodes, replicas, local)] = (float(optim), float(optim - compute))
+    fitted = GoodputModel(fit_perf_params(points), 1.0, 1.0, 128)
+    for (nodes, replicas, local), (step, _) in points.items():
+        got = replicas * local / fitted.throughput(np.array(nodes), np.array(replicas),
+                                                   np.array(local), np.array(0))  # fmt: skip
+        assert got == pytest.approx(step, rel=0.05)
+
+
+def test_pollux_learns_and_runs_elastic_jobs_audited() -> None:
+    jobs = [one("cifar10", 1, 128), one("bert", 1, 12, release=30.0), one("ncf", 1, 32768)]
+    result = planner.run_policy(jobs, "pollux", nodes=2, gpus_per_node=4, interleave=ALONE)
+    assert result.finished and audit(result, jobs, 8) == []
+    configs = {c[jobs[0].name] for c in result.configs if jobs[0].name in c}
+    assert len(configs) > 1  # it chose other batches as it learned
+    ncf = [c[jobs[2].name] for c in result.configs if jobs[2].name in c]
+    assert all(atomic * (accum + 1) == 32768 for atomic, accum in ncf)  # on one GPU

@@ -268,7 +268,7 @@ BAD = [
     (["online", P, "--baseline", "nope"], "unknown policy 'nope'; choose one of "
      "fifo, srtf, srsf, tiresias, muri-s, muri-l, lp-groups, srsf-pack, jct-groups, ftf-groups, "
      "fair-groups, het-srpt, het-makespan, grid-srtf, grid-srtf-events, batch-lpt, batch-srtf, "
-     "batch-fifo, pollux-tiresias, pollux-optimus, goodput; Gavel's gavel-fifo, "
+     "batch-fifo, pollux-tiresias, pollux-optimus, pollux, goodput; Gavel's gavel-fifo, "
      "gavel-max-min-fairness, "
      "gavel-min-total-duration, gavel-finish-time-fairness, each also -perf or -packed, and "
      "gavel-gandiva; Synergy's synergy-fifo, synergy-srtf and synergy-las, each -fair, "

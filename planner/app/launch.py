@@ -254,8 +254,8 @@ def launch(
         where = folder or Path(scratch)
         zero = datetime.now().replace(microsecond=0) + timedelta(seconds=math.ceil(LEAD))
         scripts = export_slurm(plan, workload, where, command, time_scale, zero=zero)
-        ids = submit(where.resolve(), scripts)
-        by_id = dict(zip(ids, (j.name for j in workload.jobs), strict=True))
+        ids = submit(where.resolve(), [script for _, script in scripts])
+        by_id = dict(zip(ids, (name for name, _ in scripts), strict=True))
         seen: dict[str, Realized] = {}
         deadline = time.monotonic() + limit
         try:
@@ -276,6 +276,7 @@ def launch(
         source = "sacct" if from_sacct(ids, seen) else "scontrol"
     asked = {j.name: float(math.floor(placed[j.name].start * time_scale)) for j in workload.jobs}
     realized = {by_id[i]: seen.get(i, Realized(i)) for i in ids}
+    realized = {j.name: realized[j.name] for j in workload.jobs}
     return Launch(workload, placed, realized, zero, time_scale, source, asked)
 
 

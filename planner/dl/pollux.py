@@ -338,3 +338,121 @@ def elastic_stages(application_name: str, gpus: int, batch_size: int | None) -> 
     step, sync = app.step_times(packed, atomic)
     per = app.gain(gpus * atomic * (accum + 1), 0)
     return Stages(0.0, (step - sync) * (accum + 1) / per, sync / per)
+
+
+@dataclass(frozen=True)
+class GoodputModel:
+    """Pollux's model of a job's goodput that its scheduler plans with: throughput from
+    fitted ``params`` (``alpha_c, beta_c`` compute; ``alpha_n, beta_n`` network across
+    nodes; ``alpha_r, beta_r`` within a node; ``gamma`` their overlap), efficiency from the
+    gradient's ``sqr`` and ``var`` at the initial batch size ``init``."""
+
+    params: tuple[float, ...]
+    sqr: float
+    var: float
+    init: int
+
+    def throughput(self, nodes: np.ndarray, replicas: np.ndarray, atomic: np.ndarray,
+                   accum: np.ndarray) -> np.ndarray:  # fmt: skip
+        """Samples per second."""
+        a_c, b_c, a_n, b_n, a_r, b_r, gamma = self.params
+        compute = a_c + b_c * atomic
+        network = _network(nodes, replicas, (a_n, b_n, a_r, b_r))
+        optim = (compute**gamma + network**gamma) ** (1 / gamma)
+        return replicas * atomic * (accum + 1) / (accum * compute + optim)
+
+    def efficiency(self, batch: np.ndarray) -> np.ndarray:
+        """Progress per sample at ``batch``, over that at the initial batch size."""
+        scale = batch / self.init
+        denom = self.var / scale + self.sqr
+        gain = np.where(denom > 0, (self.var + self.sqr) / np.where(denom > 0, denom, 1), 1.0)
+        return gain / scale
+
+    def optimize(self, nodes: np.ndarray, replicas: np.ndarray, most: int,
+                 local: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+        """Per (nodes, replicas): the best goodput over 50 total batch sizes (geometric,
+        from ``max(init, least local x replicas)`` to ``most``), with accumulation steps
+        where a local batch exceeds ``local``'s largest (one GPU above the initial batch:
+        at least one); its local batch and accumulation steps (Pollux's ``optimize``)."""
+        nodes = np.asarray(nodes, dtype=float).ravel()
+        replicas = np.asarray(replicas, dtype=float).ravel()
+        lo, hi = local
+        least = np.maximum(self.init, lo * replicas)
+        batch = np.geomspace(least, np.maximum(most, least))
+        per = batch / replicas
+        eps = 1e-8
+        accum = np.ceil(per / hi - eps) - 1
+        accum = np.where((replicas == 1) & (per > self.init + eps), np.maximum(accum, 1), accum)
+        accum = accum.astype(int)
+        atomic = np.ceil(per / (accum + 1) - eps).astype(int)
+        goodput = self.throughput(nodes, replicas, atomic, accum) * self.efficiency(
+            replicas * atomic * (accum + 1)
+        )
+        goodput = np.where((lo <= atomic) & (atomic <= hi), goodput, 0.0)
+        best = np.argmax(goodput, axis=0)
+        cols = np.arange(goodput.shape[1])
+        return goodput[best, cols], atomic[best, cols], accum[best, cols]
+
+
+def _network(nodes: np.ndarray, replicas: np.ndarray, params: tuple[float, ...]) -> np.ndarray:
+    """Pollux's network time: across nodes where there are several, within a node where
+    there are several replicas, a constant plus a term growing past 2 replicas."""
+    a_n, b_n, a_r, b_r = params
+    conds = [nodes > 1, replicas > 1]
+    bottleneck = np.select(conds, [a_n, a_r], 1e-8)
+    retro = np.select(conds, [b_n, b_r], 1e-8) * np.maximum(replicas - 2, 1e-8)
+    return bottleneck + retro
+
+
+def fit_perf_params(points: dict[tuple[int, int, int], tuple[float, float]]) -> tuple[float, ...]:
+    """Pollux's throughput parameters fitted to the ``points`` a job has run at ((nodes,
+    replicas, local batch) -> (step, sync) seconds): least squares of the logs of the
+    compute and step times, regularised as Pollux does; parameters its points cannot
+    show are held at their floor (its ``fit_perf_params``)."""
+    from scipy.optimize import Bounds, minimize
+
+    keys = np.array(list(points), dtype=float)
+    values = np.array(list(points.values()), dtype=float)
+    nodes, replicas, atomic = keys[:, 0], keys[:, 1], keys[:, 2]
+    step = values[:, 0]
+    compute = step - values[:, 1]
+    params = [1e-1, 1e-2] * 3 + [1.0 + 1e-3]
+    lower = [1e-8, 1e-8] * 3 + [1.0]
+    upper = [np.inf, np.inf] * 3 + [10.0]
+    if len(np.unique(atomic)) == 1:
+        params[0] = upper[0] = lower[0] = float(np.mean(compute) / 2)
+    if not np.any(nodes > 1):
+        params[2], upper[2], params[3], upper[3] = lower[2], lower[2], lower[3], lower[3]
+    if not np.any((nodes == 1) & (replicas > 1)):
+        params[4], upper[4], params[5], upper[5] = lower[4], lower[4], lower[5], lower[5]
+    if not np.any(replicas > 2):
+        params[3] = upper[3] = lower[3]
+        params[5] = upper[5] = lower[5]
+
+    def objective(p: np.ndarray) -> float:
+        a_c, b_c, a_n, b_n, a_r, b_r, gamma = p
+        pred_compute = a_c + b_c * atomic
+        network = _network(nodes, replicas, (a_n, b_n, a_r, b_r))
+        log_optim = np.log(pred_compute**gamma + network**gamma) / gamma
+        err1 = np.sqrt(np.mean((np.log(pred_compute) - np.log(compute)) ** 2))
+        err2 = np.sqrt(np.mean((log_optim - np.log(step)) ** 2))
+        reg = 1e-3 * (gamma - 1) ** 2 + 1e-2 * ((b_n / a_n) ** 2 + (b_r / a_r) ** 2)
+        return float(err1 + err2 + reg)
+
+    fixed = [lo == hi for lo, hi in zip(lower, upper, strict=True)]
+    free = [k for k, f in enumerate(fixed) if not f]
+    x0 = np.array(params, dtype=float)
+
+    def sub(x: np.ndarray) -> float:
+        full = x0.copy()
+        full[free] = x
+        return objective(full)
+
+    bounds = Bounds([lower[k] for k in free], [upper[k] for k in free])
+    result = minimize(sub, x0[free], method="L-BFGS-B", bounds=bounds)
+    out = x0.copy()
+    out[free] = result.x
+    if not np.any(nodes > 1):  # a prior: across nodes at least as slow as within one
+        out[2] = max(out[2], out[4] * 1.1)
+        out[3] = max(out[3], out[5] * 1.1)
+    return tuple(float(v) for v in out)

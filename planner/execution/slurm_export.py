@@ -15,7 +15,9 @@ from its start to its end, on one GPU set. Each job becomes ``DIR/jobs/JOB.sh``:
 - its command: the user's template (``{job}``, ``{gpus}``, ``{seconds}`` filled in), by
   default ``sleep`` of its planned run time.
 
-``DIR/submit.sh`` submits them all with ``sbatch``.
+``DIR/submit.sh`` submits them all with ``sbatch``, in the order of their planned starts
+(Slurm's priority is its submission order: a job that waits for its nodes holds back
+the jobs submitted after it that need them).
 """
 
 from __future__ import annotations
@@ -90,9 +92,10 @@ def export_slurm(
     command: str = DEFAULT_COMMAND,
     time_scale: float = 1.0,
     zero: datetime | None = None,
-) -> list[str]:
+) -> list[tuple[str, str]]:
     """Write ``plan``'s batch scripts and ``submit.sh`` into ``folder`` (see the module
-    docstring); the scripts' names (``jobs/NAME.sh``), in the workload's order.
+    docstring); per job its name and its script's (``jobs/NAME.sh``), in the order of the
+    jobs' planned starts, which ``submit.sh`` keeps.
 
     ``zero``: the local time of day at which the plan's time 0 falls (``--begin`` as that
     time plus the scaled start); by default the moment each job is submitted.
@@ -119,7 +122,9 @@ def export_slurm(
     except OSError as exc:
         raise OutputError(f"cannot write: {exc.strerror or exc}", str(folder)) from None
     scripts = []
-    for job in workload.jobs:
+    # submitted in the order of their planned starts: Slurm's priority is its submission
+    # order, and a job that waits for its nodes holds back those submitted after it
+    for job in sorted(workload.jobs, key=lambda j: (placed[j.name].start, j.name)):
         p = placed[job.name]
         nodes = [names[k] for k, _ in p.where]
         counts = {len(ids) for _, ids in p.where}
@@ -152,15 +157,15 @@ def export_slurm(
         ]
         script = f"jobs/{name}.sh"
         write_text(folder / script, "\n".join(lines) + "\n")
-        scripts.append(script)
+        scripts.append((job.name, script))
     submit = ["#!/bin/bash", "set -euo pipefail", 'cd "$(dirname "$0")"']
-    submit += [f"sbatch --parsable {shlex.quote(s)}" for s in scripts]
+    submit += [f"sbatch --parsable {shlex.quote(s)}" for _, s in scripts]
     write_text(folder / "submit.sh", "\n".join(submit) + "\n")
     (folder / "submit.sh").chmod(0o755)
     return scripts
 
 
-def export_line(scripts: list[str], plan: DispatchPlan, workload: Workload) -> str:
+def export_line(scripts: list[tuple[str, str]], plan: DispatchPlan, workload: Workload) -> str:
     """What :func:`export_slurm` wrote, as one line: the scripts, and the jobs that share
     GPUs across several GPUs (they ask whole GPUs, so Slurm does not overlap them)."""
     placed = placements(plan, workload)

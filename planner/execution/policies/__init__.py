@@ -42,7 +42,7 @@ from planner.execution.policies.jct_groups import JctGroups
 from planner.execution.policies.lp_groups import LpGroups
 from planner.execution.policies.muri import MuriL, MuriS
 from planner.execution.policies.plan import PlanDispatch
-from planner.execution.policies.pollux import PolluxOptimus, PolluxTiresias
+from planner.execution.policies.pollux import Pollux, PolluxOptimus, PolluxTiresias
 from planner.execution.policies.srsf_pack import SrsfPack
 from planner.execution.policies.srtf import Fifo, Srsf, Srtf
 from planner.execution.policies.synergy import SYNERGY_CLASSES
@@ -85,6 +85,7 @@ POLICIES: dict[str, type[Policy]] = {
     "batch-fifo": BatchFifo,
     "pollux-tiresias": PolluxTiresias,
     "pollux-optimus": PolluxOptimus,
+    "pollux": Pollux,
     "goodput": Goodput,
 }
 """The policies by name (``plan`` is not one: it needs a plan, :class:`PlanDispatch`; nor

@@ -28,7 +28,10 @@ from __future__ import annotations
 import math
 from functools import cache
 
-from planner.dl.pollux import Application
+import numpy as np
+
+from planner.dl.pollux import Application, GoodputModel, fit_perf_params
+from planner.execution.elastic import placement
 from planner.execution.jobs import Where
 from planner.execution.policies.base import Chosen, Cluster, Context, JobState, Policy
 
@@ -218,3 +221,251 @@ def _predicted_step(app: Application, batch: int, replicas: int) -> float:
     packed = [4] * (replicas // 4) + ([replicas % 4] if replicas % 4 else [])
     step, sync = app.step_times(packed, atomic)
     return step + (step - sync) * accum
+
+
+FAIR_NODES = 1
+"""Nodes of the fair share that Pollux's speed-ups are relative to (its ``ceil(nodes x
+dominant share)``: 1 for a GPU of 64)."""
+
+NCF_BATCH = 32768
+"""The batch size Pollux's simulator fixes for ncf."""
+
+GENERATIONS, POPULATION = 100, 100
+"""Pollux's genetic search: generations and population per round."""
+
+
+class Pollux(PolluxRounds):
+    """Pollux (Qiao et al., OSDI 2021) as its simulator runs it: every round a genetic
+    search over GPUs per job per node for the greatest power mean (p = -1) of the jobs'
+    speed-ups (goodput by a model each job fits to the points it has run at, over its
+    goodput on a fair share), a job placed anew discounted by its restarts; every job at
+    the batch size and accumulation steps of best goodput by its model, chosen anew at
+    every epoch. Its search is ours: a single-objective genetic search with Pollux's
+    mutation, crossover and repair (at most one job across nodes on a node, at most twice
+    the most GPUs a job has run on), seeded with the last round's population; it draws
+    from a generator seeded per run (``seed``), so a run is repeatable."""
+
+    name = "pollux"
+    seed = 0
+
+    def start(self, context: Context) -> None:
+        """A run starts: no job has run anywhere."""
+        super().start(context)
+        self.points: dict[int, dict[tuple[int, int, int], tuple[float, float]]] = {}
+        self.params: dict[int, tuple[float, ...]] = {}
+        self.grad: dict[int, tuple[float, float]] = {}
+        """Per job, the gradient's statistics where it last ran (Pollux's observed ones)."""
+        self.restarts: dict[int, int] = {}
+        self.service: dict[int, float] = {}
+        self.last = 0.0
+        self.previous: tuple[list[int], np.ndarray] | None = None
+        self.rng = np.random.default_rng(self.seed)
+
+    def configure(self, job: JobState, where: Where) -> None:
+        """The batch of best goodput by the job's own model (Pollux's first where it has
+        none; ncf at 32,768), noting the point it runs at. The trace's batch sizes are the
+        baselines': Pollux ignores them."""
+        spec = job.job.elastic
+        assert spec is not None
+        app, shape = spec.app, placement(where)
+        replicas = sum(shape)
+        if app.name == "ncf":  # Pollux's simulator holds ncf at its batch of 32,768
+            job.config = app.config(replicas, NCF_BATCH)
+        elif job.idx not in self.params:  # Pollux's first batch, its trace's ignored
+            job.config = app.config(replicas, max(app.init_batch_size,
+                                                  app.min_local_bsz * replicas))  # fmt: skip
+        else:
+            sqr, var = self.grad[job.idx]
+            model = GoodputModel(self.params[job.idx], sqr, var, app.init_batch_size)
+            _, atomic, accum = model.optimize(np.array([len(shape)]), np.array([replicas]),
+                                              app.max_batch_size,
+                                              (app.min_local_bsz, app.max_local_bsz))  # fmt: skip
+            a, s = int(atomic[0]), int(accum[0])
+            job.config = (min(a, int(app.max_batch_size / (replicas * (s + 1)))), s)
+        atomic, accum = job.config
+        self.grad[job.idx] = app.grad_stats(replicas * atomic * (accum + 1),
+                                            spec.epoch(job.progress))  # fmt: skip
+        key = (len(shape), replicas, job.config[0])
+        points = self.points.setdefault(job.idx, {})
+        if key not in points:
+            points[key] = app.step_times(shape, job.config[0])
+            self.params[job.idx] = fit_perf_params(points)
+
+    def decide(self, t: float, jobs: list[JobState], cluster: Cluster) -> dict[int, Where]:
+        """Pollux's round: the genetic search, then each job on its nodes' GPUs."""
+        for idx, where in self.placed.items():
+            self.service[idx] = self.service.get(idx, 0.0) + (t - self.last) * sum(
+                len(ids) for _, ids in where
+            )
+        self.last = t
+        order = sorted(jobs, key=lambda s: (self.service.get(s.idx, 0.0), s.job.release, s.idx))
+        if not order:
+            return {}
+        nodes = [k for k in range(self.context.nodes) if k not in cluster.down]
+        per_node = self.context.gpus_per_node
+        base = np.zeros((len(order), len(nodes)), dtype=int)
+        column = {k: c for c, k in enumerate(nodes)}
+        for r, s in enumerate(order):
+            for k, ids in self.placed.get(s.idx, ()):
+                if k in column:
+                    base[r, column[k]] = len(ids)
+        search = _Search(self, order, len(nodes), per_node, base, t)
+        best = search.run(self._seed_states(order, base))
+        self.previous = ([s.idx for s in order], search.population)
+        counts = {s.idx: best[r] for r, s in enumerate(order)}
+        out: dict[int, Where] = {}
+        free = {k: set(range(per_node)) for k in nodes}
+        changed = []
+        for s in order:
+            old = self.placed.get(s.idx)
+            same = (
+                old is not None
+                and all(counts[s.idx][column[k]] == len(ids) for k, ids in old if k in column)
+                and sum(counts[s.idx]) == sum(len(ids) for _, ids in old)
+            )
+            if same and sum(counts[s.idx]):
+                out[s.idx] = old  # type: ignore[assignment]
+                for k, ids in old:  # type: ignore[union-attr]
+                    free[k].difference_update(ids)
+            elif sum(counts[s.idx]):
+                changed.append(s)
+        for s in changed:
+            parts = []
+            for c, k in enumerate(nodes):
+                n = int(counts[s.idx][c])
+                if n:
+                    ids = sorted(free[k])[:n]
+                    free[k].difference_update(ids)
+                    parts.append((k, tuple(ids)))
+            out[s.idx] = tuple(parts)
+            self.restarts[s.idx] = self.restarts.get(s.idx, -1) + 1
+        return out
+
+    def _seed_states(self, order: list[JobState], base: np.ndarray) -> np.ndarray:
+        """The first population: the last round's, its rows moved to this round's jobs
+        (new jobs on no GPUs); the current allocation alone at the first round."""
+        if self.previous is None:
+            return base[None]
+        idxs, population = self.previous
+        where = {idx: r for r, idx in enumerate(idxs)}
+        states = np.zeros((len(population), *base.shape), dtype=int)
+        for r, s in enumerate(order):
+            if s.idx in where:
+                states[:, r, : population.shape[2]] = population[:, where[s.idx], : base.shape[1]]
+        return states
+
+
+class _Search:
+    """One round's genetic search of :class:`Pollux` (its ``Problem``)."""
+
+    def __init__(self, policy: Pollux, order: list[JobState], nodes: int, per_node: int,
+                 base: np.ndarray, t: float) -> None:  # fmt: skip
+        self.policy, self.order, self.base = policy, order, base
+        self.nodes, self.per_node = nodes, per_node
+        self.rng = policy.rng
+        jobs = len(order)
+        share = 1.0 / (nodes * per_node)
+        self.fair = math.ceil(1.0 / share / jobs)
+        self.scale = share * nodes
+        self.most = np.array([[self._most(s)] for s in order])
+        restarts = np.array([policy.restarts.get(s.idx, 0) for s in order], dtype=float)
+        age = np.array([t - s.job.release for s in order])
+        self.factor = np.maximum(age - restarts * 30, 0.0) / (age + 30)
+        self.tables = [self._table(s) for s in order]
+        self.population = base[None]
+
+    def _most(self, s: JobState) -> int:
+        """Pollux's replica limit: twice the most it has run on (at least 1), at most 64
+        and its largest batch over its least local batch; ncf 1."""
+        app = s.job.elastic.app  # type: ignore[union-attr]
+        if app.name == "ncf":
+            return 1
+        seen = max((r for _, r, _ in self.policy.points.get(s.idx, {})), default=0)
+        return min(max(2 * seen, 1), 64, app.max_batch_size // app.min_local_bsz)
+
+    def _table(self, s: JobState) -> np.ndarray:
+        """``s``'s speed-up by (nodes, replicas) up to its limit."""
+        most = int(self._most(s))
+        table = np.zeros((self.nodes + 1, most + 1))
+        params = self.policy.params.get(s.idx)
+        if params is None:
+            for r in range(1, most + 1):
+                table[1:, r] = r / self.fair
+            return table
+        app = s.job.elastic.app  # type: ignore[union-attr]
+        sqr, var = self.policy.grad[s.idx]
+        model = GoodputModel(params, sqr, var, app.init_batch_size)
+        local = (app.min_local_bsz, app.max_local_bsz)
+        fair = model.optimize(np.array([FAIR_NODES]), np.array([self.fair]),
+                              app.max_batch_size, local)[0][0]  # fmt: skip
+        pairs = [(n, r) for r in range(1, most + 1) for n in range(1, min(r, self.nodes) + 1)]
+        ns, rs = np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
+        good = model.optimize(ns, rs, app.max_batch_size, local)[0]
+        table[ns, rs] = good / fair if fair > 0 else 0.0
+        return table
+
+    def value(self, states: np.ndarray) -> np.ndarray:
+        """Each state's power mean (p = -1) of the jobs' scaled speed-ups."""
+        nodes = np.count_nonzero(states, axis=2)
+        replicas = states.sum(axis=2)
+        speed = np.zeros(nodes.shape)
+        for j, table in enumerate(self.tables):
+            r = np.minimum(replicas[:, j], table.shape[1] - 1)
+            speed[:, j] = table[np.minimum(nodes[:, j], table.shape[0] - 1), r]
+        speed *= self.scale
+        restart = np.any(states != self.base, axis=2)
+        speed *= np.where(restart, self.factor, 1.0)
+        return (np.mean((speed + 1e-3) ** -1.0, axis=1)) ** -1.0
+
+    def repair(self, states: np.ndarray) -> np.ndarray:
+        """Pollux's repair: one job across nodes per node, the replica limits, at most 16
+        nodes a job, the nodes' GPUs."""
+        states = states.copy()
+        distributed = np.count_nonzero(states, axis=2) > 1
+        mask = (states * distributed[..., None] > 0).cumsum(axis=1) > 1
+        states[mask] = 0
+        shuffle = np.argsort(self.rng.random(states.shape), axis=2)
+        states = np.take_along_axis(states, shuffle, axis=2)
+        states = np.diff(np.minimum(np.cumsum(states, axis=2), self.most), axis=2, prepend=0)
+        spread = np.diff(np.minimum(np.cumsum(states > 0, axis=2), 16), axis=2, prepend=0)
+        states[spread == 0] = 0
+        states = np.take_along_axis(states, np.argsort(shuffle, axis=2), axis=2)
+        states = np.diff(np.minimum(np.cumsum(states, axis=1), self.per_node), axis=1, prepend=0)
+        return states
+
+    def mutate(self, states: np.ndarray) -> np.ndarray:
+        """Pollux's mutation: back to the current allocation, zeroed rows, GPUs added."""
+        states = states.copy()
+        reset = self.rng.random(states.shape[:2]) < 0.1
+        states = np.where(reset[..., None], self.base, states)
+        prob = np.where(self.rng.random(states.shape[:2]) < 0.1, 0.1, 0.0)
+        states[self.rng.random(states.shape) < prob[..., None]] = 0
+        free = self.per_node - states.sum(axis=1, keepdims=True)
+        mask1 = np.broadcast_to(free >= 1, states.shape)
+        p1 = mask1 / np.maximum(mask1.sum(axis=1, keepdims=True), 1.0)
+        mask2 = np.logical_and(states, mask1)
+        p2 = mask2 / np.maximum(mask2.sum(axis=1, keepdims=True), 1.0)
+        grow = self.rng.random(states.shape) < p1 + p2 - p1 * p2
+        draw = self.rng.integers(states, np.maximum(self.per_node, states) + 1)
+        states[grow] = draw[grow]
+        return states
+
+    def run(self, seeds: np.ndarray) -> np.ndarray:
+        """The search; the best state found."""
+        population = self.repair(np.concatenate([seeds, self.base[None]]))
+        values = self.value(population)
+        for _ in range(GENERATIONS):
+            a = self.rng.integers(len(population), size=POPULATION)
+            b = self.rng.integers(len(population), size=POPULATION)
+            parents = np.where((values[a] >= values[b])[:, None, None], population[a],
+                               population[b])  # fmt: skip
+            mates = parents[self.rng.permutation(POPULATION)]
+            point = self.rng.integers(len(self.order) + 1, size=(POPULATION, 1))
+            take = (np.arange(len(self.order))[None] < point)[..., None]
+            children = self.repair(self.mutate(np.where(take, parents, mates)))
+            merged = np.concatenate([population, children])
+            merged_values = np.concatenate([values, self.value(children)])
+            keep = np.argsort(-merged_values, kind="stable")[:POPULATION]
+            population, values = merged[keep], merged_values[keep]
+        self.population = population
+        return population[int(np.argmax(values))]
