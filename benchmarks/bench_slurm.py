@@ -153,6 +153,21 @@ def history(realized: dict[str, Realized], workload: Workload, zero: datetime, s
             "mean JCT": fmean(ends[j.name] - j.release for j in workload.jobs)}  # fmt: skip
 
 
+def plans_launched(instance: Path, objectives: list[str], stem: Path, label: str,
+                   args: argparse.Namespace) -> None:  # fmt: skip
+    """Plan ``instance`` at each objective and launch each plan ``args.runs`` times: one
+    table."""
+    print(HEAD + "\n" + "|---" * 9 + "|")
+    for objective in objectives:
+        chosen = with_objective(
+            instance, objective, stem.with_name(f"{stem.name}-{objective}.yaml")
+        )
+        plan_file = stem.with_name(f"{stem.name}-plan-{objective}.json")
+        plan(chosen, plan_file)
+        for r in range(args.runs):
+            launched(chosen, plan_file, args.scale, f"{label} ({objective}), launch {r + 1}")
+
+
 def main() -> None:
     """Measure and print the tables."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -173,13 +188,7 @@ def main() -> None:
         print(f"batch: {args.jobs} jobs (seed {args.seed}) on {args.nodes} x "
               f"{args.gpus_per_node} GPUs; time scale {args.scale:g} (Slurm's whole "
               f"seconds: {1 / args.scale:,.0f} s of the plan's)\n")  # fmt: skip
-        print(HEAD + "\n" + "|---" * 9 + "|")
-        for objective in objectives:
-            chosen = with_objective(instance, objective, folder / f"batch-{objective}.yaml")
-            plan(chosen, folder / f"plan-{objective}.json")
-            for r in range(args.runs):
-                launched(chosen, folder / f"plan-{objective}.json", args.scale,
-                         f"plan ({objective}), launch {r + 1}")  # fmt: skip
+        plans_launched(instance, objectives, folder / "batch", "plan", args)
         workload = jobs_from_instance(instance)
         print(
             "\n| Slurm's own (backfill, submitted at once) | makespan (s) | mean JCT (s) | wall |"
@@ -205,13 +214,7 @@ def main() -> None:
         print(f"\nhistory (Slurm's own run 1, as sacct): {said}; it did makespan "
               f"{fig['makespan']:,.0f} s, mean JCT {fig['mean JCT']:,.0f} s; its plans "
               "(solve --no-preempt; jobs of compute only, as Slurm knows them):\n")  # fmt: skip
-        print(HEAD + "\n" + "|---" * 9 + "|")
-        for objective in objectives:
-            chosen = with_objective(hist, objective, folder / f"history-{objective}.yaml")
-            plan(chosen, folder / f"history-plan-{objective}.json")
-            for r in range(args.runs):
-                launched(chosen, folder / f"history-plan-{objective}.json", args.scale,
-                         f"history's plan ({objective}), launch {r + 1}")  # fmt: skip
+        plans_launched(hist, objectives, folder / "history", "history's plan", args)
 
 
 if __name__ == "__main__":

@@ -129,32 +129,22 @@ class Goodput(PolluxRounds):
 
     def _place(self, count: dict[int, int], cluster: Cluster) -> dict[int, Where]:
         """Jobs kept where their count stayed; the others, largest first, on the nodes
-        whose free GPUs fit them most tightly (whole nodes first for a job of several)."""
-        per_node = self.context.gpus_per_node
-        free = {k: set(range(per_node)) for k in range(self.context.nodes)
-                if k not in cluster.down}  # fmt: skip
-        out: dict[int, Where] = {}
-        for idx, where in self.placed.items():
-            same = count.get(idx) == sum(len(ids) for _, ids in where)
-            if same and all(k in free for k, _ in where):
-                out[idx] = where
-                for k, ids in where:
-                    free[k].difference_update(ids)
-        wanted = sorted(((n, i) for i, n in count.items() if n and i not in out), reverse=True)
-        for need, idx in wanted:
-            if sum(map(len, free.values())) < need:
-                continue
-            parts = []
-            while need:
-                fits = [k for k in free if len(free[k]) >= need]
-                node = (min(fits, key=lambda k: (len(free[k]), k)) if fits
-                        else max(free, key=lambda k: (len(free[k]), -k)))  # fmt: skip
-                ids = sorted(free[node])[:need]
-                parts.append((node, tuple(ids)))
-                free[node].difference_update(ids)
-                need -= len(ids)
-            out[idx] = tuple(parts)
-        return out
+        whose free GPUs fit them most tightly (:meth:`node_for`)."""
+        kept = {
+            idx: where
+            for idx, where in self.placed.items()
+            if count.get(idx) == sum(len(ids) for _, ids in where)
+            and not cluster.down.intersection(k for k, _ in where)
+        }
+        wanted = sorted(((n, i) for i, n in count.items() if n and i not in kept), reverse=True)
+        return self.place(kept, [(i, n) for n, i in wanted], cluster)
+
+    def node_for(self, free: dict[int, set[int]], need: int) -> int:
+        """The node whose free GPUs fit ``need`` most tightly, else the one with the most."""
+        fits = [k for k in free if len(free[k]) >= need]
+        if fits:
+            return min(fits, key=lambda k: (len(free[k]), k))
+        return max(free, key=lambda k: (len(free[k]), -k))
 
     def due(self, arrived: list[JobState]) -> bool:
         """Decide anew where a job arrived or ended since the last decision, too."""

@@ -100,8 +100,8 @@ class PolluxRounds(Policy):
         self, kept: dict[int, Where], wanted: list[tuple[int, int]], cluster: Cluster
     ) -> dict[int, Where]:
         """``kept`` where they are, then each of ``wanted`` (job, GPUs) not kept, in order,
-        on GPUs of the nodes with the most free GPUs (the first of a tie), in the order
-        taken (Pollux's placement)."""
+        where its GPUs are free, on the nodes :meth:`node_for` picks one after the other,
+        in the order taken (Pollux's placement)."""
         per_node = self.context.gpus_per_node
         free = {k: set(range(per_node)) for k in range(self.context.nodes)
                 if k not in cluster.down}  # fmt: skip
@@ -110,17 +110,22 @@ class PolluxRounds(Policy):
                 free[k].difference_update(ids)
         out = dict(kept)
         for idx, need in wanted:
-            if idx in out:
+            if idx in out or sum(map(len, free.values())) < need:
                 continue
             parts = []
             while need:
-                node = max(free, key=lambda k: (len(free[k]), -k))
+                node = self.node_for(free, need)
                 ids = sorted(free[node])[:need]
                 parts.append((node, tuple(ids)))
                 free[node].difference_update(ids)
                 need -= len(ids)
             out[idx] = tuple(parts)
         return out
+
+    def node_for(self, free: dict[int, set[int]], need: int) -> int:
+        """The node a job that needs ``need`` more GPUs takes free GPUs of: the one with
+        the most (the first of a tie), as Pollux's simulator takes them."""
+        return max(free, key=lambda k: (len(free[k]), -k))
 
 
 class PolluxTiresias(PolluxRounds):
