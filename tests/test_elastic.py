@@ -277,3 +277,21 @@ def test_pollux_learns_and_runs_elastic_jobs_audited() -> None:
     assert len(configs) > 1  # it chose other batches as it learned
     ncf = [c[jobs[2].name] for c in result.configs if jobs[2].name in c]
     assert all(atomic * (accum + 1) == 32768 for atomic, accum in ncf)  # on one GPU
+
+
+def test_info_and_online_say_what_they_do_with_elastic_jobs(tmp_path: Path) -> None:
+    out = tmp_path / "w6.yaml"
+    assert run("import", "pollux", WORKLOAD, "-o", out)[0] == 0
+    code, said, _ = run("info", out)
+    got = lines(said)
+    assert code == 0 and "bound fluid" not in got
+    assert got["elastic"] == ("160 jobs: GPUs and batch sizes are their policy's choice (no "
+                              "bound under the interleaving models)")  # fmt: skip
+    assert got["lower bound"].endswith(
+        "(of the static block model, each job at its trace's GPUs and its first epoch's "
+        "speed; not of elastic runs)"
+    )
+    code, _, err = run("online", out)
+    assert (code, err) == (2, "error: elastic jobs are run by the executor's policies (planner "
+                              "policy INSTANCE goodput); the online planner does not plan them "
+                              "yet\n")  # fmt: skip

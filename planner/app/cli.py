@@ -413,7 +413,12 @@ def info(instance: Annotated[Path, typer.Argument(help="Instance file.")]) -> No
             ("energy bound", energy),
             ("lower bound", max(cp, energy)),
         ]
-        rows += _model_bounds(instance)
+        model_rows = _model_bounds(instance)
+        if any(key == "elastic" for key, _ in model_rows):
+            rows[-1] = ("lower bound", f"{max(cp, energy)} (of the static block model, each job "
+                                       "at its trace's GPUs and its first epoch's speed; not of "
+                                       "elastic runs)")  # fmt: skip
+        rows += model_rows
         show(rows)
 
 
@@ -443,6 +448,11 @@ def _model_bounds(instance: Path) -> list[tuple[str, object]]:
         )
     rows.append(("GPU sharing", sharing))
     rows += resource_rows(workload)
+    elastic = sum(j.elastic is not None for j in workload.jobs)
+    if elastic:
+        rows.append(("elastic", f"{elastic} jobs: GPUs and batch sizes are their policy's "
+                                "choice (no bound under the interleaving models)"))  # fmt: skip
+        return rows
     for model in (Interleave("fluid", data_slots=workload.data_slots), Interleave("muri")):
         b = model_bound(work, gpus, model)
         rows.append((f"bound {model.kind}", f"{b['bound']:,.0f} s ({binding(b)})"))

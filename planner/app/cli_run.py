@@ -383,6 +383,11 @@ def online_cmd(
 
     with guard():
         workload, why = dl_workload(instance)
+        if workload is not None and any(j.elastic is not None for j in workload.jobs):
+            raise InputError(
+                "elastic jobs are run by the executor's policies (planner policy INSTANCE "
+                "goodput); the online planner does not plan them yet"
+            )
         planner = planner_options(solver, time_limit, option or [], workload is not None)
         if workload is not None:
             setting = Setting(
