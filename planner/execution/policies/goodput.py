@@ -62,6 +62,16 @@ def best_config(app: Application, shape: tuple[int, ...], epoch: int) -> tuple[f
     return best
 
 
+@cache
+def _after(app: Application, epoch: int) -> float:
+    """Seconds on one GPU at its best goodput from ``epoch``'s start to the end."""
+    if epoch >= app.max_epochs:
+        return 0.0
+    rate = best_config(app, (1,), epoch)[0]
+    span = app.progress_at(epoch + 1) - app.progress_at(epoch)
+    return (span / rate if rate > 0 else math.inf) + _after(app, epoch + 1)
+
+
 def packed(gpus: int, per_node: int) -> tuple[int, ...]:
     """``gpus`` on the fewest nodes of ``per_node`` GPUs."""
     return (per_node,) * (gpus // per_node) + ((gpus % per_node,) if gpus % per_node else ())
@@ -115,11 +125,13 @@ class Goodput(PolluxRounds):
         return self._place(count, cluster)
 
     def _time_left(self, s: JobState) -> float:
-        """``s``'s seconds left on one GPU at its best goodput in its current epoch."""
+        """``s``'s seconds left on one GPU, each epoch left at its best goodput there."""
         spec = s.job.elastic
         assert spec is not None
-        rate = best_config(spec.app, (1,), spec.epoch(s.progress))[0]
-        return max(s.remaining / rate, 1.0) if rate > 0 else math.inf
+        app, epoch = spec.app, spec.epoch(s.progress)
+        rate = best_config(app, (1,), epoch)[0]
+        here = (app.progress_at(epoch + 1) - s.progress) / rate if rate > 0 else math.inf
+        return max(here + _after(app, epoch + 1), 1.0)
 
     def _most(self, s: JobState) -> int:
         """The most GPUs ``s`` may use: its application's largest batch over its least
