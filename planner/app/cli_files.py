@@ -282,7 +282,7 @@ def export_slurm_cmd(
     GPUs or GPU shards, planned start), and submit.sh (planner/execution/slurm_export.py)."""
     from planner.app.job_runs import dispatch_file
     from planner.execution.jobs import jobs_from_instance
-    from planner.execution.slurm_export import export_line, export_slurm
+    from planner.execution.slurm_export import export_slurm
 
     with guard():
         if output.exists() and not output.is_dir():
@@ -292,8 +292,8 @@ def export_slurm_cmd(
             raise InputError("not a dispatch file of planner solve (plan with --no-preempt)",
                              str(plan))  # fmt: skip
         workload = jobs_from_instance(instance)
-        scripts = export_slurm(dispatch, workload, output, command, time_scale)
-        typer.echo(f"{plan} -> {output}: {export_line(scripts, dispatch, workload)}")
+        done = export_slurm(dispatch, workload, output, command, time_scale)
+        typer.echo(f"{plan} -> {output}: {done.line}")
 
 
 @app.command("launch")
@@ -331,8 +331,6 @@ def launch_cmd(
 
     with guard():
         check_output(output, inputs=[instance, plan], suffixes=(".json",), what="the run file")
-        if not 0 < time_scale < float("inf"):
-            raise InputError(f"--time-scale {time_scale:g}: give a factor > 0")
         if scripts is not None and scripts.exists() and not scripts.is_dir():
             raise InputError("not a folder", str(scripts))
         dispatch = dispatch_file(plan)

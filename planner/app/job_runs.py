@@ -249,6 +249,7 @@ def _run_rows(
     jobs, model, cap = dispatch.jobs_of(seed), dispatch.model, dispatch.power_cap
     total = dispatch.nodes * dispatch.gpus_per_node
     what = f"{len(jobs)} jobs, {dispatch.nodes} nodes x {dispatch.gpus_per_node} GPUs"
+    elastic = any(j.elastic is not None for j in jobs)
     if model.table is not None:
         from planner.execution.jobs import type_gpus
 
@@ -256,8 +257,8 @@ def _run_rows(
         gpus = type_gpus(dispatch.types, dispatch.gpus_per_node)
         kinds = ", ".join(f"{n} {t}" for t, n in gpus.items())
         what += f" ({kinds})"
-    elif any(j.elastic is not None for j in jobs):
-        bound, mix = {"bound": math.nan}, math.nan
+    elif elastic:
+        bound, mix = {}, math.nan
         bound_row = mix_row = "- (elastic jobs: their speed is the policy's choice; not bounded)"
     else:
         bound = model_bound([(j.gpus, j.iterations, j.stages) for j in fastest(jobs)], total, model)
@@ -285,7 +286,7 @@ def _run_rows(
         ("mix bound", mix_row),
     ]
     if run.finished and energy is not None:
-        bounded = not math.isnan(bound["bound"])
+        bounded = not elastic
         jct_bound = completion_bound(jobs, model, {}) if bounded else math.nan
         rows += [
             (

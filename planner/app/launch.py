@@ -28,9 +28,16 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any
 
+from planner.dl.slurm import expand_hostlist
 from planner.errors import InputError
 from planner.execution.jobs import Workload
-from planner.execution.slurm_export import DEFAULT_COMMAND, Placed, export_slurm, placements
+from planner.execution.slurm_export import (
+    DEFAULT_COMMAND,
+    Placed,
+    check_options,
+    export_slurm,
+    placements,
+)
 from planner.execution.table import DispatchPlan
 
 ENDED = frozenset(
@@ -107,16 +114,9 @@ def gpu_indices(line: str) -> dict[str, str]:
     for nodes, rest in re.findall(r"\bNodes=(\S+)((?:\s+(?!Nodes=)\S+)*)", line):
         idx = re.search(r"\bGRES=(?:gpu|shard)(?::[^:(\s]+)?:\d+\(IDX:([0-9,\-]+)\)", rest)
         if idx is not None:
-            for node in _hosts(nodes):
+            for node in expand_hostlist(nodes):
                 out[node] = idx.group(1)
     return out
-
-
-def _hosts(text: str) -> list[str]:
-    """A hostlist's nodes."""
-    from planner.dl.slurm import expand_hostlist
-
-    return expand_hostlist(text)
 
 
 def _time(text: str) -> datetime | None:
@@ -151,7 +151,11 @@ def poll(ids: Sequence[str], seen: dict[str, Realized]) -> bool:
             continue
         r = seen.setdefault(job_id, Realized(job_id))
         r.state = f.get("JobState", r.state)
-        r.nodes = _hosts(f.get("NodeList", "")) if f.get("NodeList") not in (None, "(null)") else []
+        r.nodes = (
+            expand_hostlist(f.get("NodeList", ""))
+            if f.get("NodeList") not in (None, "(null)")
+            else []
+        )
         r.start, r.end = _time(f.get("StartTime", "")), _time(f.get("EndTime", ""))
         if r.state == "RUNNING":
             r.gpus.update(gpu_indices(line))
@@ -175,7 +179,7 @@ def from_sacct(ids: Sequence[str], seen: dict[str, Realized]) -> bool:
         job_id, state, nodes, start, end = (line.split("|") + [""] * 5)[:5]
         if job_id in seen:
             r = seen[job_id]
-            r.state, r.nodes = state.split()[0] if state else r.state, _hosts(nodes)
+            r.state, r.nodes = state.split()[0] if state else r.state, expand_hostlist(nodes)
             r.start, r.end = _time(start) or r.start, _time(end) or r.end
     return True
 
@@ -236,9 +240,11 @@ def launch(
     Raises
     ------
     InputError
-        Without Slurm, for a plan with preemption, a node the instance names that Slurm
+        For options :func:`~planner.execution.slurm_export.check_options` refuses, without
+        Slurm, for a plan with preemption, a node the instance names that Slurm
         does not have, a failed ``sbatch``, or a wait beyond ``wait_limit``.
     """
+    check_options(command, time_scale)
     placed = placements(plan, workload)
     slurm_command("sbatch")
     known = set(_call([slurm_command("sinfo"), "-h", "-N", "-o", "%N"], "sinfo").split())
@@ -253,7 +259,7 @@ def launch(
     with tempfile.TemporaryDirectory(prefix="planner-launch-") as scratch:
         where = folder or Path(scratch)
         zero = datetime.now().replace(microsecond=0) + timedelta(seconds=math.ceil(LEAD))
-        scripts = export_slurm(plan, workload, where, command, time_scale, zero=zero)
+        scripts = export_slurm(plan, workload, where, command, time_scale, zero, placed).scripts
         ids = submit(where.resolve(), [script for _, script in scripts])
         by_id = dict(zip(ids, (name for name, _ in scripts), strict=True))
         seen: dict[str, Realized] = {}

@@ -47,8 +47,10 @@ MAX_NODES_MEASURED = 16
 """Pollux interpolates throughput across at most 16 nodes (its profiles' largest)."""
 
 
+@cache
 def _rows(folder: Path | None, name: str) -> list[dict[str, str]]:
-    """The rows of one profile file: from ``folder``, else the catalog's."""
+    """The rows of one profile file: from ``folder``, else the catalog's (read once; every
+    application reads the same files)."""
     if folder is None:
         text = resources.files("planner.dl").joinpath("catalog", "pollux", name).read_text()
         return list(csv.DictReader(text.splitlines()))
@@ -57,6 +59,15 @@ def _rows(folder: Path | None, name: str) -> list[dict[str, str]]:
             with candidate.open(newline="") as f:
                 return list(csv.DictReader(f))
     raise InputError(f"no {name} (nor pollux_{name}) in the profiles folder", str(folder))
+
+
+PROFILED_GPUS = 4
+"""GPUs per node of the nodes Pollux's profiles were measured on."""
+
+
+def packed(gpus: int, per_node: int) -> tuple[int, ...]:
+    """A placement of ``gpus`` on the fewest nodes of ``per_node`` GPUs."""
+    return (per_node,) * (gpus // per_node) + ((gpus % per_node,) if gpus % per_node else ())
 
 
 def _placement_key(digits: Sequence[int]) -> str:
@@ -151,22 +162,23 @@ class Application:
     def grad_stats(self, batch_size: float, epoch: int) -> tuple[float, float]:
         """``(sqr, var)`` of the gradient in ``epoch`` at ``batch_size`` (linear between
         the validated batch sizes)."""
-        lo, hi = self._between(batch_size)
-        a, b = self.validation[lo], self.validation[hi]
-        if lo == hi:
-            return float(a.grad_sqr[epoch]), float(a.grad_var[epoch])
-        w = (batch_size - lo) / (hi - lo)
-        return (float((1 - w) * a.grad_sqr[epoch] + w * b.grad_sqr[epoch]),
-                float((1 - w) * a.grad_var[epoch] + w * b.grad_var[epoch]))  # fmt: skip
+        return (self._validated(batch_size, "grad_sqr", epoch),
+                self._validated(batch_size, "grad_var", epoch))  # fmt: skip
 
     def iterations_at(self, batch_size: float, epoch: int) -> float:
         """Steps at ``batch_size`` after ``epoch`` ends (linear between the validated batch
         sizes), as Optimus in Pollux's simulator counts a job's remaining work."""
+        return self._validated(batch_size, "iteration", epoch)
+
+    def _validated(self, batch_size: float, column: str, epoch: int) -> float:
+        """A measure of ``epoch`` at ``batch_size``: linear between the validated batch
+        sizes around it."""
         lo, hi = self._between(batch_size)
-        a, b = self.validation[lo].iteration[epoch], self.validation[hi].iteration[epoch]
+        a = float(getattr(self.validation[lo], column)[epoch])
         if lo == hi:
-            return float(a)
-        return float(((batch_size - lo) * b + (hi - batch_size) * a) / (hi - lo))
+            return a
+        w = (batch_size - lo) / (hi - lo)
+        return (1 - w) * a + w * float(getattr(self.validation[hi], column)[epoch])
 
     def gain(self, batch_size: float, epoch: int) -> float:
         """Progress per step at ``batch_size`` in ``epoch``, in steps at the initial
@@ -181,12 +193,21 @@ class Application:
         between the measured points of (nodes, GPUs, local batch)."""
         return _step_times(self, _placement_key(placement), float(local_bsz))
 
-    def config(self, replicas: int, batch_size: int) -> tuple[int, int]:
+    def least_batch(self, replicas: int) -> int:
+        """The least total batch on ``replicas`` GPUs: the initial batch size, or the least
+        local batch on each (Pollux's first batch for a job it has no model of)."""
+        return max(self.init_batch_size, self.min_local_bsz * replicas)
+
+    def config(
+        self, replicas: int, batch_size: int, alone_accumulates: bool = False
+    ) -> tuple[int, int]:
         """``(atomic_bsz, accum_steps)`` of a job of fixed ``batch_size`` on ``replicas``
-        GPUs, as Pollux's simulator sets them."""
+        GPUs, as Pollux's simulator sets them: on one GPU at least one accumulation step
+        above the initial batch size (always, with ``alone_accumulates``: its Optimus'
+        prediction)."""
         local = math.ceil(batch_size / replicas - 1e-8)
         accum = math.ceil(local / self.max_local_bsz - 1e-8) - 1
-        if replicas == 1 and batch_size > self.init_batch_size:
+        if replicas == 1 and (alone_accumulates or batch_size > self.init_batch_size):
             accum = max(1, accum)
         atomic = math.ceil(local / (accum + 1) - 1e-8)
         return min(atomic, int(self.max_batch_size / (replicas * (accum + 1)))), accum
@@ -203,13 +224,9 @@ class Application:
         return self.gain(batch, epoch) / self.seconds_per_step(placement, atomic, accum)
 
 
-def _step_times(app: Application, key: str, local_bsz: float) -> tuple[float, float]:
-    """:meth:`Application.step_times` by placement key (cached per application)."""
-    return _cached_step_times(app, key, local_bsz)
-
-
 @cache
-def _cached_step_times(app: Application, key: str, local_bsz: float) -> tuple[float, float]:
+def _step_times(app: Application, key: str, local_bsz: float) -> tuple[float, float]:
+    """:meth:`Application.step_times` by placement key, cached."""
     if key in app.placements:
         bsz, step, sync = app.placements[key]
         return float(np.interp(local_bsz, bsz, step)), float(np.interp(local_bsz, bsz, sync))
@@ -332,10 +349,9 @@ def elastic_stages(application_name: str, gpus: int, batch_size: int | None) -> 
     (default: Pollux's first, ``max(M0, least local batch x GPUs)``) on its GPUs packed on
     nodes of 4 (Pollux's): what the models without elasticity see of it."""
     app = application(application_name)
-    batch = batch_size or max(app.init_batch_size, app.min_local_bsz * gpus)
+    batch = batch_size or app.least_batch(gpus)
     atomic, accum = app.config(gpus, batch)
-    packed = [4] * (gpus // 4) + ([gpus % 4] if gpus % 4 else [])
-    step, sync = app.step_times(packed, atomic)
+    step, sync = app.step_times(packed(gpus, PROFILED_GPUS), atomic)
     per = app.gain(gpus * atomic * (accum + 1), 0)
     return Stages(0.0, (step - sync) * (accum + 1) / per, sync / per)
 

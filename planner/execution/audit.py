@@ -6,7 +6,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from planner.execution.elastic import EPSILON, elastic_periods
+from planner.execution.elastic import EPSILON, gain, step_periods
 from planner.execution.jobs import PeerJob, Where
 from planner.execution.policies import where_label
 from planner.execution.power import compute_share, throttle
@@ -151,32 +151,32 @@ def _elastic_credit(
     speed: float,
 ) -> dict[str, float]:
     """The progress of a group with elastic jobs after the interval ``span``: each member
-    at its period in the group (:func:`~planner.execution.elastic.elastic_periods`, at its
-    configuration in ``configs``), the period of an elastic member anew at every epoch's
-    start within the interval; the overhead charged as :func:`_credit` does, and on an
+    at its seconds per step in the group (:func:`~planner.execution.elastic.step_periods`,
+    at its configuration in ``configs``) over its gain, anew at every epoch's start within
+    the interval; the overhead charged as :func:`_credit` does, and on an
     elastic job's last interval too."""
     t, end = span
-    progress = {m.name: done[m.name] for m in members}
+    replicas = sum(len(ids) for _, ids in where)
+    steps = step_periods([(m.elastic, m.stages, m.iteration_time, configs.get(m.name))
+                          for m in members], where, run.interleave)  # fmt: skip
     out = {}
-    for m in members:
-        left = end - t
+    for m, (step, cfg) in zip(members, steps, strict=True):
+        progress, left = done[m.name], end - t
         if m.elastic is not None or not math.isclose(run.finish.get(m.name, -1.0), end,
                                                      abs_tol=1e-4):  # fmt: skip
             left = max(left - overhead, 0.0)
         while left > 0:
-            rows = [(x.elastic, x.stages, x.iteration_time, configs.get(x.name),
-                     progress[x.name]) for x in members]  # fmt: skip
-            period = elastic_periods(rows, where, run.interleave)[members.index(m)] / speed
-            if m.elastic is None:
-                progress[m.name] += left / period
+            if m.elastic is None or cfg is None:
+                progress += left * speed / step
                 break
-            boundary = m.elastic.next_epoch(progress[m.name])
-            step = (boundary - progress[m.name]) * period
-            if boundary >= m.iterations - EPSILON or step >= left:
-                progress[m.name] += left / period
+            period = step / gain(m.elastic, replicas, cfg, progress) / speed
+            boundary = m.elastic.next_epoch(progress)
+            piece = (boundary - progress) * period
+            if boundary >= m.iterations - EPSILON or piece >= left:
+                progress += left / period
                 break
-            progress[m.name], left = boundary, left - step
-        out[m.name] = progress[m.name]
+            progress, left = boundary, left - piece
+        out[m.name] = progress
     return out
 
 

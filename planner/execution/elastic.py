@@ -46,10 +46,7 @@ class Elastic:
         """``(local batch, accumulation steps)`` on ``replicas`` GPUs where no policy
         chose (see the module docstring)."""
         app = self.app
-        batch = self.batch_size
-        if batch is None:
-            batch = max(app.init_batch_size, app.min_local_bsz * replicas)
-        return app.config(replicas, batch)
+        return app.config(replicas, self.batch_size or app.least_batch(replicas))
 
     def epoch(self, progress: float) -> int:
         """The epoch a job at ``progress`` is in (its last at its end)."""
@@ -82,6 +79,32 @@ def gain(elastic: Elastic, replicas: int, config: tuple[int, int], progress: flo
     return elastic.app.gain(replicas * atomic * (accum + 1), elastic.epoch(progress))
 
 
+def step_periods(
+    members: Sequence[tuple[Elastic | None, Stages, float, tuple[int, int] | None]],
+    where: Sequence[tuple[int, Sequence[int]]],
+    model: Interleave,
+) -> list[tuple[float, tuple[int, int] | None]]:
+    """The seconds per step of jobs sharing ``where``, each given as (its elastic spec or
+    ``None``, its stages, its period alone, its configuration), and each elastic member's
+    configuration there (its own, else its default): an elastic member's stages are its
+    step's there. They do not change with a job's progress; its gain does."""
+    stages, alone, configs = [], [], []
+    replicas = sum(placement(where))
+    for spec, fixed, own, config in members:
+        if spec is None:
+            stages.append(fixed)
+            alone.append(own)
+            configs.append(None)
+            continue
+        cfg = config or spec.default_config(replicas)
+        step = step_stages(spec, where, cfg)
+        stages.append(step)
+        alone.append(step.total)
+        configs.append(cfg)
+    periods = model.periods(stages, alone=alone)
+    return list(zip(periods, configs, strict=True))
+
+
 def elastic_periods(
     members: Sequence[tuple[Elastic | None, Stages, float, tuple[int, int] | None, float]],
     where: Sequence[tuple[int, Sequence[int]]],
@@ -89,22 +112,13 @@ def elastic_periods(
 ) -> list[float]:
     """The periods of jobs sharing ``where``, each given as (its elastic spec or ``None``,
     its stages, its period alone, its configuration, its progress): an elastic member's
-    stages are its step's there, its period over its gain."""
-    stages, alone, gains = [], [], []
+    seconds per step (:func:`step_periods`) over its gain at its progress."""
     replicas = sum(placement(where))
-    for spec, fixed, own, config, progress in members:
-        if spec is None:
-            stages.append(fixed)
-            alone.append(own)
-            gains.append(1.0)
-            continue
-        cfg = config or spec.default_config(replicas)
-        step = step_stages(spec, where, cfg)
-        stages.append(step)
-        alone.append(step.total)
-        gains.append(gain(spec, replicas, cfg, progress))
-    periods = model.periods(stages, alone=alone)
-    return [p / g for p, g in zip(periods, gains, strict=True)]
+    steps = step_periods([m[:4] for m in members], where, model)
+    return [
+        period if cfg is None or m[0] is None else period / gain(m[0], replicas, cfg, m[4])
+        for m, (period, cfg) in zip(members, steps, strict=True)
+    ]
 
 
 @dataclass(frozen=True)

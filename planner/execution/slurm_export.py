@@ -85,6 +85,24 @@ def placements(plan: DispatchPlan, workload: Workload) -> dict[str, Placed]:
     return out
 
 
+@dataclass(frozen=True)
+class Export:
+    """What :func:`export_slurm` wrote: per job its name and its script
+    (``jobs/NAME.sh``), in the order of the planned starts, which ``submit.sh`` keeps; and
+    how many jobs share GPUs across several GPUs (they ask whole GPUs, so Slurm does not
+    overlap them)."""
+
+    scripts: list[tuple[str, str]]
+    whole: int
+
+    @property
+    def line(self) -> str:
+        """What was written, as one line."""
+        note = f"; {self.whole} jobs share GPUs across several GPUs and ask whole GPUs" \
+            if self.whole else ""  # fmt: skip
+        return f"{len(self.scripts)} batch scripts and submit.sh{note}"
+
+
 def export_slurm(
     plan: DispatchPlan,
     workload: Workload,
@@ -92,31 +110,23 @@ def export_slurm(
     command: str = DEFAULT_COMMAND,
     time_scale: float = 1.0,
     zero: datetime | None = None,
-) -> list[tuple[str, str]]:
+    placed: dict[str, Placed] | None = None,
+) -> Export:
     """Write ``plan``'s batch scripts and ``submit.sh`` into ``folder`` (see the module
-    docstring); per job its name and its script's (``jobs/NAME.sh``), in the order of the
-    jobs' planned starts, which ``submit.sh`` keeps.
+    docstring); what was written (:class:`Export`).
 
     ``zero``: the local time of day at which the plan's time 0 falls (``--begin`` as that
-    time plus the scaled start); by default the moment each job is submitted.
+    time plus the scaled start); by default the moment each job is submitted. ``placed``:
+    the plan's :func:`placements`, where the caller has them.
 
     Raises
     ------
     InputError
-        For a plan with preemption, a time scale not > 0, or a command template with
-        another field than ``{job}``, ``{gpus}`` and ``{seconds}``.
+        For a plan with preemption, or options :func:`check_options` refuses.
     """
-    if not 0 < time_scale < math.inf:
-        raise InputError(f"--time-scale {time_scale:g}: give a factor > 0")
-    try:
-        command.format(job="j", gpus=1, seconds=1)
-    except (KeyError, IndexError, ValueError) as exc:
-        raise InputError(
-            f"--command {command!r}: a template may use {{job}}, {{gpus}} and {{seconds}} "
-            f"({exc.__class__.__name__}: {exc})"
-        ) from None
+    check_options(command, time_scale)
     names = workload.names(workload.nodes or 0)
-    placed = placements(plan, workload)
+    placed = placed if placed is not None else placements(plan, workload)
     try:
         (folder / "jobs").mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -162,13 +172,19 @@ def export_slurm(
     submit += [f"sbatch --parsable {shlex.quote(s)}" for _, s in scripts]
     write_text(folder / "submit.sh", "\n".join(submit) + "\n")
     (folder / "submit.sh").chmod(0o755)
-    return scripts
-
-
-def export_line(scripts: list[tuple[str, str]], plan: DispatchPlan, workload: Workload) -> str:
-    """What :func:`export_slurm` wrote, as one line: the scripts, and the jobs that share
-    GPUs across several GPUs (they ask whole GPUs, so Slurm does not overlap them)."""
-    placed = placements(plan, workload)
     whole = sum(placed[job.name].shares and job.gpus > 1 for job in workload.jobs)
-    note = f"; {whole} jobs share GPUs across several GPUs and ask whole GPUs" if whole else ""
-    return f"{len(scripts)} batch scripts and submit.sh{note}"
+    return Export(scripts, whole)
+
+
+def check_options(command: str, time_scale: float) -> None:
+    """Refuse a time scale not > 0 and a command template with another field than
+    ``{job}``, ``{gpus}`` and ``{seconds}`` (:class:`InputError`)."""
+    if not 0 < time_scale < math.inf:
+        raise InputError(f"--time-scale {time_scale:g}: give a factor > 0")
+    try:
+        command.format(job="j", gpus=1, seconds=1)
+    except (KeyError, IndexError, ValueError) as exc:
+        raise InputError(
+            f"--command {command!r}: a template may use {{job}}, {{gpus}} and {{seconds}} "
+            f"({exc.__class__.__name__}: {exc})"
+        ) from None

@@ -22,7 +22,7 @@ from functools import cache
 
 import numpy as np
 
-from planner.dl.pollux import Application
+from planner.dl.pollux import Application, packed
 from planner.execution.elastic import placement
 from planner.execution.jobs import Where
 from planner.execution.policies.base import Cluster, Context, JobState
@@ -41,7 +41,7 @@ def best_config(app: Application, shape: tuple[int, ...], epoch: int) -> tuple[f
     """The goodput, local batch and accumulation steps of best goodput on a placement of
     ``shape`` (GPUs per node) in ``epoch``."""
     replicas = sum(shape)
-    least = max(app.init_batch_size, app.min_local_bsz * replicas)
+    least = app.least_batch(replicas)
     if least > app.max_batch_size:
         return 0.0, 0, 0
     best = (0.0, 0, 0)
@@ -70,11 +70,6 @@ def _after(app: Application, epoch: int) -> float:
     rate = best_config(app, (1,), epoch)[0]
     span = app.progress_at(epoch + 1) - app.progress_at(epoch)
     return (span / rate if rate > 0 else math.inf) + _after(app, epoch + 1)
-
-
-def packed(gpus: int, per_node: int) -> tuple[int, ...]:
-    """``gpus`` on the fewest nodes of ``per_node`` GPUs."""
-    return (per_node,) * (gpus // per_node) + ((gpus % per_node,) if gpus % per_node else ())
 
 
 class Goodput(PolluxRounds):

@@ -30,7 +30,13 @@ from functools import cache
 
 import numpy as np
 
-from planner.dl.pollux import Application, GoodputModel, fit_perf_params
+from planner.dl.pollux import (
+    PROFILED_GPUS,
+    Application,
+    GoodputModel,
+    fit_perf_params,
+    packed,
+)
 from planner.execution.elastic import placement
 from planner.execution.jobs import Where
 from planner.execution.policies.base import Chosen, Cluster, Context, JobState, Policy
@@ -217,15 +223,8 @@ class PolluxOptimus(PolluxRounds):
 def _predicted_step(app: Application, batch: int, replicas: int) -> float:
     """Optimus' step time of ``batch`` on ``replicas`` GPUs packed on nodes of 4, as Pollux's
     simulator predicts it (one GPU: at least one accumulation step)."""
-    local = math.ceil(batch / replicas - 1e-8)
-    accum = math.ceil(local / app.max_local_bsz - 1e-8) - 1
-    if replicas == 1:
-        accum = max(1, accum)
-    atomic = math.ceil(local / (accum + 1) - 1e-8)
-    atomic = min(atomic, int(app.max_batch_size / (replicas * (accum + 1))))
-    packed = [4] * (replicas // 4) + ([replicas % 4] if replicas % 4 else [])
-    step, sync = app.step_times(packed, atomic)
-    return step + (step - sync) * accum
+    atomic, accum = app.config(replicas, batch, alone_accumulates=True)
+    return app.seconds_per_step(packed(replicas, PROFILED_GPUS), atomic, accum)
 
 
 FAIR_NODES = 1
@@ -277,8 +276,7 @@ class Pollux(PolluxRounds):
         if app.name == "ncf":  # Pollux's simulator holds ncf at its batch of 32,768
             job.config = app.config(replicas, NCF_BATCH)
         elif job.idx not in self.params:  # Pollux's first batch, its trace's ignored
-            job.config = app.config(replicas, max(app.init_batch_size,
-                                                  app.min_local_bsz * replicas))  # fmt: skip
+            job.config = app.config(replicas, app.least_batch(replicas))
         else:
             sqr, var = self.grad[job.idx]
             model = GoodputModel(self.params[job.idx], sqr, var, app.init_batch_size)
@@ -317,33 +315,30 @@ class Pollux(PolluxRounds):
         search = _Search(self, order, len(nodes), per_node, base, t)
         best = search.run(self._seed_states(order, base))
         self.previous = ([s.idx for s in order], search.population)
-        counts = {s.idx: best[r] for r, s in enumerate(order)}
         out: dict[int, Where] = {}
         free = {k: set(range(per_node)) for k in nodes}
         changed = []
-        for s in order:
+        for r, s in enumerate(order):
+            if not best[r].any():
+                continue
             old = self.placed.get(s.idx)
-            same = (
-                old is not None
-                and all(counts[s.idx][column[k]] == len(ids) for k, ids in old if k in column)
-                and sum(counts[s.idx]) == sum(len(ids) for _, ids in old)
-            )
-            if same and sum(counts[s.idx]):
-                out[s.idx] = old  # type: ignore[assignment]
-                for k, ids in old:  # type: ignore[union-attr]
+            held = sum(len(ids) for _, ids in old) if old is not None else 0
+            if old is not None and np.array_equal(best[r], base[r]) and base[r].sum() == held:
+                out[s.idx] = old  # where it is: no node of it down
+                for k, ids in old:
                     free[k].difference_update(ids)
-            elif sum(counts[s.idx]):
-                changed.append(s)
-        for s in changed:
+            else:
+                changed.append(r)
+        for r in changed:
             parts = []
             for c, k in enumerate(nodes):
-                n = int(counts[s.idx][c])
-                if n:
-                    ids = sorted(free[k])[:n]
+                if best[r, c]:
+                    ids = sorted(free[k])[: best[r, c]]
                     free[k].difference_update(ids)
                     parts.append((k, tuple(ids)))
-            out[s.idx] = tuple(parts)
-            self.restarts[s.idx] = self.restarts.get(s.idx, -1) + 1
+            idx = order[r].idx
+            out[idx] = tuple(parts)
+            self.restarts[idx] = self.restarts.get(idx, -1) + 1
         return out
 
     def _seed_states(self, order: list[JobState], base: np.ndarray) -> np.ndarray:
