@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import json
 import math
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from planner.app.cli import app
 from planner.dl.pollux import GoodputModel, application, fit_perf_params
 from planner.errors import InputError
 from planner.execution.audit import audit
-from planner.execution.elastic import Elastic, elastic_figures
+from planner.execution.elastic import Elastic, Hybrid, elastic_figures
 from planner.execution.jobs import PeerJob, jobs_from_instance
 from planner.interleave import Interleave, Stages
 from tests.conftest import INSTANCES, lines
@@ -295,3 +296,134 @@ def test_info_and_online_say_what_they_do_with_elastic_jobs(tmp_path: Path) -> N
     assert (code, err) == (2, "error: elastic jobs are run by the executor's policies (planner "
                               "policy INSTANCE goodput); the online planner does not plan them "
                               "yet\n")  # fmt: skip
+
+
+HYBRID = INSTANCES / "hybrid" / "gpt.yaml"
+
+
+def _plan(data: int, pipeline: int, gpu: float, mem: int) -> dict[str, object]:
+    return {"data": data, "pipeline": pipeline, "stages": {"data": 0, "gpu": gpu},
+            "gpu_mem_per_gpu": mem}  # fmt: skip
+
+
+def _hybrid_job(plans: list[dict[str, object]], gpus: int = 4) -> dict[str, object]:
+    return {"name": "gpt", "gpus": gpus, "stages": {"data": 0, "gpu": 1, "sync": 0},
+            "iterations": 1000, "restart": 30, "parallel_plans": plans}  # fmt: skip
+
+
+def _hybrid_instance(plans: list[dict[str, object]], gpus: int = 4) -> dict[str, object]:
+    return {"interleave": "fluid",
+            "cluster": {"nodes": [{"name": "n", "count": 2, "gpu": 4, "gpu_mem": 64}]},
+            "jobs": [_hybrid_job(plans, gpus)]}  # fmt: skip
+
+
+def test_a_plan_that_does_not_fit_in_memory_is_refused(tmp_path: Path) -> None:
+    # 16 GB GPUs: the job's only plans on its 4 GPUs need 22 and 18 GB per GPU
+    plans = [_plan(4, 1, 0.4, 22), _plan(2, 2, 0.6, 18), _plan(1, 2, 1.8, 13)]
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(_hybrid_instance(plans)))
+    with pytest.raises(InputError) as err:
+        jobs_from_instance(path)
+    assert str(err.value) == (
+        f"{path}: jobs[0].parallel_plans: job 'gpt': no parallel plan on its 4 GPUs fits a "
+        "GPU's 16 GB (the least needs 18 GB per GPU)"
+    )
+    code, _, err_text = run("policy", path, "goodput")
+    assert code == 2 and err_text.strip().endswith("(the least needs 18 GB per GPU)")
+
+
+def test_parallel_plans_are_checked_where_they_are_read(tmp_path: Path) -> None:
+    path = tmp_path / "none.json"
+    path.write_text(json.dumps(_hybrid_instance([{"data": 2, "stages": {"data": 0, "gpu": 1}}])))
+    code, _, err = run("policy", path, "goodput")
+    assert code == 2
+    assert "parallel_plans: none has the job's 4 GPUs (data x pipeline x tensor: 2x1x1 (2))" in err
+
+
+def test_goodput_chooses_plan_and_gpus_together_within_memory(tmp_path: Path) -> None:
+    # alone on 2 x 4 GPUs of 16 GB: the fastest plan (4x1x1, 0.3 s) needs 22 GB, so the
+    # job runs 4x2x1 on all eight GPUs (0.35 s, 12 GB) from the start: its 30 s of
+    # restart where it is first placed, then 1000 x 0.35 s
+    plans = [_plan(4, 1, 0.3, 22), _plan(2, 2, 0.6, 12), _plan(4, 2, 0.35, 12)]
+    path = tmp_path / "one.json"
+    path.write_text(json.dumps(_hybrid_instance(plans)))
+    jobs = jobs_from_instance(path).jobs
+    result = planner.run_policy(jobs, "goodput", nodes=2, gpus_per_node=4, interleave=ALONE)
+    assert audit(result, jobs, 8) == []
+    assert result.finish["gpt"] == pytest.approx(30 + 350.0)
+    assert {c["gpt"] for c in result.configs if c} == {(2, 0)}
+    fixed = planner.run_policy(jobs, "fifo", nodes=2, gpus_per_node=4, interleave=ALONE)
+    assert fixed.finish["gpt"] == pytest.approx(30 + 600.0)  # its own 4 GPUs: 2x2x1 fits
+
+
+def test_the_audit_refuses_a_plan_off_its_gpus_or_its_memory() -> None:
+    jobs = jobs_from_instance(HYBRID).jobs
+    model = Interleave("fluid", max_colocated=1, factors=None, gpu_memory=16.0)
+    result = planner.run_policy(jobs, "goodput", nodes=2, gpus_per_node=4, interleave=model)
+    assert audit(result, jobs, 8) == []
+    k = next(i for i, c in enumerate(result.configs) if "gpt-1b" in c)
+    at = result.trace[k][0]
+    gpus = next(sum(len(ids) for _, ids in w) for names, _, w in result.trace[k][1]
+                if "gpt-1b" in names)  # fmt: skip
+    spec = jobs[0].elastic
+    too_big = next(i for i, p in enumerate(spec.plans) if p.label == "4x1x1")  # 22 GB
+    other = next(i for i, p in enumerate(spec.plans) if p.gpus != gpus and spec.fits(p))
+    memory = "need 22 GB of each GPU's memory with their plans; a GPU has 16 GB"
+    for plan, wrong in ((too_big, memory), (other, f"runs plan {spec.plans[other].label}")):
+        configs = [dict(c) for c in result.configs]
+        configs[k]["gpt-1b"] = (plan, 0)
+        found = audit(dataclasses.replace(result, configs=configs), jobs, 8)
+        assert any(line.startswith(f"at {at:g} s:") and wrong in line for line in found)
+
+
+def test_hybrid_jobs_under_goodput_beat_their_fixed_plans() -> None:
+    jobs = jobs_from_instance(HYBRID).jobs
+    model = Interleave("fluid", max_colocated=1, factors=None, gpu_memory=16.0)
+    results = {p: planner.run_policy(jobs, p, nodes=2, gpus_per_node=4, interleave=model)
+               for p in ("goodput", "fifo", "srtf")}  # fmt: skip
+    for result in results.values():
+        assert audit(result, jobs, 8) == []
+    assert results["goodput"].mean_jct < min(
+        r.mean_jct for p, r in results.items() if p != "goodput"
+    )
+    with pytest.raises(InputError) as err:
+        planner.run_policy(jobs, "pollux", nodes=2, gpus_per_node=4, interleave=model)
+    assert str(err.value) == ("policy pollux runs Pollux's elastic jobs; job 'gpt-1b' is "
+                              "hybrid-parallel (run it with goodput)")  # fmt: skip
+    with pytest.raises(InputError) as err:
+        planner.run_policy(jobs, "tiresias", nodes=2, gpus_per_node=4, interleave=model)
+    assert str(err.value).startswith("policy tiresias counts GPUs without placing them")
+
+
+def test_generate_hybrid_writes_jobs_whose_own_plan_fits(tmp_path: Path) -> None:
+    out = tmp_path / "h.yaml"
+    code, text, _ = run("generate", "--hybrid", "--jobs", 12, "--seed", 3, "--nodes", 2,
+                        "--gpus-per-node", 8, "--gpu-memory", 16, "-o", out)  # fmt: skip
+    assert code == 0 and text == f"wrote {out} (12 hybrid-parallel jobs, 12 tasks)\n"
+    workload = jobs_from_instance(out)
+    assert len(workload.jobs) == 12 and workload.gpu_memory == 16
+    for job in workload.jobs:
+        spec = job.elastic
+        assert isinstance(spec, Hybrid) and spec.best(job.gpus)[1] >= 0
+    too_big = [p for j in workload.jobs for p in j.elastic.plans if not j.elastic.fits(p)]
+    assert too_big  # memory decides: some plans never run
+    again = tmp_path / "again.yaml"
+    run("generate", "--hybrid", "--jobs", 12, "--seed", 3, "--nodes", 2, "--gpus-per-node", 8,
+        "-o", again)  # fmt: skip
+    assert again.read_text() == out.read_text()
+    result = planner.run_policy(list(workload.jobs), "goodput", nodes=2, gpus_per_node=8,
+                                interleave=Interleave("fluid", max_colocated=1, factors=None,
+                                                      gpu_memory=16.0))  # fmt: skip
+    assert audit(result, list(workload.jobs), 16) == [] and len(result.finish) == 12
+
+
+def test_generate_hybrid_refuses_what_it_cannot_honour(tmp_path: Path) -> None:
+    code, _, err = run("generate", "--hybrid", "--blocks", 2, "-o", tmp_path / "h.yaml")
+    assert code == 2
+    assert err == "error: --hybrid: the jobs are elastic; give no --blocks nor --placement\n"
+    code, _, err = run("generate", "--hybrid", "--nodes", 1, "--gpus-per-node", 1,
+                       "--gpu-memory", 4, "-o", tmp_path / "h.yaml")  # fmt: skip
+    assert code == 2 and err == (
+        "error: no generated model fits GPUs of 4 GB on 1 x 1 GPUs (the smallest, 0.35B "
+        "parameters, needs more memory or GPUs)\n"
+    )

@@ -369,6 +369,18 @@ def generate(
         ),
     ] = None,
     placement: Annotated[str, typer.Option(help=PLACEMENT_HELP)] = "pooled",
+    hybrid: Annotated[
+        bool,
+        typer.Option(
+            "--hybrid",
+            help="Hybrid-parallel transformer jobs instead: each lists its data x pipeline "
+            "x tensor plans with their step times and GPU memory (elastic: run them with "
+            "planner policy ... goodput).",
+        ),
+    ] = False,
+    gpu_memory: Annotated[
+        int, typer.Option(min=1, max=1024, help="--hybrid: GB of memory per GPU.")
+    ] = 16,
 ) -> None:
     """Write a seeded synthetic batch of catalog training jobs (GPU mix of published traces)."""
     from planner.dl.workloads import GPU_MIX
@@ -376,6 +388,16 @@ def generate(
 
     with guard():
         check_output(output, suffixes=NATIVE)
+        if hybrid:
+            from planner.dl.hybrid import generate_hybrid
+
+            if blocks != 1 or placement != "pooled":
+                raise InputError("--hybrid: the jobs are elastic; give no --blocks nor --placement")
+            data = generate_hybrid(jobs, seed, nodes, gpus_per_node, gpu_memory, arrival_rate)
+            data["time_unit"] = time_unit
+            problem = _write_instance(data, output)
+            typer.echo(f"wrote {output} ({jobs} hybrid-parallel jobs, {len(problem.tasks)} tasks)")
+            return
         total = nodes * gpus_per_node
         too_large = [g for g in GPU_MIX if g > total]
         if too_large:

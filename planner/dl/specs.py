@@ -310,6 +310,29 @@ class ElasticSpec(_Spec):
     )
 
 
+class ParallelPlan(_Spec):
+    """One way to run a job on several GPUs: ``data`` x ``pipeline`` x ``tensor`` GPUs,
+    with its seconds per iteration and the GPU memory each of its GPUs needs."""
+
+    data: PosInt = Field(description="Data-parallel replicas.")
+    pipeline: PosInt = Field(default=1, description="Pipeline stages per replica.")
+    tensor: PosInt = Field(default=1, description="Tensor-parallel degree per stage.")
+    stages: Stages = Field(description="Seconds per iteration on this plan's GPUs.")
+    gpu_mem_per_gpu: NonNegInt = Field(
+        default=0, description="GB of memory each of its GPUs needs (weights, activations)."
+    )
+
+    @property
+    def gpus(self) -> int:
+        """Its GPUs: data x pipeline x tensor."""
+        return self.data * self.pipeline * self.tensor
+
+    @property
+    def label(self) -> str:
+        """``DxPxT``."""
+        return f"{self.data}x{self.pipeline}x{self.tensor}"
+
+
 class TrainingJob(_Spec):
     """A training job: ``iterations`` repetitions of its stage profile on ``gpus`` GPUs."""
 
@@ -376,8 +399,18 @@ class TrainingJob(_Spec):
         "its 'gpus' the GPUs it starts on; give no iterations, duration, stages nor model.",
     )
 
+    parallel_plans: list[ParallelPlan] = Field(
+        default_factory=list,
+        description="Hybrid-parallel plans (data x pipeline x tensor): the executor's "
+        "elastic policies choose the plan and its GPUs together; a plan must fit the GPUs' "
+        "memory. One plan has the job's 'gpus': where a policy does not choose, the job runs "
+        "on them at the fastest such plan that fits.",
+    )
+
     @model_validator(mode="after")
     def _check(self) -> TrainingJob:
+        if self.parallel_plans:
+            self._check_plans()
         if self.elastic is not None:
             self._check_elastic()
             return self
@@ -388,6 +421,20 @@ class TrainingJob(_Spec):
         if self.iterations is not None and self.blocks > self.iterations:
             raise ValueError(f"blocks: {self.blocks} blocks but only {self.iterations} iterations")
         return self
+
+    def _check_plans(self) -> None:
+        """A job with parallel plans is not a Pollux job, and one plan has its GPUs."""
+        if self.elastic is not None:
+            raise ValueError("give 'elastic' or 'parallel_plans', not both")
+        if not any(p.gpus == self.gpus for p in self.parallel_plans):
+            have = ", ".join(f"{p.label} ({p.gpus})" for p in self.parallel_plans)
+            raise ValueError(
+                f"parallel_plans: none has the job's {self.gpus} GPUs (data x pipeline x "
+                f"tensor: {have})"
+            )
+        labels = [p.label for p in self.parallel_plans]
+        if len(set(labels)) != len(labels):
+            raise ValueError(f"parallel_plans: a plan is given twice ({', '.join(labels)})")
 
     def _check_elastic(self) -> None:
         """An elastic job gives its stages (what models without elasticity see: per unit

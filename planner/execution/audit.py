@@ -6,7 +6,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from planner.execution.elastic import EPSILON, gain, step_periods
+from planner.execution.elastic import EPSILON, Hybrid, step_periods
 from planner.execution.jobs import PeerJob, Where
 from planner.execution.policies import where_label
 from planner.execution.power import compute_share, throttle
@@ -94,7 +94,8 @@ def audit(run: PeerRun, jobs: Sequence[PeerJob], gpus: int) -> list[str]:
             if len(members) > model.max_colocated:
                 wrong.append(f"at {t:g} s: {len(members)} jobs share one GPU set")
                 continue
-            if not model.room([m.gpu_mem for m in members]):
+            hybrid = any(isinstance(m.elastic, Hybrid) for m in members)
+            if not hybrid and not model.room([m.gpu_mem for m in members]):
                 need = sum(m.gpu_mem for m in members)
                 wrong.append(
                     f"at {t:g} s: {list(names)} hold {need:g} GB of each GPU's memory; a GPU "
@@ -104,6 +105,7 @@ def audit(run: PeerRun, jobs: Sequence[PeerJob], gpus: int) -> list[str]:
                 wrong.append(f"at {t:g} s: a group of several GPU counts {list(names)}")
             if elastic:
                 configs = run.configs[k] if k < len(run.configs) else {}
+                wrong += _audit_plans(t, members, configs, len(gpus_held), model)
                 for m in members:
                     if m.release > t + 1e-9 or run.finish.get(m.name, math.inf) < end - 1e-6:
                         wrong.append(f"job {m.name!r} runs at {t:g} s, outside its release "
@@ -140,6 +142,43 @@ def audit(run: PeerRun, jobs: Sequence[PeerJob], gpus: int) -> list[str]:
     return wrong
 
 
+def _audit_plans(
+    t: float,
+    members: Sequence[PeerJob],
+    configs: Mapping[str, tuple[int, int]],
+    gpus: int,
+    model: Interleave,
+) -> list[str]:
+    """What is wrong at ``t`` with the parallel plans of hybrid-parallel members on a set
+    of ``gpus`` GPUs: a plan of another GPU count, or one that needs more memory than a
+    GPU has (with its co-residents' memory)."""
+    wrong = []
+    need = 0.0
+    for m in members:
+        spec = m.elastic
+        if not isinstance(spec, Hybrid):
+            need += m.gpu_mem
+            continue
+        k = configs.get(m.name)
+        if k is None or not 0 <= k[0] < len(spec.plans):
+            wrong.append(f"at {t:g} s: job {m.name!r} runs on {gpus} GPUs with no parallel plan")
+            continue
+        plan = spec.plans[k[0]]
+        if plan.gpus != gpus:
+            wrong.append(
+                f"at {t:g} s: job {m.name!r} runs plan {plan.label} ({plan.gpus} GPUs) on "
+                f"{gpus} GPUs"
+            )
+        need += plan.gpu_mem
+    if model.gpu_memory is not None and need > model.gpu_memory + 1e-9:
+        names = [m.name for m in members]
+        wrong.append(
+            f"at {t:g} s: {names} need {need:g} GB of each GPU's memory with their plans; a "
+            f"GPU has {model.gpu_memory:g} GB"
+        )
+    return wrong
+
+
 def _elastic_credit(
     run: PeerRun,
     members: Sequence[PeerJob],
@@ -169,7 +208,7 @@ def _elastic_credit(
             if m.elastic is None or cfg is None:
                 progress += left * speed / step
                 break
-            period = step / gain(m.elastic, replicas, cfg, progress) / speed
+            period = step / m.elastic.gain(replicas, cfg, progress) / speed
             boundary = m.elastic.next_epoch(progress)
             piece = (boundary - progress) * period
             if boundary >= m.iterations - EPSILON or piece >= left:

@@ -13,15 +13,27 @@ its policy again; a policy may choose another batch there, as Pollux does).
 A job's configuration is its policy's (``JobState.config``); without one, the fixed
 one of its ``batch_size`` (:meth:`~planner.dl.pollux.Application.config`), or for a job
 without one, Pollux's first: ``max(M0, least local batch x GPUs)``.
+
+A hybrid-parallel job (:class:`Hybrid`) is elastic too: it lists plans (data x pipeline x
+tensor GPUs, seconds per iteration, GPU memory per GPU), and its configuration is the plan
+it runs, ``(plan index, 0)``, which must have as many GPUs as its set and fit a GPU's
+memory. Its iterations are its work, at one gain on every plan.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import cached_property
+from typing import TYPE_CHECKING
 
 from planner.dl.pollux import Application, application
+from planner.errors import InputError
 from planner.interleave import Interleave, Stages
+
+if TYPE_CHECKING:
+    from planner.dl.specs import TrainingJob
 
 EPSILON = 1e-7
 """Progress within which a job is at an epoch's start."""
@@ -57,30 +69,135 @@ class Elastic:
         app = self.app
         return app.progress_at(min(self.epoch(progress) + 1, app.max_epochs))
 
+    def step(self, where: Sequence[tuple[int, Sequence[int]]], config: tuple[int, int]) -> Stages:
+        """One step on ``where`` at ``config`` as stages: compute (its accumulation steps
+        included) and synchronisation."""
+        atomic, accum = config
+        step, sync = self.app.step_times(placement(where), atomic)
+        return Stages(0.0, (step - sync) * (accum + 1), sync)
+
+    def gain(self, replicas: int, config: tuple[int, int], progress: float) -> float:
+        """Progress per step at ``config`` on ``replicas`` GPUs at ``progress``."""
+        atomic, accum = config
+        return self.app.gain(replicas * atomic * (accum + 1), self.epoch(progress))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A hybrid-parallel plan: ``label`` (data x pipeline x tensor), its GPUs, its stages
+    per iteration and the GB of memory each of its GPUs needs."""
+
+    label: str
+    gpus: int
+    stages: Stages
+    gpu_mem: float = 0.0
+
+
+@dataclass(frozen=True)
+class Hybrid:
+    """A hybrid-parallel job: its plans, a GPU's memory (GB; ``None``: not limited), and
+    the GB per GPU of its plan on its own GPUs (what a fixed policy runs). A policy may
+    run it on any GPU count a plan that fits has."""
+
+    plans: tuple[Plan, ...]
+    memory: float | None = None
+    gpu_mem: float = 0.0
+
+    def fits(self, plan: Plan) -> bool:
+        """Whether ``plan`` fits a GPU's memory."""
+        return self.memory is None or plan.gpu_mem <= self.memory + 1e-9
+
+    @cached_property
+    def _fastest(self) -> dict[int, tuple[float, int]]:
+        """Per GPU count, the iterations per second alone and the index of the fastest
+        plan that fits (the first of equals)."""
+        out: dict[int, tuple[float, int]] = {}
+        for k, p in enumerate(self.plans):
+            rate = 1.0 / p.stages.total
+            if self.fits(p) and rate > out.get(p.gpus, (0.0, -1))[0]:
+                out[p.gpus] = (rate, k)
+        return out
+
+    def best(self, replicas: int) -> tuple[float, int]:
+        """The iterations per second alone and the index of the fastest plan on exactly
+        ``replicas`` GPUs that fits (``(0.0, -1)``: none)."""
+        return self._fastest.get(replicas, (0.0, -1))
+
+    def counts(self) -> list[int]:
+        """The GPU counts of the plans that fit, ascending."""
+        return sorted(self._fastest)
+
+    def default_config(self, replicas: int) -> tuple[int, int]:
+        """The fastest plan on ``replicas`` GPUs that fits, as ``(index, 0)``.
+
+        Raises
+        ------
+        InputError
+            If no plan that fits has ``replicas`` GPUs.
+        """
+        k = self.best(replicas)[1]
+        if k < 0:
+            raise InputError(
+                f"no parallel plan of {replicas} GPUs fits (plans: "
+                f"{', '.join(p.label for p in self.plans)})"
+            )
+        return k, 0
+
+    def epoch(self, progress: float) -> int:
+        """0: its speed does not change with its progress."""
+        return 0
+
+    def next_epoch(self, progress: float) -> float:
+        """Never: its speed does not change with its progress."""
+        return math.inf
+
+    def step(self, where: Sequence[tuple[int, Sequence[int]]], config: tuple[int, int]) -> Stages:
+        """One iteration on its plan ``config[0]``."""
+        return self.plans[config[0]].stages
+
+    def gain(self, replicas: int, config: tuple[int, int], progress: float) -> float:
+        """1: an iteration is one iteration on every plan."""
+        return 1.0
+
+
+def hybrid_of(job: TrainingJob, memory: float | None, file: str, place: str) -> Hybrid:
+    """A hybrid-parallel job's plans (its ``parallel_plans``) on GPUs of ``memory`` GB
+    (``file`` and ``place``: where its errors point).
+
+    Raises
+    ------
+    InputError
+        Where no plan on the job's own GPUs fits a GPU's memory.
+    """
+    plans = tuple(
+        Plan(
+            p.label,
+            p.gpus,
+            Stages(p.stages.data, p.stages.gpu, p.stages.sync),
+            float(p.gpu_mem_per_gpu),
+        )
+        for p in job.parallel_plans
+    )
+    hybrid = Hybrid(plans, memory)
+    own = hybrid.best(job.gpus)[1]
+    if own < 0:
+        least = min(p.gpu_mem for p in plans if p.gpus == job.gpus)
+        raise InputError(
+            f"job {job.name!r}: no parallel plan on its {job.gpus} GPUs fits a GPU's "
+            f"{memory:g} GB (the least needs {least:g} GB per GPU)",
+            file,
+            place,
+        )
+    return replace(hybrid, gpu_mem=plans[own].gpu_mem)
+
 
 def placement(where: Sequence[tuple[int, Sequence[int]]]) -> tuple[int, ...]:
     """A GPU set's GPUs per node."""
     return tuple(len(ids) for _, ids in where if ids)
 
 
-def step_stages(
-    elastic: Elastic, where: Sequence[tuple[int, Sequence[int]]], config: tuple[int, int]
-) -> Stages:
-    """One step of an elastic job on ``where`` at ``config`` as stages: compute (its
-    accumulation steps included) and synchronisation."""
-    atomic, accum = config
-    step, sync = elastic.app.step_times(placement(where), atomic)
-    return Stages(0.0, (step - sync) * (accum + 1), sync)
-
-
-def gain(elastic: Elastic, replicas: int, config: tuple[int, int], progress: float) -> float:
-    """Progress per step at ``config`` on ``replicas`` GPUs at ``progress``."""
-    atomic, accum = config
-    return elastic.app.gain(replicas * atomic * (accum + 1), elastic.epoch(progress))
-
-
 def step_periods(
-    members: Sequence[tuple[Elastic | None, Stages, float, tuple[int, int] | None]],
+    members: Sequence[tuple[Elastic | Hybrid | None, Stages, float, tuple[int, int] | None]],
     where: Sequence[tuple[int, Sequence[int]]],
     model: Interleave,
 ) -> list[tuple[float, tuple[int, int] | None]]:
@@ -97,7 +214,7 @@ def step_periods(
             configs.append(None)
             continue
         cfg = config or spec.default_config(replicas)
-        step = step_stages(spec, where, cfg)
+        step = spec.step(where, cfg)
         stages.append(step)
         alone.append(step.total)
         configs.append(cfg)
@@ -106,7 +223,7 @@ def step_periods(
 
 
 def elastic_periods(
-    members: Sequence[tuple[Elastic | None, Stages, float, tuple[int, int] | None, float]],
+    members: Sequence[tuple[Elastic | Hybrid | None, Stages, float, tuple[int, int] | None, float]],
     where: Sequence[tuple[int, Sequence[int]]],
     model: Interleave,
 ) -> list[float]:
@@ -116,7 +233,7 @@ def elastic_periods(
     replicas = sum(placement(where))
     steps = step_periods([m[:4] for m in members], where, model)
     return [
-        period if cfg is None or m[0] is None else period / gain(m[0], replicas, cfg, m[4])
+        period if cfg is None or m[0] is None else period / m[0].gain(replicas, cfg, m[4])
         for m, (period, cfg) in zip(members, steps, strict=True)
     ]
 

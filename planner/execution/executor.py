@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from planner.errors import InputError
+from planner.execution.elastic import Hybrid
 from planner.execution.jobs import (
     Outage,
     PeerJob,
@@ -312,6 +313,17 @@ def run_policy(
         raise InputError(
             f"policy {chosen_policy.name} runs elastic jobs (planner import pollux writes "
             f"them); job {fixed[0]!r} is not"
+        )
+    if not chosen_policy.places_gpus and len(fixed) < len(jobs):
+        raise InputError(
+            f"policy {chosen_policy.name} counts GPUs without placing them; elastic jobs run "
+            "on the GPUs a policy places (pollux-tiresias is Tiresias for them)"
+        )
+    hybrid = [j.name for j in jobs if isinstance(j.elastic, Hybrid)]
+    if chosen_policy.needs_elastic and not chosen_policy.runs_hybrid and hybrid:
+        raise InputError(
+            f"policy {chosen_policy.name} runs Pollux's elastic jobs; job {hybrid[0]!r} is "
+            "hybrid-parallel (run it with goodput)"
         )
     for node, down, back in outages:
         if not 0 <= node < nodes or not 0 <= down <= back < math.inf:

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from planner.errors import InputError
-from planner.execution.elastic import Elastic
+from planner.execution.elastic import Elastic, Hybrid, hybrid_of
+from planner.execution.power import file_tariff, type_watts
 from planner.execution.resources import (
     ResourceProfile,
     check_memory,
@@ -22,11 +23,10 @@ from planner.execution.resources import (
 )
 from planner.files import check_input_file
 from planner.interleave import MURI_GROUP_FACTORS, TABLE, Interleave, Stages
-from planner.model import PriceWindow, Tariff
+from planner.model import Tariff
 
 if TYPE_CHECKING:
     from planner.dl.specs import ClusterInstance
-    from planner.dl.specs import Tariff as ClusterTariff
     from planner.execution.disturbances import Failure, Noise, Slowdown
     from planner.model import Problem
     from planner.rates import Throughputs
@@ -84,9 +84,9 @@ class PeerJob:
     profile: ResourceProfile | None = None
     """Its speed by the CPU and memory it is given (:mod:`planner.execution.resources`);
     ``None``: one speed, holding ``cpu`` and ``mem``."""
-    elastic: Elastic | None = None
-    """What makes it elastic (:mod:`planner.execution.elastic`): its iterations are then
-    progress, and a policy may run it on any number of GPUs."""
+    elastic: Elastic | Hybrid | None = None
+    """What makes it elastic (:mod:`planner.execution.elastic`): a Pollux application (its
+    iterations are progress) or parallel plans; a policy runs it on any number of GPUs."""
 
     def share_at(self, left: float) -> float:
         """Its weight with ``left`` iterations left: the weight of the block it is in."""
@@ -232,10 +232,14 @@ def jobs_from_instance(path: str | Path, data: Mapping[str, Any] | None = None) 
         _, _, _, times, factor = profiles.configs(i, job)[0]
         stages = Stages(times.data, times.gpu * factor, times.sync)
         iterations = profiles.iterations(job, times.on(factor))
-        elastic = None
+        elastic: Elastic | Hybrid | None = None
+        gpu_mem = float(job.gpu_mem_per_gpu)
         if job.elastic is not None:  # its progress to its end, not whole
             elastic = Elastic(job.elastic.application, job.elastic.batch_size)
             iterations = elastic.app.target_progress  # type: ignore[assignment]
+        elif job.parallel_plans:
+            elastic = hybrid_of(job, gpu_memory_of(inst), str(path), f"jobs[{i}].parallel_plans")
+            gpu_mem = elastic.gpu_mem
         alone = job.iteration_time or stages.total
         jobs.append(
             PeerJob(
@@ -250,7 +254,7 @@ def jobs_from_instance(path: str | Path, data: Mapping[str, Any] | None = None) 
                 weight=job.weight,
                 priority=job.priority,
                 restart=job.restart,
-                gpu_mem=float(job.gpu_mem_per_gpu),
+                gpu_mem=gpu_mem,
                 cpu=float(job.cpu_per_gpu),
                 mem=float(job.mem_per_gpu),
                 profile=grids.get(job.model or ""),
@@ -290,7 +294,7 @@ def jobs_from_instance(path: str | Path, data: Mapping[str, Any] | None = None) 
         time_unit=inst.time_unit,
         power_cap=cap,
         watts=watts,
-        tariff=_tariff(power.tariff) if power is not None and power.tariff else None,
+        tariff=file_tariff(power.tariff) if power is not None and power.tariff else None,
         switch_off=power is not None and power.switch_off,
         max_colocated=inst.max_colocated,
         gpu_memory=memory,
@@ -358,32 +362,10 @@ def _table_workload(inst: ClusterInstance, path: Path) -> Workload:
         time_unit=inst.time_unit,
         types=tuple(types),
         table=table,
-        type_watts={t: _type_watts(inst, t) for t in dict.fromkeys(types)},
+        type_watts={t: type_watts(inst, t) for t in dict.fromkeys(types)},
         objective=inst.objective,
-        tariff=_tariff(inst.power.tariff) if inst.power and inst.power.tariff else None,
+        tariff=file_tariff(inst.power.tariff) if inst.power and inst.power.tariff else None,
         switch_off=inst.power is not None and inst.power.switch_off,
-    )
-
-
-def _type_watts(inst: ClusterInstance, gpu_type: str) -> tuple[float, float]:
-    """A GPU's (busy, idle) watts of ``gpu_type`` in ``inst``: its power's, with its
-    machines' base spread over their GPUs, else the catalog's."""
-    from planner.dl.specs import Power, gpu_watts
-
-    if inst.power is None:
-        return Power().gpu_watts(gpu_type)
-    return gpu_watts(inst, gpu_type)
-
-
-def _tariff(tariff: ClusterTariff) -> Tariff:
-    """A cluster form's tariff in whole seconds (ticks of one second)."""
-    return Tariff(
-        price=tariff.price,
-        windows=[
-            PriceWindow(start=int(w.start), end=max(int(w.start) + 1, int(w.end)), price=w.price)
-            for w in tariff.windows
-        ],
-        period=None if tariff.period is None else max(1, round(tariff.period)),
     )
 
 

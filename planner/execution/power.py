@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING
 from planner.metrics import DEFAULT_POWER
 
 if TYPE_CHECKING:
-    pass
+    from planner.dl.specs import ClusterInstance
+    from planner.dl.specs import Tariff as ClusterTariff
+    from planner.model import Tariff
 
 WATTS = DEFAULT_POWER["gpu"]
 """A GPU's (busy, idle) watts."""
@@ -44,3 +46,27 @@ def throttle(
     if cap is None or extra <= 0:
         return 1.0
     return min(1.0, (cap - gpus * idle) / extra)
+
+
+def type_watts(inst: ClusterInstance, gpu_type: str) -> tuple[float, float]:
+    """A GPU's (busy, idle) watts of ``gpu_type`` in ``inst``: its power's, with its
+    machines' base spread over their GPUs, else the catalog's."""
+    from planner.dl.specs import Power, gpu_watts
+
+    if inst.power is None:
+        return Power().gpu_watts(gpu_type)
+    return gpu_watts(inst, gpu_type)
+
+
+def file_tariff(tariff: ClusterTariff) -> Tariff:
+    """A cluster form's tariff in whole seconds (ticks of one second)."""
+    from planner.model import PriceWindow, Tariff
+
+    return Tariff(
+        price=tariff.price,
+        windows=[
+            PriceWindow(start=int(w.start), end=max(int(w.start) + 1, int(w.end)), price=w.price)
+            for w in tariff.windows
+        ],
+        period=None if tariff.period is None else max(1, round(tariff.period)),
+    )

@@ -335,6 +335,10 @@ class Policy:
     (so not under the ``table`` model, whose speeds are per placed GPU type)."""
     needs_elastic = False
     """Whether the policy runs elastic jobs only (:mod:`planner.execution.elastic`)."""
+    places_gpus = True
+    """Whether the policy places jobs on GPUs (not: counts them only, as ``tiresias``)."""
+    runs_hybrid = False
+    """Whether an elastic policy also runs hybrid-parallel jobs (not Pollux's only)."""
 
     def start(self, context: Context) -> None:
         """Take the run's context (kept as ``self.context``)."""

@@ -13,17 +13,24 @@ first, on the nodes whose free GPUs fit them most tightly, kept where their coun
 stayed; a job runs at the configuration of best goodput there, chosen anew at every
 epoch's start (Pollux's simulator does the same, free of charge). Unlike Pollux's
 rounds, an arrival or an end is decided at once: GPUs do not idle to the next round.
+
+A hybrid-parallel job (:class:`~planner.execution.elastic.Hybrid`) takes only the GPU
+counts of its plans that fit a GPU's memory, and runs the fastest of them on its count:
+plan and GPU count are chosen together. Its speed-up on ``n`` GPUs is its speed there
+over its speed per GPU on its own plan (its ``gpus``), and its time on one GPU its
+iterations left at that speed per GPU.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
 from functools import cache
 
 import numpy as np
 
 from planner.dl.pollux import Application, packed
-from planner.execution.elastic import placement
+from planner.execution.elastic import Hybrid, placement
 from planner.execution.jobs import Where
 from planner.execution.policies.base import Cluster, Context, JobState
 from planner.execution.policies.pollux import PolluxRounds
@@ -72,44 +79,85 @@ def _after(app: Application, epoch: int) -> float:
     return (span / rate if rate > 0 else math.inf) + _after(app, epoch + 1)
 
 
+def _per_gpu(s: JobState) -> float:
+    """A hybrid-parallel job's iterations per second per GPU on its own plan."""
+    spec = s.job.elastic
+    assert isinstance(spec, Hybrid)
+    return spec.best(s.job.gpus)[0] / s.job.gpus
+
+
+def _counts(s: JobState, most: int) -> list[int]:
+    """The GPU counts ``s`` may run on, up to ``most``: any for a Pollux job, its plans'
+    that fit for a hybrid-parallel one."""
+    spec = s.job.elastic
+    if isinstance(spec, Hybrid):
+        return [n for n in spec.counts() if n <= most]
+    return list(range(1, most + 1))
+
+
 class Goodput(PolluxRounds):
     """Ours: GPU counts by Smith's rule on marginal goodput (see the module docstring)."""
 
     name = "goodput"
+    runs_hybrid = True
 
     def speedups(self, s: JobState, most: int) -> list[float]:
         """``s``'s speed-up on 0 .. ``most`` GPUs (non-decreasing: a job may leave GPUs
-        idle rather than slow down)."""
+        idle rather than slow down); computed once per job and epoch."""
         spec = s.job.elastic
         assert spec is not None
+        key = (s.idx, spec.epoch(s.progress))
+        out = self.curves.get(key)
+        if out is None:
+            out = self.curves[key] = self._speedups(s)
+        return out[: most + 1]
+
+    def _speedups(self, s: JobState) -> list[float]:
+        """``s``'s speed-up on 0 .. :meth:`_most` GPUs (at most the cluster's) in its
+        current epoch."""
+        spec = s.job.elastic
+        assert spec is not None
+        out = [0.0]
+        most = min(self.context.gpus, self._most(s))
+        if isinstance(spec, Hybrid):
+            unit = _per_gpu(s)
+            for n in range(1, most + 1):
+                out.append(max(out[-1], spec.best(n)[0] / unit))
+            return out
         app, epoch = spec.app, spec.epoch(s.progress)
         per_node = self.context.gpus_per_node
         base = best_config(app, (1,), epoch)[0]
-        out = [0.0]
         for n in range(1, most + 1):
             out.append(max(out[-1], best_config(app, packed(n, per_node), epoch)[0] / base))
         return out
 
     def decide(self, t: float, jobs: list[JobState], cluster: Cluster) -> dict[int, Where]:
-        """The round's GPU counts, then their placement."""
+        """The round's GPU counts (each next GPU, or a hybrid job's GPUs to its next plan,
+        to the greatest gain per GPU: a heap of each job's next step), then their
+        placement."""
         left = self.context.gpus - len(cluster.down) * self.context.gpus_per_node
         jobs = [s for s in jobs if s.job.elastic is not None]
         most = {s.idx: min(left, self._most(s)) for s in jobs}
         curve = {s.idx: self.speedups(s, most[s.idx]) for s in jobs}
         size = {s.idx: self._time_left(s) for s in jobs}
+        steps = {s.idx: _counts(s, most[s.idx]) for s in jobs}
         count = dict.fromkeys(curve, 0)
-        while left > 0:
-            best, pick = 0.0, None
-            for idx, c in curve.items():
-                n = count[idx]
-                if n < len(c) - 1:
-                    gain = (c[n + 1] - c[n]) / size[idx]
-                    if gain > best:
-                        best, pick = gain, idx
-            if pick is None:
-                break
-            count[pick] += 1
-            left -= 1
+        heap: list[tuple[float, int, int, int]] = []
+
+        def push(order: int, idx: int) -> None:
+            n, c = count[idx], curve[idx]
+            m = next((x for x in steps[idx] if x > n), None)
+            if m is not None and (gain := (c[m] - c[n]) / (m - n) / size[idx]) > 0:
+                heapq.heappush(heap, (-gain, order, idx, m))
+
+        for order, idx in enumerate(curve):
+            push(order, idx)
+        while left > 0 and heap:  # a step too large now stays too large: dropped
+            _, order, idx, m = heapq.heappop(heap)
+            if m - count[idx] <= left:
+                left -= m - count[idx]
+                count[idx] = m
+                push(order, idx)
         for idx, where in self.placed.items():  # keep a running job's count where close
             n, have = count.get(idx, 0), sum(len(ids) for _, ids in where)
             c = curve.get(idx)
@@ -120,9 +168,12 @@ class Goodput(PolluxRounds):
         return self._place(count, cluster)
 
     def _time_left(self, s: JobState) -> float:
-        """``s``'s seconds left on one GPU, each epoch left at its best goodput there."""
+        """``s``'s seconds left on one GPU, each epoch left at its best goodput there (a
+        hybrid-parallel job's: at its speed per GPU on its own plan)."""
         spec = s.job.elastic
         assert spec is not None
+        if isinstance(spec, Hybrid):
+            return max(s.remaining / _per_gpu(s), 1.0)
         app, epoch = spec.app, spec.epoch(s.progress)
         rate = best_config(app, (1,), epoch)[0]
         here = (app.progress_at(epoch + 1) - s.progress) / rate if rate > 0 else math.inf
@@ -130,8 +181,11 @@ class Goodput(PolluxRounds):
 
     def _most(self, s: JobState) -> int:
         """The most GPUs ``s`` may use: its application's largest batch over its least
-        local batch."""
-        app = s.job.elastic.app  # type: ignore[union-attr]
+        local batch (a hybrid-parallel job's: its largest plan that fits)."""
+        spec = s.job.elastic
+        if isinstance(spec, Hybrid):
+            return max(spec.counts())
+        app = spec.app  # type: ignore[union-attr]
         return max(1, app.max_batch_size // app.min_local_bsz)
 
     def _place(self, count: dict[int, int], cluster: Cluster) -> dict[int, Where]:
@@ -163,10 +217,14 @@ class Goodput(PolluxRounds):
         """A run starts: no job seen."""
         super().start(context)
         self.seen: frozenset[int] = frozenset()
+        self.curves: dict[tuple[int, int], list[float]] = {}
 
     def configure(self, job: JobState, where: Where) -> None:
         """The configuration of best goodput on ``where`` in ``job``'s current epoch."""
         spec = job.job.elastic
-        if spec is not None:
+        if isinstance(spec, Hybrid):
+            n = sum(len(ids) for _, ids in where)
+            job.config = spec.default_config(n) if spec.best(n)[1] >= 0 else None
+        elif spec is not None:
             _, atomic, accum = best_config(spec.app, placement(where), spec.epoch(job.progress))
             job.config = (atomic, accum) if atomic else None

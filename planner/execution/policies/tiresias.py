@@ -16,6 +16,7 @@ class Tiresias(Policy):
     """Tiresias' priority queues (see the module docstring)."""
 
     needs_stages = True
+    places_gpus = False
 
     name = "tiresias"
     LIMITS = (3250.0, 7200.0)
