@@ -12,6 +12,11 @@ Parts (``--part``):
 - ``batch60``: ``generate --jobs 60 --seed 5 --nodes 2 --placement gpu`` under ``fluid``
   with factors 1 and no overhead, the search at ``--time-limit``, then once with each
   stage off (what each stage gives).
+- ``colgen``: ``planner solve -s cpsat``'s search (configuration program, policies,
+  recombined, column generation with CP-SAT pricing to the limit) beside the portfolio's,
+  each twice, on the 60-job batch (``fluid``, factors 1, no overhead), the shipped
+  example (its own model: Muri's factors, overheads) and trace3' (``muri``, factors 1):
+  the plan, the bound, the columns and the pricing's share of the time.
 - ``speed``: dispatches per second (``lp-groups`` runs of the whole workload) at 100 and
   1,000 generated jobs and 5,755 (``--seed 4``), all at 0 on 8 x 8 GPUs.
 
@@ -113,6 +118,54 @@ def batch60(args: argparse.Namespace, folder: Path) -> None:
         print(_row(f"60 jobs, {label}", result, base, wall, dispatch), flush=True)
 
 
+def colgen(args: argparse.Namespace, folder: Path) -> None:
+    """``solve -s cpsat``'s stages beside the portfolio's, twice each."""
+    from planner.app.solve_dl import CPSAT_STAGES
+
+    batch = folder / "batch60.json"
+    batch.write_text(json.dumps(generate_batch(60, seed=5, nodes=2, placement="gpu")))
+    trace = folder / "trace3.json"
+    data = import_muri(args.benchmarks / "dl" / "muri_trace3_offline.csv", placement="node")
+    trace.write_text(json.dumps({**data, "interleave": "muri"}))
+    example = Path(__file__).parent.parent / "instances" / "example.yaml"
+    ideal = {kind: Setting(kind, None, "none", False) for kind in ("fluid", "muri")}
+    cases = (
+        ("60-job batch, fluid, factors 1, no overhead", batch, ideal["fluid"], 60.0),
+        ("example, its model", example, Setting(), 30.0),
+        ("trace3', muri, factors 1, no overhead", trace, ideal["muri"], 300.0),
+    )
+    print("| case | solver | run | plan (s) | bound (s) | x bound | columns | wall (s) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for label, path, setting, limit in cases:
+        workload = jobs_from_instance(path)
+        problem = load_instance(path)
+        dispatch = dispatch_of(workload, setting, "lp-groups")
+        for solver, stages in (("portfolio", STAGES), ("cpsat", CPSAT_STAGES)):
+            for k in (1, 2):
+                t0 = time.perf_counter()
+                static = static_portfolio(problem) if solver == "portfolio" else None
+                result = search_dispatch(dispatch, setting, time_limit=limit, stages=stages,
+                                         static=static)  # fmt: skip
+                wall = time.perf_counter() - t0
+                best = result.best
+                assert best is not None
+                if best.static is None:
+                    assert not audit(
+                        best.run, dispatch.jobs, dispatch.nodes * dispatch.gpus_per_node
+                    )
+                found = result.colgen
+                columns = "-" if found is None else (
+                    f"{'converged' if found.converged else 'not converged'}, {found.rounds} "
+                    f"rounds, {found.greedy_columns} greedy + {found.cpsat_columns} CP-SAT "
+                    f"columns, pricing {found.pricing_seconds:.0f} of {found.seconds:.0f} s, "
+                    f"master {found.plan.makespan:,.0f}"
+                )  # fmt: skip
+                ratio = best.value / result.bound
+                print(f"| {label} | {solver} | {k} | {best.value:,.0f} ({best.source}) | "
+                      f"{result.bound:,.0f} ({result.bound_kind}) | {ratio:.4f} | {columns} | "
+                      f"{wall:.0f} |", flush=True)  # fmt: skip
+
+
 def speed(args: argparse.Namespace, folder: Path) -> None:
     """Dispatches per second at 100, 1,000 and 5,755 jobs."""
     print("| jobs | model | runs | seconds per run | dispatches per second |")
@@ -135,11 +188,12 @@ def main() -> None:
     """Run the part asked for."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--benchmarks", type=Path, required=True)
-    parser.add_argument("--part", choices=("trace3", "batch60", "speed"), required=True)
+    parser.add_argument("--part", choices=("trace3", "batch60", "colgen", "speed"), required=True)
     parser.add_argument("--time-limit", type=float, default=60.0)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        {"trace3": trace3, "batch60": batch60, "speed": speed}[args.part](args, Path(tmp))
+        parts = {"trace3": trace3, "batch60": batch60, "colgen": colgen, "speed": speed}
+        parts[args.part](args, Path(tmp))
 
 
 if __name__ == "__main__":

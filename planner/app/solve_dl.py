@@ -37,6 +37,15 @@ STATIC_ONLY = ("rule", "scheme", "schedules", "backend", "workers", "log", "init
 """Options of the static engines that the search in the executor's model does not take."""
 
 
+CPSAT_STAGES = ("exact", "policies", "recombine", "colgen")
+"""``solve -s cpsat``'s stages in the executor's model: the configuration program where
+it enumerates, the policies, their configurations recombined, then column generation
+with CP-SAT pricing (:mod:`planner.execution.colgen`) to the time limit."""
+
+CPSAT_EXECUTOR_OPTIONS = ("time_limit", "seed", "workers")
+"""The options ``solve -s cpsat`` takes on training jobs."""
+
+
 def static_portfolio(
     problem: Problem, seed: int = 0, progress: Callable[[Any], None] | None = None
 ) -> Callable[[float], tuple[Problem, Schedule] | None]:
@@ -87,7 +96,7 @@ def solve_in_executor(
     from planner.execution.audit import audit
     from planner.execution.energy import run_energy
     from planner.execution.runs import dispatch_of
-    from planner.execution.search import OBJECTIVES, search_dispatch
+    from planner.execution.search import DEFAULT_TIME_LIMIT, OBJECTIVES, search_dispatch
     from planner.interrupt import Halt, run_interruptibly
 
     if goal is None:
@@ -122,6 +131,27 @@ def solve_in_executor(
             halt.set,
             "search",
         )
+        static_line = None
+    elif solver == "cpsat" and objective == "makespan":
+        given = [k for k in options if k not in CPSAT_EXECUTOR_OPTIONS]
+        if given:
+            raise InputError(
+                f"--{given[0].replace('_', '-')}: solver cpsat plans training jobs in the "
+                "executor's model (column generation), which does not take it; add --static "
+                "for the static block model"
+            )
+        t0 = time.perf_counter()
+        halt = Halt()
+        result, _ = run_interruptibly(
+            lambda: search_dispatch(
+                dispatch, setting, objective, weights,
+                time_limit=options.get("time_limit", DEFAULT_TIME_LIMIT),
+                seed=options.get("seed", 0), stages=CPSAT_STAGES, progress=printer,
+                halt=halt, threads=options.get("workers") or 2,
+            ),
+            halt.set,
+            "search",
+        )  # fmt: skip
         static_line = None
     else:
         from planner.solvers import solve as run
@@ -317,6 +347,10 @@ def _rows(
         if solver == "portfolio"
         else "a static engine; its plan as the executor runs it"
     )
+    found = result.colgen
+    if solver == "cpsat" and result.objective == "makespan":
+        how = ("in the executor's model: configuration program, policies, recombined, column "
+               "generation with CP-SAT pricing")  # fmt: skip
     if dispatch.model.table is not None:
         how = "in the executor's model on GPU types: " + ", ".join(c.source for c in result.tried)
     rows: list[tuple[str, object]] = [
@@ -332,6 +366,14 @@ def _rows(
         ("lower bound", f"{result.bound:,.0f} s ({result.bound_kind})"),
         ("gap", "-" if gap is None else f"{100 * gap:.2f}%"),
     ]
+    if found is not None:
+        rows.append((
+            "columns",
+            f"{'converged' if found.converged else 'not converged'} in {found.rounds} rounds "
+            f"({found.seconds:.1f} s, {found.pricing_seconds:.1f} s pricing): master "
+            f"{found.plan.makespan:,.0f} s, {found.greedy_columns} columns priced greedily, "
+            f"{found.cpsat_columns} by CP-SAT",
+        ))  # fmt: skip
     if best is not None:
         run = best.run
         if result.objective != "makespan":

@@ -2,8 +2,8 @@
 small workloads.
 
 A **configuration** is a set of disjoint groups that run at once: each group at most
-``max_colocated`` jobs of one GPU count on a GPU set of that count, the sets placed on
-the cluster's nodes first-fit, largest first (as the executor's
+``max_colocated`` jobs of one GPU count within a GPU's memory on a GPU set of that
+count, the sets placed on the cluster's nodes first-fit, largest first (as the executor's
 :class:`~planner.execution.policies.Cluster` places them; exact packing where the GPU
 counts divide one another and the node size, as in every trace here). While it runs,
 each member progresses at its period in its group (the interleaving model's).
@@ -76,11 +76,12 @@ class ConfigurationPlan:
 
 
 def _configurations(
-    jobs: Sequence[PeerJob], most: int, nodes: int, per_node: int
+    jobs: Sequence[PeerJob], model: Interleave, nodes: int, per_node: int
 ) -> list[tuple[tuple[tuple[int, ...], Where], ...]] | None:
-    """Every configuration of ``jobs`` (groups of at most ``most`` jobs of one GPU count,
-    placed first-fit largest first on ``nodes`` x ``per_node`` GPUs), or ``None`` past
-    :data:`MAX_CONFIGURATIONS`."""
+    """Every configuration of ``jobs`` (groups of at most ``max_colocated`` jobs of one GPU
+    count within a GPU's memory, placed first-fit largest first on ``nodes`` x
+    ``per_node`` GPUs), or ``None`` past :data:`MAX_CONFIGURATIONS`."""
+    most = model.max_colocated
     total = nodes * per_node
     out: list[tuple[tuple[tuple[int, ...], Where], ...]] = []
 
@@ -107,7 +108,8 @@ def _configurations(
             return False
         g = jobs[k].gpus
         for members in groups:  # job k joins a group of its GPU count
-            if jobs[members[0]].gpus == g and len(members) < most:
+            fits = model.room([jobs[m].gpu_mem for m in [*members, k]])
+            if jobs[members[0]].gpus == g and len(members) < most and fits:
                 members.append(k)
                 ok = grow(k + 1, groups, used)
                 members.pop()
@@ -124,13 +126,19 @@ def _configurations(
     return out if grow(0, [], 0) else None
 
 
-def _solve(
+def solve_configurations(
     jobs: Sequence[PeerJob],
     model: Interleave,
     configs: Sequence[tuple[tuple[tuple[int, ...], Where], ...]],
 ) -> ConfigurationPlan | None:
     """The configuration program over ``configs`` (``None``: no solution, a job that no
-    configuration holds)."""
+    configuration holds).
+
+    Raises
+    ------
+    InputError
+        If the LP solver is not available (a broken OR-Tools).
+    """
     from ortools.linear_solver import pywraplp
 
     solver = pywraplp.Solver.CreateSolver("GLOP")
@@ -168,24 +176,12 @@ def _solve(
     return ConfigurationPlan(value, phases, len(configs))
 
 
-def recombined_plan(
+def trace_configurations(
     jobs: Sequence[PeerJob],
-    model: Interleave,
     runs: Sequence[Sequence[tuple[float, Sequence[tuple[Sequence[str], object, Where]]]]],
-) -> ConfigurationPlan | None:
-    """The configuration program over the configurations that ``runs`` (their traces:
-    per event its time and groups) ran, each ordered by when it first ran: the best
-    mix of what the runs did, whose value is at most the best of them where no restart
-    overhead is charged (each run is one solution of it). ``None`` where a job is
-    released after 0, or the runs ran nothing.
-
-    Raises
-    ------
-    InputError
-        If the LP solver is not available (a broken OR-Tools).
-    """
-    if not jobs or any(j.release > 0 for j in jobs):
-        return None
+) -> list[tuple[tuple[tuple[int, ...], Where], ...]]:
+    """The configurations that ``runs`` (their traces: per event its time and groups)
+    ran, each once, ordered by when it first ran (as a share of its run)."""
     index = {j.name: k for k, j in enumerate(jobs)}
     first: dict[tuple[tuple[tuple[int, ...], Where], ...], float] = {}
     for trace in runs:
@@ -197,9 +193,28 @@ def recombined_plan(
                            for names, _, where in groups)
                 )  # fmt: skip
                 first[config] = min(first.get(config, math.inf), t / end)
-    if not first:
+    return sorted(first, key=first.__getitem__)
+
+
+def recombined_plan(
+    jobs: Sequence[PeerJob],
+    model: Interleave,
+    runs: Sequence[Sequence[tuple[float, Sequence[tuple[Sequence[str], object, Where]]]]],
+) -> ConfigurationPlan | None:
+    """The configuration program over the configurations that ``runs`` ran
+    (:func:`trace_configurations`): the best mix of what the runs did, whose value is at
+    most the best of them where no restart overhead is charged (each run is one solution
+    of it). ``None`` where a job is released after 0, or the runs ran nothing.
+
+    Raises
+    ------
+    InputError
+        If the LP solver is not available (a broken OR-Tools).
+    """
+    if not jobs or any(j.release > 0 for j in jobs):
         return None
-    return _solve(jobs, model, sorted(first, key=first.__getitem__))
+    configs = trace_configurations(jobs, runs)
+    return solve_configurations(jobs, model, configs) if configs else None
 
 
 def configuration_plan(
@@ -216,7 +231,7 @@ def configuration_plan(
     """
     if not jobs or len(jobs) > MAX_JOBS or any(j.release > 0 for j in jobs):
         return None
-    configs = _configurations(jobs, model.max_colocated, nodes, per_node)
+    configs = _configurations(jobs, model, nodes, per_node)
     if not configs:
         return None
-    return _solve(jobs, model, configs)
+    return solve_configurations(jobs, model, configs)

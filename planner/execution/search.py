@@ -49,9 +49,10 @@ from planner.interrupt import Halt
 from planner.result import Progress
 
 if TYPE_CHECKING:
+    from planner.execution.colgen import ColumnGeneration
     from planner.execution.configurations import ConfigurationPlan
     from planner.execution.executor import PeerRun
-    from planner.execution.jobs import PeerJob
+    from planner.execution.jobs import PeerJob, Where
     from planner.execution.policies import Policy
     from planner.execution.runs import Dispatch, Setting
     from planner.execution.table import DispatchPlan
@@ -59,8 +60,14 @@ if TYPE_CHECKING:
     from planner.model import Problem
     from planner.schedule import Schedule
 
+Trace = Sequence[tuple[float, Sequence[tuple[Sequence[str], object, "Where"]]]]
+"""A run's trace: per event its time and groups (names, overhead, GPU set)."""
+
 STAGES = ("exact", "policies", "static", "tune", "recombine", "evolve")
-"""The search's stages, in the order they run (see the module docstring)."""
+"""The portfolio's stages, in the order they run (see the module docstring)."""
+
+ALL_STAGES = (*STAGES, "colgen")
+"""Every stage: the portfolio's and ``colgen`` (``planner solve -s cpsat``'s)."""
 
 OBJECTIVES = ("makespan", "weighted_completion")
 """The objectives the search takes."""
@@ -188,6 +195,8 @@ class DispatchResult:
     runtime: float
     tried: list[Candidate] = field(default_factory=list)
     """Every finished candidate, in the order run."""
+    colgen: ColumnGeneration | None = None
+    """What stage ``colgen`` reached, where it ran."""
     interrupted: bool = False
 
     @property
@@ -280,6 +289,7 @@ def search_dispatch(
     halt: Halt | None = None,
     policies: Sequence[str] | None = None,
     tuned: str | None = None,
+    threads: int = 2,
 ) -> DispatchResult:
     """The best dispatch of ``dispatch``'s jobs on its cluster under its model (see the
     module docstring).
@@ -313,6 +323,8 @@ def search_dispatch(
         :data:`COMPLETION_POLICIES`).
     tuned
         The policy stage 3 tunes (default: :data:`TUNED`'s for the objective).
+    threads
+        CP-SAT's workers in stage ``colgen``.
 
     Raises
     ------
@@ -326,9 +338,9 @@ def search_dispatch(
         raise InputError(
             f"the executor's model plans for {' or '.join(OBJECTIVES)}, not {objective!r}"
         )
-    unknown = [s for s in stages if s not in STAGES]
+    unknown = [s for s in stages if s not in ALL_STAGES]
     if unknown:
-        raise InputError(f"unknown stage {unknown[0]!r}; choose from {', '.join(STAGES)}")
+        raise InputError(f"unknown stage {unknown[0]!r}; choose from {', '.join(ALL_STAGES)}")
     if tuned is not None and tuned not in TUNABLE:
         raise InputError(f"stage tune tunes {', '.join(TUNABLE)}, not {tuned!r}")
     if not time_limit >= 0:
@@ -394,6 +406,8 @@ def search_dispatch(
         _recombine(out, dispatch, progress, t0, deadline)
     if evolve and out.status != "optimal":
         _evolve(out, run, len(jobs), seed, deadline)
+    if "colgen" in stages and makespan and out.status != "optimal" and not deadline.is_set():
+        _colgen(out, dispatch, progress, t0, deadline, threads)
     out.runtime = time.perf_counter() - t0
     out.interrupted = halt is not None and halt.is_set()
     return out
@@ -464,10 +478,10 @@ def _exact(
     if plan.makespan > out.bound:
         out.bound, out.bound_kind = plan.makespan, "configuration program"
     source = f"configuration program ({plan.configurations:,} configurations)"
-    _run_phases(out, dispatch, plan, source, "exact", progress, t0, halt)
+    run_phases(out, dispatch, plan, source, "exact", progress, t0, halt)
 
 
-def _run_phases(
+def run_phases(
     out: DispatchResult,
     dispatch: Dispatch,
     plan: ConfigurationPlan,
@@ -486,6 +500,22 @@ def _run_phases(
         _keep(out, Candidate(source, stage, result.makespan, result), progress, t0)
 
 
+def best_traces(out: DispatchResult) -> list[Trace]:
+    """The traces of the best runs so far in groups, up to :data:`RECOMBINED_EVENTS`
+    events (a program GLOP builds in seconds)."""
+    runs = sorted((c for c in out.tried
+                   if c.run is not None and c.static is None and not c.run.shared),
+                  key=lambda c: c.value)  # fmt: skip
+    traces: list[Trace] = []
+    events = 0
+    for c in runs:
+        if traces and events + len(c.run.trace) > RECOMBINED_EVENTS:
+            break
+        traces.append(c.run.trace)
+        events += len(c.run.trace)
+    return traces
+
+
 def _recombine(
     out: DispatchResult,
     dispatch: Dispatch,
@@ -499,20 +529,40 @@ def _recombine(
     executor."""
     from planner.execution.configurations import recombined_plan
 
-    runs = sorted((c for c in out.tried
-                   if c.run is not None and c.static is None and not c.run.shared),
-                  key=lambda c: c.value)  # fmt: skip
-    traces, events = [], 0
-    for c in runs:  # the best runs' configurations, up to a program GLOP builds in seconds
-        if traces and events + len(c.run.trace) > RECOMBINED_EVENTS:
-            break
-        traces.append(c.run.trace)
-        events += len(c.run.trace)
+    traces = best_traces(out)
     plan = recombined_plan(dispatch.jobs, dispatch.model, traces)
     if plan is None or (halt is not None and halt.is_set()):
         return
     source = f"recombined ({len(plan.phases):,} of {plan.configurations:,} configurations)"
-    _run_phases(out, dispatch, plan, source, "recombine", progress, t0, halt)
+    run_phases(out, dispatch, plan, source, "recombine", progress, t0, halt)
+
+
+def _colgen(
+    out: DispatchResult,
+    dispatch: Dispatch,
+    progress: Callable[[Progress], None] | None,
+    t0: float,
+    deadline: Deadline,
+    threads: int,
+) -> None:
+    """Stage ``colgen``: the configuration program by column generation
+    (:mod:`planner.execution.colgen`) to the deadline, from the configurations of the best
+    runs so far; its proven bound replaces the search's where higher, and its phases run
+    in the executor. Every round is logged (``planner -v``)."""
+    from planner.execution.colgen import column_generation, log_round
+    from planner.execution.configurations import trace_configurations
+    from planner.execution.resources import fastest
+
+    left = max(deadline.deadline - time.perf_counter(), 0.0)
+    initial = trace_configurations(dispatch.jobs, best_traces(out))
+    found = column_generation(fastest(dispatch.jobs), dispatch.model, dispatch.nodes,
+                              dispatch.gpus_per_node, left, threads, log_round, deadline,
+                              initial=initial)  # fmt: skip
+    if found is not None:
+        out.colgen = found
+        if found.bound > out.bound:
+            out.bound, out.bound_kind = found.bound, found.bound_kind
+        run_phases(out, dispatch, found.plan, found.source, "colgen", progress, t0, None)
 
 
 def _static(
