@@ -365,10 +365,11 @@ def test_markdown_and_profile(tmp_path: Path) -> None:
 def test_cli_compare(tmp_path: Path) -> None:
     out = tmp_path / "study.csv"
     args = ["compare", str(J301), str(J3013), "-s", "sgs", "--seeds", "2", "-o", str(out)]
-    result = runner.invoke(app, [*args, "--reference", str(DATA / "bks_j30_excerpt.csv")])
+    result = runner.invoke(app, ["--progress", *args, "--reference",
+                                 str(DATA / "bks_j30_excerpt.csv")])  # fmt: skip
     assert result.exit_code == 0, result.output
     assert "| sgs | 4 | 4 |" in result.stdout
-    assert "4/4" in result.stderr  # the progress bar
+    assert "4/4" in result.stderr  # the progress bar, asked for
     assert (tmp_path / "study.md").read_text() in result.stdout
     assert (tmp_path / "study_profile.png").read_bytes().startswith(b"\x89PNG")
     table = load_table(out)
@@ -499,6 +500,7 @@ def test_cli_compare_through_a_real_process_resumes_a_finished_study(tmp_path: P
     assert again.returncode == 0, again.stderr
     assert out.read_text() == before
     assert "| sgs | 1 | 1 |" in again.stdout
+    assert "run/s" not in first.stderr  # stderr is no terminal: no progress bar
 
 
 SIMULATION = "noise=lognormal:0.1,slowdown=muri,runs=2"

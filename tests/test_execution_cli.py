@@ -151,11 +151,11 @@ def test_a_time_limit_for_a_solver_without_one_says_which_have_one(
 
 def test_online_takes_a_time_limit_for_a_solver_with_one(trace: dict[str, Path]) -> None:
     code, out, err = run(
-        "online", str(trace["placed"]), "--solver", "ga", "--time-limit", "0.01",
+        "--progress", "online", str(trace["placed"]), "--solver", "ga", "--time-limit", "0.01",
         "--option", "schedules=20",
     )  # fmt: skip
     assert code == 0, err
-    assert "planner:" in err  # the progress bar
+    assert "planner:" in err  # the progress bar, asked for
     rows = out.splitlines()
     assert lines(out)["planner"] == (
         "re-plans at every arrival with ga, 0.01 s per re-plan (static block model)"
@@ -340,7 +340,8 @@ def test_ctrl_c_ends_a_monte_carlo_study_and_keeps_its_finished_runs(
 ) -> None:
     out_run, hist = tmp_path / "run.json", tmp_path / "h.png"
     command = [
-        sys.executable, "-m", "planner", "study", str(trace["placed"]), str(trace["plan"]),
+        sys.executable, "-m", "planner", "--progress", "study", str(trace["placed"]),
+        str(trace["plan"]),
         "--noise", "lognormal:0.1", "--runs", "200000", "--jobs", jobs, "-o", str(out_run),
         "--histogram", str(hist),
     ]  # fmt: skip
@@ -365,7 +366,7 @@ def test_ctrl_c_ends_online_planning_and_keeps_the_jobs_planned(
     assert run("generate", "--jobs", "400", "--seed", "2", "--arrival-rate", "20",
                "--placement", "node", "-o", str(batch))[0] == 0  # fmt: skip
     out_run = tmp_path / "on.json"
-    command = [sys.executable, "-m", "planner", "online", str(batch),
+    command = [sys.executable, "-m", "planner", "--progress", "online", str(batch),
                "-o", str(out_run)]  # fmt: skip
     code, out, _, _ = _interrupted(command, tmp_path, 10)
     assert code == 130

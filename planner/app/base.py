@@ -123,14 +123,33 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+PROGRESS = {"forced": False}
+"""Whether ``planner --progress`` asked for progress bars whatever stderr is."""
+
+
+def progress_bar(**options: Any) -> Any:
+    """A tqdm progress bar on stderr, shown only where stderr is a terminal or with
+    ``planner --progress`` (``options``: tqdm's; ``disable`` still hides it)."""
+    from tqdm import tqdm
+
+    shown = PROGRESS["forced"] or sys.stderr.isatty()
+    hidden = options.pop("disable", False)
+    return tqdm(file=sys.stderr, disable=hidden or not shown, **options)
+
+
 @app.callback()
 def main(
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
     ] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log what happens.")] = False,
+    progress: Annotated[
+        bool,
+        typer.Option("--progress", help="Progress bars on stderr even where it is not a terminal."),
+    ] = False,
 ) -> None:
     """Plan deep-learning training jobs on multi-resource clusters, interleaved."""
+    PROGRESS["forced"] = progress
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(message)s"
     )

@@ -33,7 +33,6 @@ from __future__ import annotations
 import csv
 import io
 import logging
-import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from multiprocessing import active_children, get_context
@@ -42,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from planner.app.base import progress_bar
 from planner.app.compare_run import (
     COLUMNS,
     JOBS_KEY,
@@ -455,8 +455,6 @@ def run_study(
         On Ctrl-C; the rows of the runs finished before it are in ``output``,
         the run it interrupted is not.
     """
-    from tqdm import tqdm
-
     from planner.app.compare_jct import append_jobs, jobs_path
 
     if resume and force:
@@ -488,7 +486,7 @@ def run_study(
     try:
         where = {"jobs": jobs, "dask": dask, "simulation": simulation}
         rows = execute(todo, time_limit=time_limit, workers=workers, **where)
-        bar = tqdm(total=len(todo), unit="run", file=sys.stderr, disable=not progress or not todo)
+        bar = progress_bar(total=len(todo), unit="run", disable=not progress or not todo)
         with output.open("a", newline="") as f, bar:
             writer = csv.DictWriter(f, fieldnames=fields)
             for row in rows:

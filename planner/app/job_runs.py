@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +13,7 @@ from typing import Any
 
 import typer
 
-from planner.app.base import show
+from planner.app.base import progress_bar, show
 from planner.app.colocation import save_colocation_chart
 from planner.app.run_output import distribution_table, refuse, save_histogram
 from planner.errors import InputError
@@ -120,8 +119,6 @@ class JobLevel:
         ``noise``, every job's iteration time scaled by one factor drawn from ``seed``;
         with ``fail``, nodes down as the failure specs say; with ``runs``, the seeds after
         ``seed`` too, their distribution printed (and drawn in ``histogram``)."""
-        from tqdm import tqdm
-
         from planner.execution.audit import audit
         from planner.execution.disturbances import Failure
         from planner.execution.energy import run_energy
@@ -166,7 +163,7 @@ class JobLevel:
                 problem = workload_problem(instance, dispatch.nodes, dispatch.gpus_per_node)
             dispatch.make = online_planner(problem, solver, **options)
         halt = Halt()
-        bar = tqdm(total=len(dispatch.jobs), unit="job", file=sys.stderr, desc=dispatch.policy)
+        bar = progress_bar(total=len(dispatch.jobs), unit="job", desc=dispatch.policy)
         with bar:
 
             def work() -> Any:
@@ -464,13 +461,11 @@ def run_data(
 def _more_job_runs(dispatch: Any, seed: int, runs: int, jobs: int, study: Study) -> None:
     """The job-level runs after the first (seeds ``seed + 1 ..``) into ``study``, with a
     progress bar on stderr; the first Ctrl-C stops them, a second aborts."""
-    from tqdm import tqdm
-
     from planner.execution.simulate import stream_runs
     from planner.interrupt import Halt
 
     halt = Halt()
-    with tqdm(total=runs, initial=1, unit="run", file=sys.stderr, desc="runs") as bar:
+    with progress_bar(total=runs, initial=1, unit="run", desc="runs") as bar:
         try:
             stream_runs(dispatch, runs - 1, seed + 1, jobs, lambda _: bar.update(), study, halt)
         except KeyboardInterrupt:

@@ -4,7 +4,6 @@ job-level executor for training jobs, in the task-level replay for task graphs."
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +11,7 @@ from typing import Any
 
 import typer
 
-from planner.app.base import chosen_options, guard, show
+from planner.app.base import chosen_options, guard, progress_bar, show
 from planner.app.colocation import FORMATS as CHART_FORMATS
 from planner.app.colocation import save_colocation_chart
 from planner.app.gantt import save_run_gantt
@@ -142,15 +141,13 @@ def _online_runs(
     """One online run per solver (``chosen``: solver -> options), each with a progress bar
     on stderr. The first Ctrl-C stops the re-plans after the one in progress; the runs
     done (the cut one included, over the jobs arrived so far) are returned."""
-    from tqdm import tqdm
-
     from planner.execution.online import simulate_online
     from planner.interrupt import Halt, run_interruptibly
 
     halt = Halt()
     out: list[Any] = []
     for name, options in chosen.items():
-        with tqdm(unit="re-plan", file=sys.stderr, desc=f"{name} online") as bar:
+        with progress_bar(unit="re-plan", desc=f"{name} online") as bar:
 
             def step(done: int, total: int, bar: Any = bar) -> None:
                 bar.total = total
@@ -360,12 +357,10 @@ class JobOnline:
 
 def _run_with_bar(dispatch: Any, seed: int, name: str) -> Any:
     """One job-level run with a progress bar on stderr; Ctrl-C cuts it at the next event."""
-    from tqdm import tqdm
-
     from planner.interrupt import Halt, run_interruptibly
 
     halt = Halt()
-    with tqdm(total=len(dispatch.jobs), unit="job", file=sys.stderr, desc=name) as bar:
+    with progress_bar(total=len(dispatch.jobs), unit="job", desc=name) as bar:
 
         def work() -> Any:
             return dispatch.run(seed, lambda done, _: bar.update(done - bar.n), halt)

@@ -4,9 +4,9 @@ replay's rows, the Monte Carlo study's table and histogram (shared by ``planner 
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
+from planner.app.base import progress_bar
 from planner.app.figures import save_figure
 from planner.errors import InputError
 from planner.execution.disturbances import Disturbances
@@ -79,12 +79,10 @@ def more_runs(
     """The runs after the first (seeds ``seed + 1 ..``) into ``study``, with a progress
     bar on stderr; the first Ctrl-C stops them (:attr:`Study.interrupted`), a second
     aborts."""
-    from tqdm import tqdm
-
     from planner.interrupt import Halt
 
     halt = Halt()
-    with tqdm(total=runs, initial=1, unit="run", file=sys.stderr, desc="replays") as bar:
+    with progress_bar(total=runs, initial=1, unit="run", desc="replays") as bar:
         try:
             monte_carlo(
                 problem,
