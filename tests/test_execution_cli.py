@@ -380,13 +380,31 @@ def test_ctrl_c_ends_online_planning_and_keeps_the_jobs_planned(
 # 9. What users look at.
 
 
-def test_a_run_is_drawn_by_gpu_set(trace: dict[str, Path], tmp_path: Path) -> None:
+def test_a_run_is_drawn_per_physical_gpu(trace: dict[str, Path], tmp_path: Path) -> None:
+    from matplotlib.figure import Figure
+
+    from planner.app.colocation import draw_run, physical_gpus
+
     chart = tmp_path / "nodes.png"
     code, out, err = run(
         "gantt", str(trace["run"]), "-i", str(trace["placed"]), "--by", "node", "-o", str(chart)
     )
-    assert (code, out) == (0, f"chart written to {chart} (job-level run, 10 GPU sets)\n"), err
+    assert (code, out) == (0, f"chart written to {chart} (job-level run, 64 GPUs, 40 jobs)\n"), err
     assert chart.stat().st_size > 0
+    data = json.loads(trace["run"].read_text())
+    ax, panel = Figure().subplots(2, 1)
+    drawn = draw_run(data, ax, panel)
+    # every GPU of the 8 nodes a row, in node order, idle ones too
+    assert drawn.gpus[:9] == (*(f"node1:{i}" for i in range(8)), "node2:0")
+    held = {g for r in data["residences"] for g in physical_gpus(r["gpus"])}
+    assert len(drawn.gpus) == 64 and held <= set(drawn.gpus)
+    # a bar per job stay per GPU it holds; node3's outage shaded; one colour per job
+    assert drawn.bars == sum(len(physical_gpus(r["gpus"])) for r in data["residences"])
+    assert drawn.outages == 1 and data["outages"][0][0] == "node3"
+    assert len(set(drawn.colours.values())) == len(drawn.colours) == 40
+    # the panel: the share of the GPUs held, from the first start, at most all of them
+    assert drawn.held[0][0] == 0.0 and all(0 <= share <= 1 for _, share in drawn.held)
+    assert drawn.held[-1][1] == 0.0  # all released at the end
 
 
 def test_info_lists_the_nodes_of_a_placed_instance(trace: dict[str, Path]) -> None:

@@ -152,10 +152,12 @@ def test_gantt_draws_a_job_level_run_by_gpu_set(tmp_path: Path) -> None:
     run, chart = tmp_path / "run.json", tmp_path / "sets.png"
     args = ["policy", str(SLICE), "lp-groups", "-o", str(run)]
     assert CliRunner().invoke(app, args).exit_code == 0
-    sets = {r["gpus"] for r in json.loads(run.read_text())["residences"]}
+    data = json.loads(run.read_text())
+    gpus = len(data["cluster"]["nodes"]) * data["cluster"]["gpus_per_node"]
+    jobs = len({r["job"] for r in data["residences"]})
     result = CliRunner().invoke(app, ["gantt", str(run), "-o", str(chart)])
     assert result.exit_code == 0, result.output
-    assert result.stdout == f"chart written to {chart} (job-level run, {len(sets)} GPU sets)\n"
+    assert result.stdout == f"chart written to {chart} (job-level run, {gpus} GPUs, {jobs} jobs)\n"
     assert chart.read_bytes()[:4] == b"\x89PNG"
     bad = CliRunner().invoke(app, ["gantt", str(run), "--by", "job", "-o", str(chart)])
     assert (bad.exit_code, bad.stderr) == (

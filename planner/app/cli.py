@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -39,6 +39,9 @@ from planner.model import Problem
 from planner.result import Result
 from planner.schedule import Schedule, load_schedule
 from planner.validate import Report, validate
+
+if TYPE_CHECKING:
+    from planner.app.colocation import RunChart
 
 GAIN_TASKS = 2_000
 """Above this many tasks ``planner solve`` runs the exclusive baselines of the
@@ -540,8 +543,8 @@ def gantt_cmd(
             if by not in (None, "node"):
                 raise InputError(f"a job-level run is drawn by GPU set (--by node), not by {by}")
             check_output(output, inputs=inputs, what="the chart file")
-            sets = save_colocation_chart(level, output)
-            typer.echo(f"chart written to {output} (job-level run, {sets} GPU sets)")
+            chart = save_colocation_chart(level, output)
+            typer.echo(f"chart written to {output} (job-level run, {chart.line()})")
             return
         if dispatch_data(schedule) is not None:
             if instance is None:
@@ -552,8 +555,8 @@ def gantt_cmd(
             if by not in (None, "node"):
                 raise InputError(f"a dispatch is drawn by GPU set (--by node), not by {by}")
             check_output(output, inputs=inputs, what="the chart file")
-            sets = _dispatch_chart(instance, schedule, output)
-            typer.echo(f"chart written to {output} (the dispatch's run, {sets} GPU sets)")
+            chart = _dispatch_chart(instance, schedule, output)
+            typer.echo(f"chart written to {output} (the dispatch's run, {chart.line()})")
             return
         check_output(output, inputs=inputs, suffixes=FORMATS, what="the chart file")
         if instance is None:
@@ -583,9 +586,9 @@ def gantt_cmd(
         typer.echo(f"chart written to {output} ({report})")
 
 
-def _dispatch_chart(instance: Path, path: Path, output: Path) -> int:
+def _dispatch_chart(instance: Path, path: Path, output: Path) -> RunChart:
     """Run the dispatch file ``path`` of ``instance`` in the executor, as ``planner run``
-    does, and draw its co-location chart; the number of GPU sets drawn."""
+    does, and draw its chart; what it drew."""
     from planner.app.colocation import save_run_chart
     from planner.app.job_runs import dispatch_file
     from planner.execution.runs import dl_workload

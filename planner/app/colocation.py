@@ -1,17 +1,24 @@
-"""The chart of a job-level run: who shares which GPUs, and when.
+"""The chart of a job-level run: which job holds which GPU when, and how busy the
+cluster's GPUs are.
 
-A run of ``planner policy`` (or of a plan under ``--interleave``) written
-with ``-o`` holds its co-location table (``residences``: job, GPU set, start, end,
-partners; :meth:`planner.execution.executor.PeerRun.residences`). The chart has one row per GPU
-set (``node3:0-3``) in node and GPU order; a job's stay on a set is a bar, and jobs
-sharing the set at the same time split the row's height, so a row of four stacked
-bars is a group of four interleaved jobs.
+A run of ``planner policy`` (or of a plan under ``--interleave``) written with ``-o``
+holds its co-location table (``residences``: job, GPU set, start, end, partners;
+:meth:`planner.execution.executor.PeerRun.residences`) and its cluster (node names,
+GPUs per node). The chart has one row per physical GPU, grouped by node, idle GPUs
+included; a job's stay on a GPU set is a bar on each of its GPUs, and jobs sharing the
+GPUs at the same time split the row's height; a node's outage is shaded. One colour per
+job (the same job, the same colour, in every chart of a run), a legend where there are
+few jobs; a migration (a job resumed on other GPUs) is marked with a triangle where it
+resumes. Under it, the
+share of the cluster's GPUs held over time. :func:`draw_run` draws on the axes it is
+given, :func:`save_colocation_chart` writes a file.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +32,27 @@ FORMATS = (".png", ".svg", ".pdf")
 _DPI = 110
 _LABELS = 300
 """Bars are labelled with their job when the chart has at most this many."""
+_LEGEND = 40
+"""A legend is drawn for at most this many jobs."""
+
+
+@dataclass(frozen=True)
+class RunChart:
+    """What a run chart drew: its GPU rows (``NODE:i``, in order), its jobs and their
+    colours, its bars, its migration markers, the utilisation panel's steps (time in
+    seconds, share of the GPUs held from then) and the outages shaded."""
+
+    gpus: tuple[str, ...]
+    colours: dict[str, tuple[float, float, float, float]]
+    bars: int
+    migrations: int
+    held: tuple[tuple[float, float], ...]
+    outages: int = 0
+    """Node outages shaded."""
+
+    def line(self) -> str:
+        """``N GPUs, M jobs``, as the commands print it."""
+        return f"{len(self.gpus)} GPUs, {len(self.colours)} jobs"
 
 
 def job_level_run(path: Path) -> dict[str, Any] | None:
@@ -34,32 +62,161 @@ def job_level_run(path: Path) -> dict[str, Any] | None:
 
 
 def _order(label: str) -> tuple[object, ...]:
-    """Sort key of a GPU set label: nodes by name with their numbers as numbers."""
+    """Sort key of a GPU label: nodes by name with their numbers as numbers."""
     return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", label))
 
 
-def save_run_chart(run: Any, names: Sequence[str], policy: str, path: str | Path) -> int:
-    """Draw the co-location chart of the executor's ``run`` (a
+def physical_gpus(label: str) -> list[str]:
+    """The GPUs of a GPU set label (``node1:0-3+node2:0,2``) as ``NODE:i``."""
+    out = []
+    for part in label.split("+"):
+        node, _, ids = part.rpartition(":")
+        for piece in ids.split(","):
+            first, _, last = piece.partition("-")
+            out += [f"{node}:{i}" for i in range(int(first), int(last or first) + 1)]
+    return out
+
+
+def job_colours(jobs: Sequence[str]) -> dict[str, tuple[float, float, float, float]]:
+    """One colour per job, by name: tab20's for at most 20 jobs, else evenly spread over
+    a perceptually ordered map, neighbours in name order far apart."""
+    from matplotlib import colormaps
+
+    names = sorted(set(jobs))
+    if len(names) <= 20:
+        return {n: colormaps["tab20"](k) for k, n in enumerate(names)}
+    count = len(names)
+    stride = max(1, int(count**0.5))  # neighbours in name order get distant shades
+    order = sorted(range(count), key=lambda k: (k % stride, k // stride))
+    return {names[k]: colormaps["turbo"](0.05 + 0.9 * pos / (count - 1))
+            for pos, k in enumerate(order)}  # fmt: skip
+
+
+def save_run_chart(run: Any, names: Sequence[str], policy: str, path: str | Path) -> RunChart:
+    """Draw the chart of the executor's ``run`` (a
     :class:`~planner.execution.executor.PeerRun`; ``names`` name its nodes, ``policy``
     what made it) to ``path``: :func:`save_colocation_chart` of its run-file fields."""
     chart = {"residences": run.residences(names), "policy": policy,
-             "interleave": run.interleave.kind, "makespan": run.makespan}  # fmt: skip
+             "interleave": run.interleave.kind, "makespan": run.makespan,
+             "cluster": {"nodes": list(names), "gpus_per_node": run.gpus_per_node},
+             "outages": [[names[n], a, b] for n, a, b in run.outages]}  # fmt: skip
     return save_colocation_chart(chart, path)
 
 
-def save_colocation_chart(run: dict[str, Any], path: str | Path) -> int:
-    """Draw the co-location chart of the job-level ``run`` (its ``residences``, ``policy``,
-    ``interleave`` and ``makespan``, as a run file holds them) to ``path`` (PNG, SVG or
-    PDF); the number of GPU sets drawn.
+def draw_run(run: dict[str, Any], ax: Any, panel: Any = None) -> RunChart:
+    """Draw the job-level ``run`` (its ``residences``, ``policy``, ``interleave``,
+    ``makespan`` and, where it has one, its ``cluster``) on the matplotlib axes ``ax``,
+    and the share of the GPUs held on ``panel`` if given.
 
     Raises
     ------
     InputError
-        For another format, or a run that names no GPU sets (``tiresias`` counts GPUs
-        without placing them).
+        For a run that names no GPU sets (``tiresias`` counts GPUs without placing jobs).
     """
-    from matplotlib import colormaps
     from matplotlib.collections import PolyCollection
+
+    rows = [r for r in run["residences"] if r["gpus"]]
+    if not rows:
+        raise InputError("the run names no GPU sets (its policy counts GPUs without placing jobs)")
+    cluster = run.get("cluster") or {}
+    gpus = {g for r in rows for g in physical_gpus(r["gpus"])}
+    for node in cluster.get("nodes") or ():
+        gpus.update(f"{node}:{i}" for i in range(int(cluster.get("gpus_per_node") or 0)))
+    order = sorted(gpus, key=_order)
+    index = {g: k for k, g in enumerate(order)}
+    colours = job_colours([r["job"] for r in rows])
+    end = max(max(r["end"] for r in rows), float(run.get("makespan") or 0.0)) or 1.0
+    scale = 3600.0 if end > 7200 else 1.0
+    rects, faces, marks = [], [], []
+    last: dict[str, str] = {}
+    changes: list[tuple[float, str, int]] = []
+    for r in sorted(rows, key=lambda r: (r["start"], r["job"])):
+        members = sorted([r["job"], *r["partners"]])
+        k, slot = len(members), members.index(r["job"])
+        x0, x1 = r["start"] / scale, r["end"] / scale
+        held = physical_gpus(r["gpus"])
+        for g in held:
+            y0 = index[g] - 0.4 + 0.8 * slot / k
+            rects.append([(x0, y0), (x1, y0), (x1, y0 + 0.8 / k), (x0, y0 + 0.8 / k)])
+            faces.append(colours[r["job"]])
+            if slot == 0:
+                changes += [(r["start"], g, 1), (r["end"], g, -1)]
+        if last.get(r["job"], r["gpus"]) != r["gpus"]:
+            marks.append((x0, index[held[0]]))
+        last[r["job"]] = r["gpus"]
+        if len(rows) <= _LABELS and x1 - x0 > end / scale / 40 and k == 1:
+            ax.text(x0, index[held[0]], f" {r['job']}", va="center", fontsize=6, clip_on=True)
+    ax.add_collection(PolyCollection(rects, facecolors=faces, edgecolors="white", linewidths=0.3))
+    if marks:
+        ax.scatter(*zip(*marks, strict=True), marker=">", s=18, color="black", zorder=3,
+                   label="migration")  # fmt: skip
+    nodes = [g.rpartition(":")[0] for g in order]
+    shaded = 0
+    for node, down, back in run.get("outages") or ():
+        rows_of = [k for k, n in enumerate(nodes) if n == node]
+        if rows_of:
+            shaded += 1
+            ax.fill_between([down / scale, min(back, end) / scale], rows_of[0] - 0.5,
+                            rows_of[-1] + 0.5, color="grey", alpha=0.3, hatch="//",
+                            linewidth=0, label="node down" if shaded == 1 else None)  # fmt: skip
+    for k in range(1, len(order)):
+        if nodes[k] != nodes[k - 1]:
+            ax.axhline(k - 0.5, color="grey", linewidth=0.6)
+    ax.set_xlim(0, end / scale)
+    ax.set_ylim(len(order) - 0.5, -0.5)
+    step = max(1, len(order) // 64)
+    ax.set_yticks(range(0, len(order), step), order[::step], fontsize=6)
+    ax.set_ylabel("GPU")
+    ax.grid(axis="x", linewidth=0.3, alpha=0.5)
+    ax.set_title(
+        f"{run['policy']} under {run['interleave']}: makespan {run['makespan']:,.0f} s, "
+        f"{len(colours)} jobs on {len(order)} GPUs (bars split a row: jobs sharing a GPU)",
+        fontsize=10,
+        loc="left",
+    )
+    if len(colours) <= _LEGEND:
+        from matplotlib.patches import Patch
+
+        handles = [Patch(color=c, label=n) for n, c in colours.items()]
+        ax.legend(handles=handles, fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0),
+                  ncols=1 + len(handles) // 25, frameon=False)  # fmt: skip
+    held = _held(changes, len(order))
+    if panel is not None:
+        xs = [t / scale for t, _ in held] + [end / scale]
+        ys = [100 * share for _, share in held] + [100 * held[-1][1] if held else 0.0]
+        panel.step(xs, ys, where="post", color="black", linewidth=0.8)
+        panel.fill_between(xs, ys, step="post", alpha=0.25, color="tab:blue")
+        panel.set_ylim(0, 105)
+        panel.set_ylabel("GPUs held (%)", fontsize=7)
+        panel.set_xlabel("hours" if scale > 1 else "seconds")
+        panel.grid(axis="both", linewidth=0.3, alpha=0.5)
+    return RunChart(tuple(order), colours, len(rects), len(marks), tuple(held), shaded)
+
+
+def _held(changes: list[tuple[float, str, int]], total: int) -> list[tuple[float, float]]:
+    """The share of ``total`` GPUs held from each time on, from (time, GPU, +1 or -1)."""
+    count: dict[str, int] = {}
+    busy, out = 0, []
+    for t, g, delta in sorted(changes, key=lambda c: (c[0], c[2])):
+        before = count.get(g, 0)
+        count[g] = before + delta
+        busy += (count[g] > 0) - (before > 0)
+        if out and out[-1][0] == t:
+            out[-1] = (t, busy / total)
+        else:
+            out.append((t, busy / total))
+    return out
+
+
+def save_colocation_chart(run: dict[str, Any], path: str | Path) -> RunChart:
+    """Draw the job-level ``run`` (:func:`draw_run`, with its utilisation panel) to
+    ``path`` (PNG, SVG or PDF); what it drew.
+
+    Raises
+    ------
+    InputError
+        For another format, or a run that names no GPU sets.
+    """
     from matplotlib.figure import Figure
 
     path = Path(path)
@@ -69,46 +226,11 @@ def save_colocation_chart(run: dict[str, Any], path: str | Path) -> int:
             f"{path.suffix.lower() or '(no extension)'!r}",
             str(path),
         )
-    rows = [r for r in run["residences"] if r["gpus"]]
-    if not rows:
-        raise InputError("the run names no GPU sets (its policy counts GPUs without placing jobs)")
-    sets = sorted({r["gpus"] for r in rows}, key=_order)
-    index = {label: k for k, label in enumerate(sets)}
-    jobs = sorted({r["job"] for r in rows})
-    colour = {job: k % 20 for k, job in enumerate(jobs)}
-    end = max(r["end"] for r in rows)
-    hours = end > 7200
-    scale = 3600.0 if hours else 1.0
-    height = min(40.0, 1.5 + 0.22 * len(sets))
-    fig = Figure(figsize=(12, height), dpi=_DPI)
-    ax = fig.add_subplot()
-    palette = [colormaps["tab20"](k) for k in range(20)]
-    rects: list[list[tuple[float, float]]] = []
-    faces = []
-    for r in rows:
-        members = sorted([r["job"], *r["partners"]])
-        k, slot = len(members), members.index(r["job"])
-        y0 = index[r["gpus"]] - 0.4 + 0.8 * slot / k
-        y1 = y0 + 0.8 / k
-        x0, x1 = r["start"] / scale, r["end"] / scale
-        rects.append([(x0, y0), (x1, y0), (x1, y1), (x0, y1)])
-        faces.append(palette[colour[r["job"]]])
-        if len(rows) <= _LABELS and x1 - x0 > end / scale / 40:
-            ax.text(x0, (y0 + y1) / 2, f" {r['job']}", va="center", fontsize=6, clip_on=True)
-    ax.add_collection(PolyCollection(rects, facecolors=faces, edgecolors="white", linewidths=0.3))
-    ax.set_xlim(0, end / scale)
-    ax.set_ylim(len(sets) - 0.5, -0.5)
-    step = max(1, len(sets) // 60)
-    ax.set_yticks(range(0, len(sets), step), sets[::step], fontsize=7)
-    ax.set_ylabel("GPU set")
-    ax.set_xlabel("hours" if hours else "seconds")
-    ax.grid(axis="x", linewidth=0.3, alpha=0.5)
-    ax.set_title(
-        f"{run['policy']} under {run['interleave']}: makespan {run['makespan']:,.0f} s, "
-        f"{len(jobs)} jobs on {len(sets)} GPU sets (stacked bars share their GPUs)",
-        fontsize=10,
-        loc="left",
-    )
+    gpus = {g for r in run["residences"] if r["gpus"] for g in physical_gpus(r["gpus"])}
+    height = min(40.0, 2.5 + 0.2 * max(len(gpus), 8))
+    fig = Figure(figsize=(13, height), dpi=_DPI)
+    ax, panel = fig.subplots(2, 1, sharex=True, height_ratios=(5, 1))
+    chart = draw_run(run, ax, panel)
     fig.tight_layout()
     save_figure(fig, path, dpi=_DPI)
-    return len(sets)
+    return chart

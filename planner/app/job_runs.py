@@ -210,8 +210,8 @@ class JobLevel:
             write_text(output, json.dumps(data, indent=1) + "\n")
             typer.echo(f"run written to {output}")
         if gantt is not None:
-            sets = save_colocation_chart(data, gantt)
-            typer.echo(f"chart written to {gantt} (job-level run of seed {seed}, {sets} GPU sets)")
+            chart = save_colocation_chart(data, gantt)
+            typer.echo(f"chart written to {gantt} (job-level run of seed {seed}, {chart.line()})")
         if histogram is not None and study is not None:
             save_histogram(study, dispatch.planned, "seconds", histogram)
             typer.echo(f"histogram written to {histogram}")
@@ -455,6 +455,8 @@ def run_data(
         "power_cap": dispatch.power_cap,
         "finish": run.finish,
         "residences": run.residences(names),
+        "cluster": {"nodes": list(names), "gpus_per_node": dispatch.gpus_per_node},
+        "outages": [[names[n], a, b] for n, a, b in run.outages],
     }
 
 

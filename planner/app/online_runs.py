@@ -346,8 +346,8 @@ class JobOnline:
                 write_text(output, json.dumps(data, indent=1) + "\n")
                 typer.echo(f"run written to {output}")
             if gantt is not None:
-                sets = save_colocation_chart(data, gantt)
-                typer.echo(f"chart written to {gantt} (the planner's run, {sets} GPU sets)")
+                chart = save_colocation_chart(data, gantt)
+                typer.echo(f"chart written to {gantt} (the planner's run, {chart.line()})")
         if any(v != "valid" for v in verdicts):
             typer.echo("error: a run fails its audit (a bug)", err=True)
             raise typer.Exit(1)

@@ -207,8 +207,8 @@ def solve_in_executor(
     if gantt is not None:
         from planner.app.colocation import save_run_chart
 
-        sets = save_run_chart(best.run, names, f"{solver} plan", gantt)
-        typer.echo(f"chart written to {gantt} ({sets} GPU sets)")
+        chart = save_run_chart(best.run, names, f"{solver} plan", gantt)
+        typer.echo(f"chart written to {gantt} ({chart.line()})")
     if violations:
         typer.echo("error: the plan's run fails its audit (a bug)", err=True)
         raise typer.Exit(1)
