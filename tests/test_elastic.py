@@ -285,12 +285,12 @@ def test_info_and_online_say_what_they_do_with_elastic_jobs(tmp_path: Path) -> N
     assert run("import", "pollux", WORKLOAD, "-o", out)[0] == 0
     code, said, _ = run("info", out)
     got = lines(said)
-    assert code == 0 and "bound fluid" not in got
+    assert code == 0 and "bound" not in got
     assert got["elastic"] == ("160 jobs: GPUs and batch sizes are their policy's choice (no "
                               "bound under the interleaving models)")  # fmt: skip
-    assert got["lower bound"].endswith(
-        "(of the static block model, each job at its trace's GPUs and its first epoch's "
-        "speed; not of elastic runs)"
+    assert got["static bound"].endswith(
+        "ticks; of the static block model, each job at its trace's GPUs and its first "
+        "epoch's speed; not of elastic runs)"
     )
     code, _, err = run("online", out)
     assert (code, err) == (2, "error: elastic jobs are run by the executor's policies (planner "

@@ -12,8 +12,10 @@ from typer.testing import CliRunner
 from planner.app.cli import app
 from planner.errors import InputError
 from planner.execution.audit import audit
+from planner.execution.configurations import strongest_bound
 from planner.execution.executor import run_policy
 from planner.execution.jobs import PeerJob, jobs_from_instance, read_trace
+from planner.execution.runs import Setting
 from planner.interleave import (
     MURI_GROUP_FACTORS,
     Interleave,
@@ -190,15 +192,22 @@ def test_cli_policy_bad_input(args: list[str], message: str) -> None:
     assert (result.exit_code, result.stderr) == (2, f"error: {message}\n")
 
 
-def test_info_prints_the_bound_under_each_model(tmp_path: Path) -> None:
+def test_info_prints_the_bound_solve_and_run_print(tmp_path: Path) -> None:
     runner = CliRunner()
     inst = tmp_path / "slice.json"
     assert runner.invoke(app, ["import", "muri", str(SLICE), "-o", str(inst)]).exit_code == 0
     info = lines(runner.invoke(app, ["info", str(inst)]).stdout)
-    work = [(j.gpus, j.iterations, j.stages) for j in read_trace(SLICE)]
-    for kind in ("fluid", "muri"):
-        bound = model_bound(work, 64, Interleave(kind, factors=None))  # type: ignore[arg-type]
-        assert info[f"bound {kind}"].startswith(f"{bound['bound']:,.0f} s (")
+    workload = jobs_from_instance(inst)
+    model = Setting().model(workload)
+    bound, name = strongest_bound(workload.jobs, model, 8, 8)
+    assert info["bound"] == (
+        f"{bound:,.0f} s ({name}; in the executor's model: {Setting().line(model)}, planner "
+        "solve's and run's)"
+    )
+    assert info["static bound"].endswith("the static block model, each block at one speed to "
+                                         "its end)")  # fmt: skip
+    ran = lines(runner.invoke(app, ["policy", str(inst), "lp-groups"]).stdout)
+    assert ran["bound"] == f"{bound:,.0f} s ({name}, in this model)"
 
 
 def test_a_plan_runs_job_by_job_on_its_gpu_sets() -> None:
@@ -280,7 +289,7 @@ def test_cli_executes_a_placed_plan_under_a_model(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     info = lines(result.stdout)
     assert info["model"] == "muri, no slowdown, no restart overhead (job-level executor)"
-    assert info["makespan"].endswith("x mix bound)")
+    assert info["makespan"].endswith("x bound)")
     executed = float(info["makespan"].split()[0].replace(",", ""))
     # solve prints the plan's execution as simulate runs it by default
     fluid = runner.invoke(app, ["run", str(inst), str(plan)])

@@ -282,7 +282,7 @@ def test_gantt_draws_the_dispatch_file_solve_writes(dispatch: Path, tmp_path: Pa
     chart = tmp_path / "sets.png"
     code, out, err = run("gantt", dispatch, "-i", EXAMPLE, "-o", chart)
     assert code == 0, err
-    assert re.fullmatch(rf"chart written to {chart} \(the dispatch's run, \d+ GPU sets\)\n", out)
+    assert re.fullmatch(rf"chart written to {chart} \(the dispatch's run, 8 GPUs, 5 jobs\)\n", out)
     assert chart.read_bytes().startswith(b"\x89PNG")
     assert run("gantt", dispatch)[::2] == (
         2,

@@ -38,6 +38,7 @@ from planner.metrics import schedule_metrics
 from planner.model import Problem
 from planner.result import Result
 from planner.schedule import Schedule, load_schedule
+from planner.times import tick_seconds
 from planner.validate import Report, validate
 
 if TYPE_CHECKING:
@@ -417,10 +418,16 @@ def info(instance: Annotated[Path, typer.Argument(help="Instance file.")]) -> No
             ("lower bound", max(cp, energy)),
         ]
         model_rows = _model_bounds(instance)
+        if model_rows:  # training jobs: in seconds, the static block model's named
+            most = max(cp, energy)
+            seconds = most * tick_seconds(problem.time_unit)
+            rows[-3:] = [("static bound", f"{seconds:,.0f} s ({most} ticks of {problem.time_unit}: "
+                          f"critical path {cp}, energy {energy}; the static block model, each "
+                          "block at one speed to its end)")]  # fmt: skip
         if any(key == "elastic" for key, _ in model_rows):
-            rows[-1] = ("lower bound", f"{max(cp, energy)} (of the static block model, each job "
-                                       "at its trace's GPUs and its first epoch's speed; not of "
-                                       "elastic runs)")  # fmt: skip
+            rows[-1] = ("static bound", f"{seconds:,.0f} s ({most} ticks; of the static block "
+                                        "model, each job at its trace's GPUs and its first "
+                                        "epoch's speed; not of elastic runs)")  # fmt: skip
         rows += model_rows
         show(rows)
 
@@ -428,8 +435,9 @@ def info(instance: Annotated[Path, typer.Argument(help="Instance file.")]) -> No
 def _model_bounds(instance: Path) -> list[tuple[str, object]]:
     """``planner info``'s bounds of a training workload (cluster form) under each
     interleaving model, in seconds; none for another instance."""
+    from planner.execution.configurations import strongest_bound
     from planner.execution.jobs import jobs_from_instance
-    from planner.interleave import Interleave, binding, model_bound
+    from planner.execution.runs import Setting
 
     if instance.suffix.lower() not in NATIVE:
         return []
@@ -437,9 +445,8 @@ def _model_bounds(instance: Path) -> list[tuple[str, object]]:
         workload = jobs_from_instance(instance)
     except InputError:
         return []  # not a cluster-form instance of one GPU count per node
-    from planner.execution.resources import fastest, resource_rows
+    from planner.execution.resources import resource_rows
 
-    work = [(j.gpus, j.iterations, j.stages) for j in fastest(workload.jobs)]
     gpus = (workload.nodes or 1) * (workload.gpus_per_node or 1)
     rows: list[tuple[str, object]] = [("interleave", workload.interleave)]
     sharing = f"at most {workload.max_colocated} jobs on a GPU set"
@@ -456,9 +463,17 @@ def _model_bounds(instance: Path) -> list[tuple[str, object]]:
         rows.append(("elastic", f"{elastic} jobs: GPUs and batch sizes are their policy's "
                                 "choice (no bound under the interleaving models)"))  # fmt: skip
         return rows
-    for model in (Interleave("fluid", data_slots=workload.data_slots), Interleave("muri")):
-        b = model_bound(work, gpus, model)
-        rows.append((f"bound {model.kind}", f"{b['bound']:,.0f} s ({binding(b)})"))
+    if workload.table is not None:
+        return rows
+    setting = Setting()
+    model = setting.model(workload)
+    budget = None
+    if workload.power_cap is not None:
+        budget = (workload.power_cap - gpus * workload.watts[1], workload.watts)
+    bound, name = strongest_bound(workload.jobs, model, workload.nodes or 1,
+                                  workload.gpus_per_node or 1, budget)  # fmt: skip
+    rows.append(("bound", f"{bound:,.0f} s ({name}; in the executor's model: "
+                          f"{setting.line(model)}, planner solve's and run's)"))  # fmt: skip
     return rows
 
 

@@ -192,6 +192,29 @@ def run_cmd(
     )  # fmt: skip
 
 
+@app.command("report")
+def report_cmd(
+    run: Annotated[
+        Path, typer.Argument(help="A job-level run file (planner policy|run ... -o RUN.json).")
+    ],
+    output: Annotated[Path, typer.Option("--output", "-o", help="The page to write (.html).")],
+) -> None:
+    """Write one self-contained HTML page of a job-level run: its figures, its chart per
+    GPU with the share of the GPUs held, the JCT distribution and a per-job table sorted
+    by a click (no network needed to view it)."""
+    from planner.app.colocation import job_level_run
+    from planner.app.report import write_report
+    from planner.io.paths import check_output
+
+    with guard():
+        data = job_level_run(run)
+        if data is None:
+            raise InputError("not a job-level run file (planner policy ... -o RUN.json)", str(run))
+        check_output(output, inputs=[run], suffixes=(".html",), what="the report")
+        report = write_report(data, output)
+        typer.echo(f"report written to {output} ({report.jobs} jobs, {len(report.charts)} charts)")
+
+
 @app.command("study")
 def study_cmd(
     instance: Instance,

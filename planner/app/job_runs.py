@@ -237,11 +237,9 @@ def _run_rows(
 ) -> list[tuple[str, object]]:
     """The lines ``planner run`` and ``planner policy`` print of a job-level run, with its
     ``energy`` (``None``: not figured) and the audit's ``violations``."""
+    from planner.execution.configurations import strongest_bound
     from planner.execution.fairness import fairness, fairness_rows
-    from planner.execution.grouping import mix_bound
-    from planner.execution.resources import fastest
     from planner.execution.search import completion_bound
-    from planner.interleave import binding, model_bound
 
     jobs, model, cap = dispatch.jobs_of(seed), dispatch.model, dispatch.power_cap
     total = dispatch.nodes * dispatch.gpus_per_node
@@ -250,19 +248,18 @@ def _run_rows(
     if model.table is not None:
         from planner.execution.jobs import type_gpus
 
-        bound, mix, bound_row, mix_row = _table_bounds(dispatch, jobs)
+        bound, bound_row = _table_bounds(dispatch, jobs)
         gpus = type_gpus(dispatch.types, dispatch.gpus_per_node)
         kinds = ", ".join(f"{n} {t}" for t, n in gpus.items())
         what += f" ({kinds})"
     elif elastic:
-        bound, mix = {}, math.nan
-        bound_row = mix_row = "- (elastic jobs: their speed is the policy's choice; not bounded)"
+        bound = math.nan
+        bound_row = "- (elastic jobs: their speed is the policy's choice; not bounded)"
     else:
-        bound = model_bound([(j.gpus, j.iterations, j.stages) for j in fastest(jobs)], total, model)
         budget = None if cap is None else (cap - total * dispatch.watts[1], dispatch.watts)
-        mix = mix_bound(jobs, model, total, budget)
-        bound_row = f"{bound['bound']:,.0f} s ({binding(bound)}, under {model.kind})"
-        mix_row = f"{mix:,.0f} s (groups of one GPU count, regrouped at will" + (
+        bound, name = strongest_bound(jobs, model, dispatch.nodes, dispatch.gpus_per_node,
+                                      budget)  # fmt: skip
+        bound_row = f"{bound:,.0f} s ({name}, in this model" + (
             ", under the power cap)" if cap else ")"
         )
     rows: list[tuple[str, object]] = [
@@ -280,7 +277,6 @@ def _run_rows(
         ("failures", ", ".join(fail) if fail else "none"),
         ("power cap", f"{cap:,.0f} W" if cap else "none"),
         ("bound", bound_row),
-        ("mix bound", mix_row),
     ]
     if run.finished and energy is not None:
         bounded = not elastic
@@ -288,8 +284,7 @@ def _run_rows(
         rows += [
             (
                 "makespan",
-                f"{run.makespan:,.0f} s ({run.makespan / bound['bound']:.3f} x bound, "
-                f"{run.makespan / mix:.3f} x mix bound)"
+                f"{run.makespan:,.0f} s ({run.makespan / bound:.3f} x bound)"
                 if bounded
                 else f"{run.makespan:,.0f} s",
             ),
@@ -403,19 +398,18 @@ def speed_line(jobs: Sequence[Any]) -> str:
     return f"; speed by CPU and memory from throughput profiles ({len(models)} models)"
 
 
-def _table_bounds(dispatch: Any, jobs: Sequence[Any]) -> tuple[dict[str, float], float, str, str]:
-    """The ``table`` model's bounds of a run (:func:`planner.execution.jobs.typed_bound`):
-    the bound, the relaxation's, and their lines."""
+def _table_bounds(dispatch: Any, jobs: Sequence[Any]) -> tuple[float, str]:
+    """The ``table`` model's strongest bound of a run and its line: the larger of
+    :func:`planner.execution.jobs.typed_bound` and its relaxation (the GPU types' time
+    shared at will, alone and in measured pairs, releases at 0)."""
     from planner.execution.jobs import typed_bound
 
     bound, which = typed_bound(jobs, dispatch.types, dispatch.gpus_per_node, dispatch.model.table)
-    return (
-        bound,
-        bound["lp"],
-        f"{bound['bound']:,.0f} s ({which}, under table)",
-        f"{bound['lp']:,.0f} s (the GPU types' time shared at will, alone and in measured "
-        "pairs, releases at 0)",
-    )
+    if bound["lp"] > bound["bound"]:
+        return bound[
+            "lp"
+        ], f"{bound['lp']:,.0f} s (the GPU types' time shared at will, in this model)"
+    return bound["bound"], f"{bound['bound']:,.0f} s ({which}, in this model)"
 
 
 def run_data(
@@ -454,6 +448,7 @@ def run_data(
         "work_conserving": work_conserving,
         "power_cap": dispatch.power_cap,
         "finish": run.finish,
+        "release": run.release,
         "residences": run.residences(names),
         "cluster": {"nodes": list(names), "gpus_per_node": dispatch.gpus_per_node},
         "outages": [[names[n], a, b] for n, a, b in run.outages],

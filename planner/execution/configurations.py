@@ -235,3 +235,32 @@ def configuration_plan(
     if not configs:
         return None
     return solve_configurations(jobs, model, configs)
+
+
+def strongest_bound(
+    jobs: Sequence[PeerJob],
+    model: Interleave,
+    nodes: int,
+    per_node: int,
+    power: tuple[float, tuple[float, float]] | None = None,
+) -> tuple[float, str]:
+    """The strongest lower bound (seconds) on the makespan of any run of ``jobs`` in
+    groups on ``nodes`` x ``per_node`` GPUs under ``model``, and its name: the executor's
+    bound (:func:`~planner.execution.grouping.executor_bound`), or the configuration
+    program's optimum where it applies and is higher (no power cap: the program knows
+    none). ``planner info``, ``solve`` and ``run`` print this one.
+
+    Raises
+    ------
+    InputError
+        If the LP solver is not available (a broken OR-Tools).
+    """
+    from planner.execution.grouping import executor_bound
+    from planner.execution.resources import fastest
+
+    bound, name = executor_bound(jobs, model, nodes * per_node, power)
+    if power is None and model.table is None:
+        plan = configuration_plan(fastest(jobs), model, nodes, per_node)
+        if plan is not None and plan.makespan > bound:
+            bound, name = plan.makespan, "configuration program"
+    return bound, name
