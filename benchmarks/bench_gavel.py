@@ -34,7 +34,7 @@ from planner.errors import InputError
 from planner.execution.audit import audit
 from planner.execution.executor import run_policy
 from planner.execution.fairness import fairness
-from planner.execution.jobs import PeerJob
+from planner.execution.jobs import ExecutorJob
 from planner.execution.policies import POLICIES, Policy
 from planner.execution.policies.hetero import HeteroRounds
 from planner.execution.policies.planner import SearchPlanner
@@ -66,19 +66,19 @@ RATE = 2.0
 about 2.2 of Gavel's mix an hour."""
 
 
-def gavel_jobs(batch: list, table: Throughputs) -> list[PeerJob]:
+def gavel_jobs(batch: list, table: Throughputs) -> list[ExecutorJob]:
     """Gavel's jobs as the executor's, each free to restart (as in Gavel's simulator)."""
     jobs = []
     for i, g in enumerate(batch):
         period = 1.0 / table.best(g.key)[1]
         jobs.append(
-            PeerJob(f"job{i}", g.scale, g.steps, Stages(0.0, period, 0.0), period,
+            ExecutorJob(f"job{i}", g.scale, g.steps, Stages(0.0, period, 0.0), period,
                     g.steps * period, g.job_type, g.arrival, weight=g.weight, restart=0.0)
         )  # fmt: skip
     return jobs
 
 
-def run(jobs: list[PeerJob], policy: str | Policy, table: Throughputs, types: tuple) -> dict:
+def run(jobs: list[ExecutorJob], policy: str | Policy, table: Throughputs, types: tuple) -> dict:
     """One audited run: its figures."""
     t0 = time.perf_counter()
     out = run_policy(jobs, policy, nodes=len(types), gpus_per_node=1, restart=False,

@@ -35,9 +35,9 @@ import numpy as np
 
 from planner.dl.workloads import generate_batch
 from planner.execution.audit import audit
-from planner.execution.executor import PeerRun, run_policy
+from planner.execution.executor import ExecutorRun, run_policy
 from planner.execution.fairness import fairness
-from planner.execution.jobs import PeerJob, jobs_from_instance, read_trace
+from planner.execution.jobs import ExecutorJob, jobs_from_instance, read_trace
 from planner.execution.policies import policy_of
 from planner.execution.policies.ftf_groups import FairGroups, FtfGroups
 from planner.execution.policies.planner import SearchPlanner
@@ -69,7 +69,7 @@ SETTINGS = {"muri": (MURI_GROUP_FACTORS, True), "ideal": (None, False)}
 GPUS = 64
 
 
-def one(jobs: list[PeerJob], policy: Any, setting: str) -> tuple[PeerRun, float]:
+def one(jobs: list[ExecutorJob], policy: Any, setting: str) -> tuple[ExecutorRun, float]:
     """The run of ``policy`` (a name or a policy) and its wall time; it must pass the
     audit."""
     factors, restart = SETTINGS[setting]
@@ -83,7 +83,9 @@ def one(jobs: list[PeerJob], policy: Any, setting: str) -> tuple[PeerRun, float]
     return run, wall
 
 
-def row(label: str, run: PeerRun, jobs: list[PeerJob], base: PeerRun | None, wall: float) -> str:
+def row(
+    label: str, run: ExecutorRun, jobs: list[ExecutorJob], base: ExecutorRun | None, wall: float
+) -> str:
     """One table line of a run."""
     f = fairness(run, jobs, GPUS).overall
     ratio = (
@@ -141,7 +143,7 @@ def curve(args: argparse.Namespace) -> None:
             print(row(f"{setting}, fair-groups, cap {cap:g}", run, jobs, base, wall), flush=True)
 
 
-def batch(seed: int, load: float | None, folder: Path) -> list[PeerJob]:
+def batch(seed: int, load: float | None, folder: Path) -> list[ExecutorJob]:
     """400 generated jobs at ``load`` times the cluster's capacity (``None``: at 0)."""
     path = folder / f"g{seed}_{load}.json"
     if load is None:

@@ -63,7 +63,7 @@ _LAZY = {
     "state_from_schedule": "planner.execution.state",
     "run_policy": "planner.execution.executor",
     "read_trace": "planner.execution.jobs",
-    "PeerJob": "planner.execution.jobs",
+    "ExecutorJob": "planner.execution.jobs",
     "ClusterInstance": "planner.dl.specs",
     "generate": "planner.io.instance",
     "generate_batch": "planner.dl.workloads",

@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 import planner
 from planner.app.cli import app
 from planner.execution.audit import audit
-from planner.execution.executor import PeerRun
-from planner.execution.jobs import PeerJob, jobs_from_instance
+from planner.execution.executor import ExecutorRun
+from planner.execution.jobs import ExecutorJob, jobs_from_instance
 from planner.interleave import Interleave, Stages
 from tests.conftest import INSTANCES, lines
 
@@ -25,7 +25,7 @@ def run(*args: object) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
-def spans(run_: PeerRun) -> dict[str, tuple[list[int], set[object]]]:
+def spans(run_: ExecutorRun) -> dict[str, tuple[list[int], set[object]]]:
     """Per job, the events it ran in and the GPU sets it ran on."""
     out: dict[str, tuple[list[int], set[object]]] = {}
     for k, (_, groups) in enumerate(run_.trace):
@@ -70,8 +70,8 @@ def test_no_preempt_is_the_searchs(tmp_path: Path) -> None:
     assert code == 2 and err.startswith("error: --no-preempt with solver sgs:")
 
 
-def job(name: str, stages: Stages, iterations: int = 1000) -> PeerJob:
-    return PeerJob(name, 1, iterations, stages, stages.total, iterations * stages.total,
+def job(name: str, stages: Stages, iterations: int = 1000) -> ExecutorJob:
+    return ExecutorJob(name, 1, iterations, stages, stages.total, iterations * stages.total,
                    restart=0.0)  # fmt: skip
 
 
@@ -97,7 +97,7 @@ def test_a_waiting_job_joins_a_set_where_interleaving_pays(policy: str) -> None:
 def test_jobs_of_several_gpus_hold_them_whole() -> None:
     # as in Slurm, which shares a GPU only through shards of one GPU: the same two jobs on
     # two GPUs each run one after the other
-    jobs = [PeerJob(n, 2, 1000, s, s.total, 1000 * s.total, restart=0.0)
+    jobs = [ExecutorJob(n, 2, 1000, s, s.total, 1000 * s.total, restart=0.0)
             for n, s in (("a", Stages(0.6, 0.4, 0.0)), ("b", Stages(0.0, 1.0, 0.0)))]  # fmt: skip
     model = Interleave("fluid", data_slots=2, max_colocated=2, factors=None)
     result = planner.run_policy(jobs, "batch-lpt", nodes=1, gpus_per_node=2, interleave=model,

@@ -16,7 +16,7 @@ from planner.app.cli import app
 from planner.execution.audit import audit
 from planner.execution.colgen import Pricing, column_generation
 from planner.execution.configurations import configuration_plan
-from planner.execution.jobs import PeerJob
+from planner.execution.jobs import ExecutorJob
 from planner.execution.table import TablePolicy
 from planner.interleave import Interleave, Stages
 from tests.conftest import INSTANCES
@@ -25,9 +25,9 @@ ALONE = Interleave("fluid", max_colocated=1, factors=None)
 """Every job alone on its GPUs, at its period alone."""
 
 
-def job(name: str, gpus: int, seconds: float) -> PeerJob:
+def job(name: str, gpus: int, seconds: float) -> ExecutorJob:
     """A job of ``seconds`` alone: ``seconds`` iterations of 1 s."""
-    return PeerJob(name, gpus, int(seconds), Stages(0, 1, 0), 1.0, seconds)
+    return ExecutorJob(name, gpus, int(seconds), Stages(0, 1, 0), 1.0, seconds)
 
 
 def test_four_jobs_whose_optimum_is_hand_computed() -> None:
@@ -55,7 +55,7 @@ def test_cpsat_pricing_finds_the_column_greedy_pricing_misses() -> None:
     # jobs together are worth 1.1
     # (the 3-GPU jobs of nine stage profiles: nine patterns, each a greedy start)
     periods = [1 + 0.01 * k for k in range(9)]
-    jobs = [PeerJob(f"x{k}", 3, 10, Stages(0, p, 0), p, 10 * p) for k, p in enumerate(periods)]
+    jobs = [ExecutorJob(f"x{k}", 3, 10, Stages(0, p, 0), p, 10 * p) for k, p in enumerate(periods)]
     jobs += [job("y", 2, 10), job("z", 2, 10)]
     pricing = Pricing(jobs, ALONE, 1, 4)
     y = np.array([0.9 * p for p in periods] + [0.55, 0.55])
@@ -72,7 +72,7 @@ def test_column_generation_converges_to_the_enumerated_optimum() -> None:
     rng = np.random.default_rng(3)
     draws = zip(rng.choice([1, 2, 4], 10), rng.integers(500, 3000, 10),
                 rng.uniform(0.05, 0.5, (10, 3)), strict=True)  # fmt: skip
-    jobs = [PeerJob(f"j{k}", int(g), int(n), Stages(*s), sum(s), n * sum(s))
+    jobs = [ExecutorJob(f"j{k}", int(g), int(n), Stages(*s), sum(s), n * sum(s))
             for k, (g, n, s) in enumerate(draws)]  # fmt: skip
     model = Interleave("fluid")
     enumerated = configuration_plan(jobs, model, 2, 4)
@@ -84,7 +84,7 @@ def test_column_generation_converges_to_the_enumerated_optimum() -> None:
 
 
 def test_column_generation_takes_jobs_released_at_0_only() -> None:
-    late = PeerJob("late", 1, 10, Stages(0, 1, 0), 1.0, 10.0, release=5.0)
+    late = ExecutorJob("late", 1, 10, Stages(0, 1, 0), 1.0, 10.0, release=5.0)
     assert column_generation([job("a", 1, 10), late], ALONE, 1, 2, time_limit=5) is None
 
 

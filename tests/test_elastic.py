@@ -19,7 +19,7 @@ from planner.dl.pollux import GoodputModel, application, fit_perf_params
 from planner.errors import InputError
 from planner.execution.audit import audit
 from planner.execution.elastic import Elastic, Hybrid, elastic_figures
-from planner.execution.jobs import PeerJob, jobs_from_instance
+from planner.execution.jobs import ExecutorJob, jobs_from_instance
 from planner.interleave import Interleave, Stages
 from tests.conftest import INSTANCES, lines
 
@@ -75,9 +75,9 @@ def test_a_fixed_batch_config_is_pollux_simulators() -> None:
     assert application("bert").config(1, 384) == (12, 31)  # 32 steps of 12
 
 
-def one(app: str, gpus: int, batch: int, release: float = 0.0) -> PeerJob:
+def one(app: str, gpus: int, batch: int, release: float = 0.0) -> ExecutorJob:
     model = application(app)
-    return PeerJob(f"{app}-{gpus}", gpus, model.target_progress, Stages(0, 1, 0), 1.0, 1.0,  # type: ignore[arg-type]
+    return ExecutorJob(f"{app}-{gpus}", gpus, model.target_progress, Stages(0, 1, 0), 1.0, 1.0,  # type: ignore[arg-type]
                    release=release, restart=model.rescale_time,
                    elastic=Elastic(app, batch))  # fmt: skip
 
@@ -200,7 +200,7 @@ def test_pollux_baselines_on_workload_6_are_pollux_simulators(
 
 
 def test_the_elastic_policies_refuse_fixed_jobs() -> None:
-    fixed = PeerJob("a", 1, 10, Stages(0, 1, 0), 1.0, 10.0)
+    fixed = ExecutorJob("a", 1, 10, Stages(0, 1, 0), 1.0, 10.0)
     for policy in ("pollux-tiresias", "pollux-optimus", "goodput"):
         with pytest.raises(InputError) as err:
             planner.run_policy([fixed], policy, nodes=1, gpus_per_node=4, interleave=ALONE)
@@ -212,9 +212,9 @@ def test_only_resizing_reaches_the_best_mean_jct_of_two_jobs() -> None:
     # a cifar10 and a bert job on one node of 4 GPUs: every fixed GPU count of each (run
     # together where they fit, else one after the other) against goodput, which gives
     # the GPUs to the shorter job first and all four to the other once it ends
-    def job(app: str, gpus: int) -> PeerJob:
+    def job(app: str, gpus: int) -> ExecutorJob:
         model = application(app)
-        return PeerJob(f"{app}", gpus, model.target_progress, Stages(0, 1, 0), 1.0, 1.0,  # type: ignore[arg-type]
+        return ExecutorJob(f"{app}", gpus, model.target_progress, Stages(0, 1, 0), 1.0, 1.0,  # type: ignore[arg-type]
                        restart=model.rescale_time, elastic=Elastic(app))  # fmt: skip
 
     fixed = []

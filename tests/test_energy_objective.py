@@ -8,7 +8,7 @@ from planner.dl.catalog import gpu_power
 from planner.dl.cluster import compile_cluster
 from planner.dl.specs import ClusterInstance
 from planner.errors import InputError
-from planner.execution.jobs import PeerJob, plan_of
+from planner.execution.jobs import ExecutorJob, plan_of
 from planner.interleave import Stages
 from planner.metrics import schedule_metrics
 from planner.model import Problem, validated
@@ -135,7 +135,7 @@ def test_the_executor_refuses_a_plan_under_a_power_limit() -> None:
     schedule = Schedule(
         modes={"a/block1": "base@75%"}, starts={"a/block1": 0}, nodes={"a/block1": ("n",)}
     )
-    job = PeerJob("a", 1, 3600, Stages(0, 1, 0), 1.0, 3600.0)
+    job = ExecutorJob("a", 1, 3600, Stages(0, 1, 0), 1.0, 3600.0)
     with pytest.raises(InputError) as caught:
         plan_of(problem, schedule, [job])
     assert str(caught.value) == (

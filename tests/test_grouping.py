@@ -13,7 +13,7 @@ from planner.app.cli import app
 from planner.execution.audit import audit
 from planner.execution.executor import run_policy
 from planner.execution.grouping import GroupMix, job_types, mix_bound
-from planner.execution.jobs import PeerJob, read_trace
+from planner.execution.jobs import ExecutorJob, read_trace
 from planner.execution.policies import POLICIES
 from planner.interleave import MURI_GROUP_FACTORS, Interleave, Stages
 from tests.conftest import INSTANCES, lines
@@ -23,11 +23,11 @@ DATA = Stages(data=0.8, gpu=0.1, sync=0.05)  # loads data most of its iteration
 COMPUTE = Stages(data=0.01, gpu=0.8, sync=0.05)  # computes most of its iteration
 
 
-def _four() -> list[PeerJob]:
+def _four() -> list[ExecutorJob]:
     jobs = []
     for name, stages, n in (("a0", DATA, 100), ("a1", DATA, 60), ("b0", COMPUTE, 100),
                             ("b1", COMPUTE, 60)):  # fmt: skip
-        jobs.append(PeerJob(name, 1, n, stages, stages.total, n * stages.total, model=name[0]))
+        jobs.append(ExecutorJob(name, 1, n, stages, stages.total, n * stages.total, model=name[0]))
     return jobs
 
 
@@ -98,7 +98,8 @@ def test_lp_groups_on_the_slice_is_pinned() -> None:
 
 def test_types_merge_to_the_limit_and_columns_enumerate_multisets() -> None:
     jobs = [
-        PeerJob(f"j{k}", 1, 10 + k, Stages(0.1 * (k + 1), 0.5, 0.1), 1.0, 10.0) for k in range(6)
+        ExecutorJob(f"j{k}", 1, 10 + k, Stages(0.1 * (k + 1), 0.5, 0.1), 1.0, 10.0)
+        for k in range(6)
     ]
     assert len(set(job_types(jobs, most=3))) == 3
     assert len(set(job_types(jobs))) == 6  # no model: one type per stage profile
@@ -128,8 +129,8 @@ def test_cli_runs_lp_groups_and_writes_its_co_location_table(tmp_path: Path) -> 
 def test_srsf_pack_groups_complementary_jobs_when_gpus_run_out() -> None:
     # one GPU: the data-heavy job (smaller service) opens the set, the compute-heavy
     # one joins it (its progress adds to the group's), and both end with the pair's period
-    a = PeerJob("a", 1, 100, DATA, DATA.total, 100 * DATA.total)
-    b = PeerJob("b", 1, 100, COMPUTE, COMPUTE.total + 0.2, 100 * (COMPUTE.total + 0.2))
+    a = ExecutorJob("a", 1, 100, DATA, DATA.total, 100 * DATA.total)
+    b = ExecutorJob("b", 1, 100, COMPUTE, COMPUTE.total + 0.2, 100 * (COMPUTE.total + 0.2))
     model = Interleave("muri", factors=None)
     run = run_policy([a, b], "srsf-pack", 1, 1, model, restart=False)
     pair = model.periods([DATA, COMPUTE])[0]
@@ -197,7 +198,7 @@ def test_the_energy_of_a_run_by_hand() -> None:
     # one 8-GPU job alone for 1,000 iterations of 1 s, computing 0.6 s of each: the 8
     # GPUs idle at 60 W all along and compute 60% of the time at 300 W
     stages = Stages(data=0.3, gpu=0.6, sync=0.1)
-    jobs = [PeerJob("j", 8, 1000, stages, 1.0, 1000.0)]
+    jobs = [ExecutorJob("j", 8, 1000, stages, 1.0, 1000.0)]
     run = run_policy(jobs, "srtf", 1, 8, Interleave("fluid", factors=None), restart=False)
     energy = run_energy(run, jobs, 8)
     watts = 8 * 60 + 8 * 0.6 * (300 - 60)

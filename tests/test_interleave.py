@@ -14,7 +14,7 @@ from planner.errors import InputError
 from planner.execution.audit import audit
 from planner.execution.configurations import strongest_bound
 from planner.execution.executor import run_policy
-from planner.execution.jobs import PeerJob, jobs_from_instance, read_trace
+from planner.execution.jobs import ExecutorJob, jobs_from_instance, read_trace
 from planner.execution.runs import Setting
 from planner.interleave import (
     MURI_GROUP_FACTORS,
@@ -95,7 +95,8 @@ def test_a_hand_made_group_timeline() -> None:
     # four 1-GPU jobs of 100 iterations on one GPU: Muri-S groups all four (4 GPUs asked,
     # 1 GPU there) and they finish together after 100 periods of the group
     jobs = [
-        PeerJob(f"j{k}", 1, 100, RESNET18, iteration_time=0.909, duration=90.9) for k in range(4)
+        ExecutorJob(f"j{k}", 1, 100, RESNET18, iteration_time=0.909, duration=90.9)
+        for k in range(4)
     ]
     ideal = Interleave("muri", factors=None)
     run = run_policy(jobs, "muri-s", nodes=1, gpus_per_node=1, interleave=ideal, restart=False)
@@ -110,8 +111,8 @@ def test_restart_overheads_are_charged_on_intervals_between_events() -> None:
     # two 1-GPU jobs on one GPU under SRTF: the second waits; an interval that ends a job
     # is not charged, so only an interval cut by another event costs the overhead
     jobs = [
-        PeerJob("a", 1, 10, RESNET18, iteration_time=1.0, duration=10, model="resnet18"),
-        PeerJob("b", 1, 10, RESNET18, iteration_time=1.0, duration=10, model="resnet18",
+        ExecutorJob("a", 1, 10, RESNET18, iteration_time=1.0, duration=10, model="resnet18"),
+        ExecutorJob("b", 1, 10, RESNET18, iteration_time=1.0, duration=10, model="resnet18",
                 release=5.0),
     ]  # fmt: skip
     run = run_policy(jobs, "srtf", 1, 1, Interleave("muri", factors=None), restart=True)
@@ -153,7 +154,7 @@ def test_cli_policy_on_a_cluster_form_instance(tmp_path: Path) -> None:
     assert (len(workload.jobs), workload.nodes, workload.gpus_per_node) == (40, 8, 8)
     assert workload.interleave == "fluid"  # import muri's default
     assert workload.jobs == [
-        PeerJob(j.name, j.gpus, j.iterations, j.stages, j.iteration_time, j.iterations *
+        ExecutorJob(j.name, j.gpus, j.iterations, j.stages, j.iteration_time, j.iterations *
                 j.iteration_time, j.model)
         for j in read_trace(SLICE)
     ]  # fmt: skip
@@ -214,8 +215,8 @@ def test_a_plan_runs_job_by_job_on_its_gpu_sets() -> None:
     # three 8-GPU jobs planned on node 0 at 0 and one 4-GPU job on node 1 at 10 s: the first
     # takes node 0's GPUs, the next two join its set (a group of three under Muri's
     # rotation); the 4-GPU job runs alone on node 1 from its planned start
-    jobs = [PeerJob(f"j{k}", 8, 100, RESNET18, 0.909, 90.9) for k in range(3)]
-    jobs.append(PeerJob("k", 4, 100, GPT2, 0.4336, 43.36, release=10.0))
+    jobs = [ExecutorJob(f"j{k}", 8, 100, RESNET18, 0.909, 90.9) for k in range(3)]
+    jobs.append(ExecutorJob("k", 4, 100, GPT2, 0.4336, 43.36, release=10.0))
     plan = {"j0": (0,), "j1": (0,), "j2": (0,), "k": (1,)}
     model = Interleave("muri", factors=None)
     run = run_policy(jobs, "plan", 2, 8, model, restart=False, plan=plan)
@@ -240,8 +241,8 @@ def test_a_fluid_plan_shares_single_gpus_across_gpu_counts() -> None:
     # of 2 GPUs: the small job joins the GPU its shares fit best beside the big one's, and
     # that GPU's compute is asked 0.5 + 0.8 = 1.3: both slow 1.3x (the big one by its most
     # loaded GPU); under muri a set holds one GPU count, so the small job waits
-    big = PeerJob("big", 2, 100, Stages(0.5, 0.5, 0.0), 1.0, 100.0)
-    small = PeerJob("small", 1, 100, Stages(0.2, 0.8, 0.0), 1.0, 100.0)
+    big = ExecutorJob("big", 2, 100, Stages(0.5, 0.5, 0.0), 1.0, 100.0)
+    small = ExecutorJob("small", 1, 100, Stages(0.2, 0.8, 0.0), 1.0, 100.0)
     plan = {"big": (0,), "small": (0,)}
     run = run_policy(
         [big, small], "plan", 1, 2, Interleave("fluid", factors=None), restart=False, plan=plan
@@ -270,7 +271,7 @@ def test_a_fluid_plan_shares_single_gpus_across_gpu_counts() -> None:
 
 
 def test_a_plan_on_nodes_the_cluster_lacks_is_refused() -> None:
-    jobs = [PeerJob("j", 16, 10, RESNET18, 0.909, 9.09)]
+    jobs = [ExecutorJob("j", 16, 10, RESNET18, 0.909, 9.09)]
     with pytest.raises(InputError, match=r"^job 'j': the plan puts it on nodes \[0\]; it needs 2 "):
         run_policy(jobs, "plan", 2, 8, Interleave("muri", factors=None), plan={"j": (0,)})
 
@@ -398,7 +399,7 @@ def test_a_failure_stops_the_jobs_of_its_node_and_srtf_moves_them(
     # node 0 is down over [100, 150): alone, the job waits for it; with a second node it
     # moves there at 100 s, keeping its 100 iterations, and back at 150 s (first-fit
     # places every job anew at every event, as Muri's simulator does)
-    jobs = [PeerJob("j", 8, 1000, ONE, 1.0, 1000.0)]
+    jobs = [ExecutorJob("j", 8, 1000, ONE, 1.0, 1000.0)]
     model = Interleave("fluid", factors=None)
     run = run_policy(jobs, "srtf", nodes, 8, model, restart=False, outages=[(0, 100.0, 150.0)])
     assert run.finish == {"j": pytest.approx(finish)}
@@ -413,7 +414,7 @@ def test_a_plan_waits_for_its_node_and_names_its_gpus() -> None:
     # two 4-GPU jobs planned on node 0: each on its own four GPUs; node 0 fails at 100 s
     # for 50 s, and the plan keeps both there, so they end 50 s late; a restart costs
     # each job its overhead (10 s, a model the catalog does not know) on every interval
-    jobs = [PeerJob(f"j{k}", 4, 1000, ONE, 1.0, 1000.0) for k in range(2)]
+    jobs = [ExecutorJob(f"j{k}", 4, 1000, ONE, 1.0, 1000.0) for k in range(2)]
     plan = {"j0": (0,), "j1": (0,)}
     model = Interleave("fluid", factors=None)
     run = run_policy(jobs, "plan", 2, 8, model, False, plan=plan, outages=[(0, 100.0, 150.0)])
@@ -433,7 +434,7 @@ def test_the_audit_refuses_a_group_on_a_node_down() -> None:
 
     from planner.execution.audit import audit
 
-    jobs = [PeerJob("j", 8, 1000, ONE, 1.0, 1000.0)]
+    jobs = [ExecutorJob("j", 8, 1000, ONE, 1.0, 1000.0)]
     run = run_policy(jobs, "srtf", 1, 8, Interleave("fluid", factors=None), restart=False)
     down = replace(run, outages=((0, 0.0, 20.0),))
     assert audit(down, jobs, 8) == [

@@ -18,7 +18,7 @@ from planner.execution.audit import audit
 from planner.execution.energy import run_energy
 from planner.execution.executor import run_policy
 from planner.execution.grouping import mix_bound
-from planner.execution.jobs import PeerJob, jobs_from_instance
+from planner.execution.jobs import ExecutorJob, jobs_from_instance
 from planner.interleave import Interleave, Stages
 from planner.io.instance import load_instance, problem_from_data
 from planner.metrics import power_profile, schedule_metrics
@@ -116,7 +116,7 @@ def test_a_cap_slows_every_running_job_alike_job_by_job() -> None:
     # two 1-GPU jobs of pure compute on 2 GPUs: both computing draw 2 x 300 W; a 360 W
     # cap (120 W idle + 240 W) leaves them half their speed: both end at 200 s
     compute = Stages(data=0.0, gpu=1.0, sync=0.0)
-    jobs = [PeerJob(name, 1, 100, compute, 1.0, 100.0) for name in ("a", "b")]
+    jobs = [ExecutorJob(name, 1, 100, compute, 1.0, 100.0) for name in ("a", "b")]
     model = Interleave("fluid", factors=None)
     run = run_policy(jobs, "srtf", 1, 2, model, restart=False, power_cap=360.0)
     assert run.finish == {"a": pytest.approx(200.0), "b": pytest.approx(200.0)}
@@ -154,7 +154,7 @@ def test_the_mix_bound_under_a_cap_is_the_power_the_work_needs() -> None:
     # 200 GPU-seconds of compute at 240 W above idle, 240 W of budget: 200 s at least,
     # whatever the grouping; without the cap the two jobs fit side by side in 100 s
     compute = Stages(data=0.0, gpu=1.0, sync=0.0)
-    jobs = [PeerJob(name, 1, 100, compute, 1.0, 100.0) for name in ("a", "b")]
+    jobs = [ExecutorJob(name, 1, 100, compute, 1.0, 100.0) for name in ("a", "b")]
     model = Interleave("fluid", factors=None)
     assert mix_bound(jobs, model, 2) == pytest.approx(100.0)
     assert mix_bound(jobs, model, 2, (240.0, (300.0, 60.0))) == pytest.approx(200.0)

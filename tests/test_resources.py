@@ -50,7 +50,7 @@ def write(tmp_path: Path, data: dict, name: str = "inst.yaml") -> Path:
     return path
 
 
-def groups_of(result: planner.execution.executor.PeerRun) -> set[frozenset[str]]:
+def groups_of(result: planner.execution.executor.ExecutorRun) -> set[frozenset[str]]:
     """Every set of jobs that shared GPUs at some event of ``result``."""
     out = set()
     for _, groups in result.trace:

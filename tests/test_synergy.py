@@ -13,7 +13,7 @@ import planner
 from planner.app.cli import app
 from planner.errors import InputError
 from planner.execution.audit import audit
-from planner.execution.jobs import PeerJob, jobs_from_instance
+from planner.execution.jobs import ExecutorJob, jobs_from_instance
 from planner.interleave import Interleave, Stages
 from tests.conftest import INSTANCES, lines
 
@@ -75,9 +75,9 @@ def test_a_stream_runs_under_fifo_alone_on_gpus(tmp_path: Path) -> None:
     assert job0.restart == 0.0
 
 
-def job(name: str, gpus: int, seconds: float, release: float) -> PeerJob:
+def job(name: str, gpus: int, seconds: float, release: float) -> ExecutorJob:
     stages = Stages(0.0, 1.0, 0.0)
-    return PeerJob(name, gpus, int(seconds), stages, 1.0, seconds, release=release, restart=0.0)
+    return ExecutorJob(name, gpus, int(seconds), stages, 1.0, seconds, release=release, restart=0.0)
 
 
 def test_fifo_serves_by_arrival_and_backfills() -> None:

@@ -3,7 +3,7 @@ cluster's GPUs are.
 
 A run of ``planner policy`` (or of a plan under ``--interleave``) written with ``-o``
 holds its co-location table (``residences``: job, GPU set, start, end, partners;
-:meth:`planner.execution.executor.PeerRun.residences`) and its cluster (node names,
+:meth:`planner.execution.executor.ExecutorRun.residences`) and its cluster (node names,
 GPUs per node). The chart has one row per physical GPU, grouped by node, idle GPUs
 included; a job's stay on a GPU set is a bar on each of its GPUs, and jobs sharing the
 GPUs at the same time split the row's height; a node's outage is shaded. One colour per
@@ -94,7 +94,7 @@ def job_colours(jobs: Sequence[str]) -> dict[str, tuple[float, float, float, flo
 
 def save_run_chart(run: Any, names: Sequence[str], policy: str, path: str | Path) -> RunChart:
     """Draw the chart of the executor's ``run`` (a
-    :class:`~planner.execution.executor.PeerRun`; ``names`` name its nodes, ``policy``
+    :class:`~planner.execution.executor.ExecutorRun`; ``names`` name its nodes, ``policy``
     what made it) to ``path``: :func:`save_colocation_chart` of its run-file fields."""
     chart = {"residences": run.residences(names), "policy": policy,
              "interleave": run.interleave.kind, "makespan": run.makespan,

@@ -282,7 +282,7 @@ def plan_jobs(
     Returns
     -------
     DispatchResult
-        Its ``best`` run (``best.run``: a :class:`~planner.execution.executor.PeerRun`),
+        Its ``best`` run (``best.run``: a :class:`~planner.execution.executor.ExecutorRun`),
         ``status`` against its ``bound``, and ``plan(setting)``: the dispatch, which
         ``save`` writes as ``planner solve -o`` does.
 

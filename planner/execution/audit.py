@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from planner.execution.elastic import EPSILON, Hybrid, step_periods
-from planner.execution.jobs import PeerJob, Where
+from planner.execution.jobs import ExecutorJob, Where
 from planner.execution.policies import where_label
 from planner.execution.power import compute_share, throttle
 from planner.execution.resources import at_speed, holdings, speed_of
@@ -15,10 +15,10 @@ from planner.execution.sharing import shared_periods
 from planner.interleave import Interleave
 
 if TYPE_CHECKING:
-    from planner.execution.executor import PeerRun
+    from planner.execution.executor import ExecutorRun
 
 
-def audit(run: PeerRun, jobs: Sequence[PeerJob], gpus: int) -> list[str]:
+def audit(run: ExecutorRun, jobs: Sequence[ExecutorJob], gpus: int) -> list[str]:
     """What is wrong with ``run`` (empty: nothing), checked from its trace alone.
 
     Replays the trace's intervals with the interleaving model's periods, independently
@@ -144,7 +144,7 @@ def audit(run: PeerRun, jobs: Sequence[PeerJob], gpus: int) -> list[str]:
 
 def _audit_plans(
     t: float,
-    members: Sequence[PeerJob],
+    members: Sequence[ExecutorJob],
     configs: Mapping[str, tuple[int, int]],
     gpus: int,
     model: Interleave,
@@ -180,8 +180,8 @@ def _audit_plans(
 
 
 def _elastic_credit(
-    run: PeerRun,
-    members: Sequence[PeerJob],
+    run: ExecutorRun,
+    members: Sequence[ExecutorJob],
     configs: Mapping[str, tuple[int, int]],
     done: Mapping[str, float],
     span: tuple[float, float],
@@ -221,8 +221,10 @@ def _elastic_credit(
 
 def _audit_nodes(
     t: float,
-    held_now: Iterable[tuple[PeerJob, Sequence[tuple[int, Sequence[int]]], tuple[float, float]]],
-    run: PeerRun,
+    held_now: Iterable[
+        tuple[ExecutorJob, Sequence[tuple[int, Sequence[int]]], tuple[float, float]]
+    ],
+    run: ExecutorRun,
 ) -> list[str]:
     """What is wrong at ``t`` with the nodes' CPU cores and host memory: the jobs on a
     node hold more than it has, each what it holds per GPU (``held_now``:
@@ -250,7 +252,13 @@ PAUSE_TOLERANCE = 1e-3
 
 
 def _credit(
-    run: PeerRun, job: PeerJob, done: float, span: float, overhead: float, period: float, end: float
+    run: ExecutorRun,
+    job: ExecutorJob,
+    done: float,
+    span: float,
+    overhead: float,
+    period: float,
+    end: float,
 ) -> float:
     """``job``'s iterations done after an interval of ``span`` seconds at ``period`` that
     ends at ``end``: the overhead is charged unless the interval ends the job (its
@@ -270,7 +278,7 @@ def _audit_shared(
     t: float,
     groups: Sequence[tuple[tuple[str, ...], float, Where]],
     residents: Mapping[tuple[int, int], list[str]],
-    by_name: Mapping[str, PeerJob],
+    by_name: Mapping[str, ExecutorJob],
     model: Interleave,
     down: set[int],
     size: tuple[int, int],
@@ -311,7 +319,7 @@ def _audit_shared(
 
 def _audit_speed(
     groups: Sequence[tuple[tuple[str, ...], float, Where]],
-    by_name: Mapping[str, PeerJob],
+    by_name: Mapping[str, ExecutorJob],
     model: Interleave,
     gpus: int,
     cap: float | None,
@@ -342,7 +350,7 @@ def _audit_speed(
 
 
 def _paced_periods(
-    members: Sequence[PeerJob],
+    members: Sequence[ExecutorJob],
     model: Interleave,
     allocs: Mapping[str, tuple[float, float]],
     fair: tuple[float, float] | None,

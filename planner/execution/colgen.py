@@ -36,7 +36,7 @@ from planner.execution.configurations import ConfigurationPlan, solve_configurat
 from planner.execution.policies.base import Cluster, Periods
 
 if TYPE_CHECKING:
-    from planner.execution.jobs import PeerJob, Where
+    from planner.execution.jobs import ExecutorJob, Where
     from planner.interleave import Interleave
     from planner.interrupt import Halt
 
@@ -73,8 +73,8 @@ class Pattern:
 @dataclass
 class ColumnGeneration:
     """What column generation reached: the master's plan over its columns, the best
-    proven lower bound, whether it converged (then ``bound`` is the plan's value),
-    its rounds, and the columns each pricing found."""
+    proven lower bound, whether it converged (then ``bound`` is the plan's value within
+    :data:`ROUNDING`), its rounds, and the columns each pricing found."""
 
     plan: ConfigurationPlan
     bound: float
@@ -97,7 +97,7 @@ class ColumnGeneration:
                 f"{self.plan.configurations:,} configurations)")  # fmt: skip
 
 
-def job_types(jobs: Sequence[PeerJob]) -> list[int]:
+def job_types(jobs: Sequence[ExecutorJob]) -> list[int]:
     """Each job's type: jobs alike but for name, iterations, release and weight (their
     periods in any group are the same) share one."""
     keys: dict[object, int] = {}
@@ -109,7 +109,7 @@ def job_types(jobs: Sequence[PeerJob]) -> list[int]:
     return out
 
 
-def patterns(jobs: Sequence[PeerJob], model: Interleave, total: int) -> list[Pattern] | None:
+def patterns(jobs: Sequence[ExecutorJob], model: Interleave, total: int) -> list[Pattern] | None:
     """Every group pattern of ``jobs`` (``None``: more than :data:`MAX_PATTERNS`): at most
     ``max_colocated`` members of one GPU count, no more of a type than it has jobs, within
     a GPU's memory, on at most ``total`` GPUs."""
@@ -144,7 +144,7 @@ class Pricing:
     """The pricing of configurations for duals ``y`` (see the module docstring)."""
 
     def __init__(
-        self, jobs: Sequence[PeerJob], model: Interleave, nodes: int, per_node: int
+        self, jobs: Sequence[ExecutorJob], model: Interleave, nodes: int, per_node: int
     ) -> None:
         self.jobs, self.nodes, self.per_node = jobs, nodes, per_node
         self.total = nodes * per_node
@@ -267,7 +267,7 @@ class Pricing:
 
 
 def _master(
-    jobs: Sequence[PeerJob], columns: Sequence[dict[int, float]]
+    jobs: Sequence[ExecutorJob], columns: Sequence[dict[int, float]]
 ) -> tuple[float, np.ndarray, np.ndarray]:
     """The restricted master (HiGHS): its value, the durations of the columns and the
     jobs' duals."""
@@ -295,7 +295,7 @@ def log_round(k: int, value: float, bound: float, columns: int, source: str) -> 
 
 
 def column_generation(
-    jobs: Sequence[PeerJob],
+    jobs: Sequence[ExecutorJob],
     model: Interleave,
     nodes: int,
     per_node: int,

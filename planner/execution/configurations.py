@@ -36,7 +36,7 @@ from planner.errors import InputError
 from planner.execution.policies.base import Cluster, Periods
 
 if TYPE_CHECKING:
-    from planner.execution.jobs import PeerJob, Where
+    from planner.execution.jobs import ExecutorJob, Where
     from planner.execution.table import Event
     from planner.interleave import Interleave
 
@@ -61,7 +61,7 @@ class ConfigurationPlan:
     configurations: int
     """How many configurations the program had."""
 
-    def events(self, jobs: Sequence[PeerJob]) -> tuple[Event, ...]:
+    def events(self, jobs: Sequence[ExecutorJob]) -> tuple[Event, ...]:
         """The phases as a dispatch's events (member names), each phase
         :data:`MARGIN` longer."""
         out: list[Event] = []
@@ -76,7 +76,7 @@ class ConfigurationPlan:
 
 
 def _configurations(
-    jobs: Sequence[PeerJob], model: Interleave, nodes: int, per_node: int
+    jobs: Sequence[ExecutorJob], model: Interleave, nodes: int, per_node: int
 ) -> list[tuple[tuple[tuple[int, ...], Where], ...]] | None:
     """Every configuration of ``jobs`` (groups of at most ``max_colocated`` jobs of one GPU
     count within a GPU's memory, placed first-fit largest first on ``nodes`` x
@@ -127,7 +127,7 @@ def _configurations(
 
 
 def solve_configurations(
-    jobs: Sequence[PeerJob],
+    jobs: Sequence[ExecutorJob],
     model: Interleave,
     configs: Sequence[tuple[tuple[tuple[int, ...], Where], ...]],
 ) -> ConfigurationPlan | None:
@@ -177,7 +177,7 @@ def solve_configurations(
 
 
 def trace_configurations(
-    jobs: Sequence[PeerJob],
+    jobs: Sequence[ExecutorJob],
     runs: Sequence[Sequence[tuple[float, Sequence[tuple[Sequence[str], object, Where]]]]],
 ) -> list[tuple[tuple[tuple[int, ...], Where], ...]]:
     """The configurations that ``runs`` (their traces: per event its time and groups)
@@ -197,7 +197,7 @@ def trace_configurations(
 
 
 def recombined_plan(
-    jobs: Sequence[PeerJob],
+    jobs: Sequence[ExecutorJob],
     model: Interleave,
     runs: Sequence[Sequence[tuple[float, Sequence[tuple[Sequence[str], object, Where]]]]],
 ) -> ConfigurationPlan | None:
@@ -218,7 +218,7 @@ def recombined_plan(
 
 
 def configuration_plan(
-    jobs: Sequence[PeerJob], model: Interleave, nodes: int, per_node: int
+    jobs: Sequence[ExecutorJob], model: Interleave, nodes: int, per_node: int
 ) -> ConfigurationPlan | None:
     """The configuration program's optimum (see the module docstring), or ``None`` where
     it does not apply: more than :data:`MAX_JOBS` jobs, a job released after 0, or more
@@ -238,7 +238,7 @@ def configuration_plan(
 
 
 def strongest_bound(
-    jobs: Sequence[PeerJob],
+    jobs: Sequence[ExecutorJob],
     model: Interleave,
     nodes: int,
     per_node: int,

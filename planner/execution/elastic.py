@@ -257,7 +257,7 @@ def elastic_figures(
     elastic: set[str],
 ) -> ElasticFigures | None:
     """The :class:`ElasticFigures` of a run's ``trace`` (as
-    :attr:`~planner.execution.executor.PeerRun.trace`) for the jobs named in ``elastic``
+    :attr:`~planner.execution.executor.ExecutorRun.trace`) for the jobs named in ``elastic``
     (``None``: there are none)."""
     if not elastic:
         return None

@@ -16,8 +16,8 @@ from planner.execution.power import compute_share
 from planner.execution.sharing import shared_periods
 
 if TYPE_CHECKING:
-    from planner.execution.executor import PeerRun
-    from planner.execution.jobs import PeerJob, Where
+    from planner.execution.executor import ExecutorRun
+    from planner.execution.jobs import ExecutorJob, Where
     from planner.model import Tariff
 
 
@@ -33,8 +33,8 @@ class Energy:
 
 
 def run_energy(
-    run: PeerRun,
-    jobs: Sequence[PeerJob],
+    run: ExecutorRun,
+    jobs: Sequence[ExecutorJob],
     gpus: int,
     tariff: Tariff | None = None,
     switch_off: bool = False,
@@ -90,7 +90,7 @@ def run_energy(
     return _energy(joules, peak, cost if tariff is not None else None, run.makespan)
 
 
-def _typed_energy(run: PeerRun, tariff: Tariff | None, switch_off: bool) -> Energy:
+def _typed_energy(run: ExecutorRun, tariff: Tariff | None, switch_off: bool) -> Energy:
     """:func:`run_energy` on GPU types (the ``table`` model): a GPU of type ``t`` draws
     ``type_watts[t]``, busy while a job runs on it (measured rates: it computes all
     along), idle otherwise (nothing if ``switch_off`` and no job holds it)."""
@@ -123,7 +123,7 @@ def _energy(joules: float, peak: float, cost: float | None, makespan: float) -> 
 
 
 def _held(
-    groups: Sequence[tuple[tuple[str, ...], float, Where]], by_name: Mapping[str, PeerJob]
+    groups: Sequence[tuple[tuple[str, ...], float, Where]], by_name: Mapping[str, ExecutorJob]
 ) -> int:
     """The GPUs the ``groups`` of an event hold: their GPU sets (counted once each), or
     where a policy counts GPUs without placing them, each group's count."""

@@ -38,8 +38,8 @@ import numpy as np
 from planner.errors import InputError
 from planner.execution.elastic import Hybrid
 from planner.execution.jobs import (
+    ExecutorJob,
     Outage,
-    PeerJob,
     Where,
     Workload,
     check_jobs,
@@ -66,7 +66,7 @@ if TYPE_CHECKING:
 
 
 @dataclass
-class PeerRun:
+class ExecutorRun:
     """A run of a policy: when each job finished, and the figures (seconds)."""
 
     policy: str
@@ -176,7 +176,7 @@ class PeerRun:
 
 
 def run_policy(
-    jobs: Sequence[PeerJob] | Workload,
+    jobs: Sequence[ExecutorJob] | Workload,
     policy: str | Policy,
     nodes: int | None = None,
     gpus_per_node: int | None = None,
@@ -193,7 +193,7 @@ def run_policy(
     type_watts: Mapping[str, tuple[float, float]] | None = None,
     cpus: Sequence[float] = (),
     mems: Sequence[float] = (),
-) -> PeerRun:
+) -> ExecutorRun:
     """Run ``jobs`` on the cluster under ``policy`` (see the module docstring).
 
     Parameters
@@ -218,7 +218,7 @@ def run_policy(
     progress
         Called with (jobs finished, jobs) after each event.
     halt
-        Checked at every event: once set, the run stops there (:attr:`PeerRun.finished`
+        Checked at every event: once set, the run stops there (:attr:`ExecutorRun.finished`
         is then false, and the figures cover the jobs finished).
     plan
         The nodes (indices) of every job of a plan: the plan's dispatch runs
@@ -240,7 +240,7 @@ def run_policy(
         idle), as GPU power capping does; ``None``: no cap.
     until
         Stop at this time (seconds), every running job credited its progress to it: the
-        run's :attr:`PeerRun.done`, :attr:`PeerRun.started` and :attr:`PeerRun.running`
+        run's :attr:`ExecutorRun.done`, :attr:`ExecutorRun.started` and :attr:`ExecutorRun.running`
         are then the executor's state there (what re-planning from a run freezes).
     types
         Each node's GPU type, on a cluster of several (the ``table`` model's types):
@@ -469,7 +469,7 @@ def run_policy(
         ends = sorted(by_end.items())
         if progress is not None:
             progress(len(finish), len(jobs))
-    return PeerRun(
+    return ExecutorRun(
         finished=len(finish) == len(jobs),
         policy=chosen_policy.name,
         interleave=model,

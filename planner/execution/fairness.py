@@ -1,6 +1,6 @@
 """What a run delivers to each job: completion times, waits, and fairness.
 
-For every finished job ``j`` of a run (:class:`~planner.execution.executor.PeerRun`):
+For every finished job ``j`` of a run (:class:`~planner.execution.executor.ExecutorRun`):
 
 - ``JCT_j`` = finish - release; ``wait_j`` = first start - release.
 - ``alone_j``: its iterations at its period alone under the run's model (the time it
@@ -29,8 +29,8 @@ import numpy as np
 from planner.interleave import Interleave
 
 if TYPE_CHECKING:
-    from planner.execution.executor import PeerRun
-    from planner.execution.jobs import PeerJob
+    from planner.execution.executor import ExecutorRun
+    from planner.execution.jobs import ExecutorJob
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ class Fairness:
     """Every finished job's finish-time fairness."""
 
 
-def alone_seconds(job: PeerJob, model: Interleave) -> float:
+def alone_seconds(job: ExecutorJob, model: Interleave) -> float:
     """``job``'s iterations at its period alone under ``model`` (under ``table``: on its
     fastest GPU type)."""
     if model.table is not None:
@@ -74,7 +74,7 @@ def alone_seconds(job: PeerJob, model: Interleave) -> float:
     return job.iterations * model.periods([job.stages], alone=[job.iteration_time])[0]
 
 
-def fairness(run: PeerRun, jobs: Sequence[PeerJob], gpus: int) -> Fairness:
+def fairness(run: ExecutorRun, jobs: Sequence[ExecutorJob], gpus: int) -> Fairness:
     """The figures of ``run``'s finished jobs (``jobs``: the run's jobs; ``gpus``: the
     cluster's GPUs); see the module docstring."""
     done = [j for j in jobs if j.name in run.finish]

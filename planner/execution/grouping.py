@@ -43,7 +43,7 @@ from planner.execution.resources import fastest
 from planner.interleave import Interleave, Stages
 
 if TYPE_CHECKING:
-    from planner.execution.jobs import PeerJob
+    from planner.execution.jobs import ExecutorJob
 
 MAX_TYPES = 10
 """The most job types per GPU count in the program (columns grow as types^4)."""
@@ -57,7 +57,7 @@ class Column:
     periods: tuple[float, ...]
 
 
-def job_types(jobs: Sequence[PeerJob], most: int = MAX_TYPES) -> list[int]:
+def job_types(jobs: Sequence[ExecutorJob], most: int = MAX_TYPES) -> list[int]:
     """Each job's type (an index): same GPU count and model (a job without one: same
     stage profile, to 1e-3 s), at most ``most`` types per GPU count; the types of
     least work (iterations x period alone x GPUs) are merged into their nearest (by
@@ -98,7 +98,7 @@ class GroupMix:
 
     def __init__(
         self,
-        jobs: Sequence[PeerJob],
+        jobs: Sequence[ExecutorJob],
         model: Interleave,
         power: tuple[float, tuple[float, float]] | None = None,
     ) -> None:
@@ -204,7 +204,7 @@ class GroupMix:
 
 
 def mix_bound(
-    jobs: Sequence[PeerJob],
+    jobs: Sequence[ExecutorJob],
     model: Interleave,
     gpus: int,
     power: tuple[float, tuple[float, float]] | None = None,
@@ -227,7 +227,7 @@ def mix_bound(
     return max(mix.solve(list(left), list(count), gpus)[0], longest_job(jobs, model))
 
 
-def longest_job(jobs: Sequence[PeerJob], model: Interleave) -> float:
+def longest_job(jobs: Sequence[ExecutorJob], model: Interleave) -> float:
     """The longest job at its least period under ``model`` (seconds): its stages back to
     back (no group runs a member faster: :func:`~planner.interleave.muri_period`), or under
     ``muri`` its measured period alone where that is shorter; a job with a resource
@@ -241,7 +241,7 @@ def longest_job(jobs: Sequence[PeerJob], model: Interleave) -> float:
     return max((j.iterations * least(j) for j in jobs), default=0.0)
 
 
-def exact_types(jobs: Sequence[PeerJob]) -> bool:
+def exact_types(jobs: Sequence[ExecutorJob]) -> bool:
     """Whether the group-mix program's types are exact on ``jobs``: no type merged, and
     every type's jobs of one stage profile and period alone (so :func:`mix_bound` is a
     bound)."""
@@ -256,7 +256,7 @@ def exact_types(jobs: Sequence[PeerJob]) -> bool:
 
 
 def executor_bound(
-    jobs: Sequence[PeerJob],
+    jobs: Sequence[ExecutorJob],
     model: Interleave,
     gpus: int,
     power: tuple[float, tuple[float, float]] | None = None,

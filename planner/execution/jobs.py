@@ -43,7 +43,7 @@ counts GPUs without placing them (``tiresias``)."""
 
 
 @dataclass(frozen=True)
-class PeerJob:
+class ExecutorJob:
     """A training job as a trace gives it (seconds)."""
 
     name: str
@@ -98,7 +98,7 @@ class PeerJob:
         return weight
 
 
-def read_trace(path: str | Path) -> list[PeerJob]:
+def read_trace(path: str | Path) -> list[ExecutorJob]:
     """The jobs of a Muri trace CSV (:func:`planner.dl.workloads.read_muri_trace`). A job
     alone runs at the trace's ``iteration_time`` (else its stages back to back); a trace
     without ``duration`` gives its iterations at that period.
@@ -115,7 +115,7 @@ def read_trace(path: str | Path) -> list[PeerJob]:
         stages = Stages(*row.stages)
         alone = row.iteration_time or stages.total
         out.append(
-            PeerJob(
+            ExecutorJob(
                 name=row.name,
                 gpus=row.gpus,
                 iterations=row.iterations,
@@ -135,7 +135,7 @@ def read_trace(path: str | Path) -> list[PeerJob]:
 class Workload:
     """The jobs of a workload file, with what the file says of the cluster and the model."""
 
-    jobs: list[PeerJob]
+    jobs: list[ExecutorJob]
     nodes: int | None = None
     gpus_per_node: int | None = None
     interleave: str | None = None
@@ -242,7 +242,7 @@ def jobs_from_instance(path: str | Path, data: Mapping[str, Any] | None = None) 
             gpu_mem = elastic.gpu_mem
         alone = job.iteration_time or stages.total
         jobs.append(
-            PeerJob(
+            ExecutorJob(
                 name=job.name,
                 gpus=job.gpus,
                 iterations=iterations,
@@ -333,7 +333,7 @@ def _table_workload(inst: ClusterInstance, path: Path) -> Workload:
         steps = job.iterations or max(1, round((job.duration or 0.0) * rate))
         period = 1.0 / rate
         jobs.append(
-            PeerJob(
+            ExecutorJob(
                 name=job.name,
                 gpus=job.gpus,
                 iterations=steps,
@@ -425,8 +425,8 @@ def outages_of(failures: Sequence[Failure], names: Sequence[str], time_unit: str
 
 
 def plan_of(
-    problem: Problem, schedule: Schedule, jobs: Sequence[PeerJob], work_conserving: bool = False
-) -> tuple[list[PeerJob], dict[str, tuple[int, ...]]]:
+    problem: Problem, schedule: Schedule, jobs: Sequence[ExecutorJob], work_conserving: bool = False
+) -> tuple[list[ExecutorJob], dict[str, tuple[int, ...]]]:
     """A plan of ``problem`` as a job-level dispatch: every job released at its first
     task's planned start (seconds of the problem's ticks; ``work_conserving``: at its own
     release, the plan giving the order), on that task's nodes (indices into ``problem.nodes``;
@@ -568,7 +568,7 @@ def _reweights(blocks: Sequence[_Block], iterations: int) -> tuple[tuple[float, 
     )
 
 
-def with_noise(jobs: Sequence[PeerJob], noise: Noise, seed: int) -> list[PeerJob]:
+def with_noise(jobs: Sequence[ExecutorJob], noise: Noise, seed: int) -> list[ExecutorJob]:
     """``jobs`` with every job's stages and iteration time multiplied by one factor of
     ``noise`` (mean 1), drawn per job in trace order from ``seed``: the same seed gives
     the same factors."""
@@ -582,7 +582,7 @@ def with_noise(jobs: Sequence[PeerJob], noise: Noise, seed: int) -> list[PeerJob
 
 
 def check_jobs(
-    jobs: Sequence[PeerJob],
+    jobs: Sequence[ExecutorJob],
     nodes: int,
     gpus_per_node: int,
     plan: Mapping[str, Sequence[int]] | None = None,
@@ -627,7 +627,7 @@ def type_gpus(types: Sequence[str], per_node: int) -> dict[str, int]:
 
 
 def typed_bound(
-    jobs: Sequence[PeerJob], types: Sequence[str], per_node: int, table: Throughputs
+    jobs: Sequence[ExecutorJob], types: Sequence[str], per_node: int, table: Throughputs
 ) -> tuple[dict[str, float], str]:
     """The ``table`` model's makespan bounds of ``jobs`` on nodes of ``types``
     (:func:`planner.rates.table_bound`) and which part binds: ``longest job from its
@@ -649,7 +649,7 @@ def unrunnable(name: str, model: str, gpus: int) -> str:
 
 
 def check_types(
-    jobs: Sequence[PeerJob],
+    jobs: Sequence[ExecutorJob],
     nodes: int,
     gpus_per_node: int,
     model: Interleave,

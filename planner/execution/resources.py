@@ -313,7 +313,7 @@ class Held:
 
 
 def held(run: Any, jobs: Sequence[_Taker]) -> Held | None:
-    """What ``run`` (a :class:`~planner.execution.executor.PeerRun` of ``jobs``) held of
+    """What ``run`` (a :class:`~planner.execution.executor.ExecutorRun` of ``jobs``) held of
     the nodes' CPU cores and memory, time-weighted over its events (``None``: its nodes
     hold neither)."""
     if not (run.cpus or run.mems) or len(run.trace) < 2:

@@ -21,8 +21,8 @@ import numpy as np
 from planner.errors import InputError
 from planner.execution.disturbances import Noise, Slowdown
 from planner.execution.jobs import (
+    ExecutorJob,
     Outage,
-    PeerJob,
     Workload,
     check_jobs,
     jobs_from_instance,
@@ -34,7 +34,7 @@ from planner.execution.power import WATTS
 from planner.execution.simulate import RunSummary
 
 if TYPE_CHECKING:
-    from planner.execution.executor import PeerRun
+    from planner.execution.executor import ExecutorRun
     from planner.execution.policies import Policy
     from planner.execution.state import State
     from planner.interleave import Interleave
@@ -128,7 +128,7 @@ class Dispatch:
     under a model, with failures, a power cap and noise. Picklable, so that a Monte Carlo
     study's workers each hold one (:func:`planner.execution.simulate.stream_runs`)."""
 
-    jobs: list[PeerJob]
+    jobs: list[ExecutorJob]
     policy: str
     nodes: int
     gpus_per_node: int
@@ -157,7 +157,7 @@ class Dispatch:
     def __post_init__(self) -> None:
         check_jobs(self.jobs, self.nodes, self.gpus_per_node, self.placed)
 
-    def jobs_of(self, seed: int) -> list[PeerJob]:
+    def jobs_of(self, seed: int) -> list[ExecutorJob]:
         """The jobs of the run of ``seed``: each with its noise factor (one per job)."""
         return self.jobs if self.noise is None else with_noise(self.jobs, self.noise, seed)
 
@@ -167,7 +167,7 @@ class Dispatch:
         progress: Callable[[int, int], None] | None = None,
         halt: Halt | None = None,
         until: float = math.inf,
-    ) -> PeerRun:
+    ) -> ExecutorRun:
         """The run of ``seed`` (to ``until`` seconds: the executor's state there).
 
         Raises
@@ -197,7 +197,7 @@ class Dispatch:
             mems=self.mems,
         )
 
-    def summary(self, seed: int, run: PeerRun, valid: bool | None = None) -> RunSummary:
+    def summary(self, seed: int, run: ExecutorRun, valid: bool | None = None) -> RunSummary:
         """What a Monte Carlo study keeps of ``run`` (seconds), with its audit's verdict
         (``valid``, if the caller audited it already)."""
         from planner.execution.audit import audit
@@ -268,7 +268,7 @@ def judge(
     runs: int = 1,
     seed: int = 0,
     jobs: int = 1,
-    first: PeerRun | None = None,
+    first: ExecutorRun | None = None,
 ) -> Mapping[str, float]:
     """``dispatch`` run ``runs`` times (seeds ``seed ..``; ``jobs`` worker processes): the
     mean and 95th percentile of the makespan, and the means over the runs of the mean
@@ -312,7 +312,7 @@ RAN = "ran"
 def state_of_run(
     problem: Problem,
     schedule: Schedule,
-    run: PeerRun,
+    run: ExecutorRun,
     iterations: Mapping[str, int],
     at: int,
 ) -> State:

@@ -51,8 +51,8 @@ from planner.result import Progress
 if TYPE_CHECKING:
     from planner.execution.colgen import ColumnGeneration
     from planner.execution.configurations import ConfigurationPlan
-    from planner.execution.executor import PeerRun
-    from planner.execution.jobs import PeerJob, Where
+    from planner.execution.executor import ExecutorRun
+    from planner.execution.jobs import ExecutorJob, Where
     from planner.execution.policies import Policy
     from planner.execution.runs import Dispatch, Setting
     from planner.execution.table import DispatchPlan
@@ -112,7 +112,7 @@ ALLOCATING_POLICIES = ("grid-srtf-events",)
 job's CPU and memory (:mod:`planner.execution.policies.grid`)."""
 
 
-def allocating(jobs: Sequence[PeerJob]) -> tuple[str, ...]:
+def allocating(jobs: Sequence[ExecutorJob]) -> tuple[str, ...]:
     """:data:`ALLOCATING_POLICIES` where a job of ``jobs`` has a resource profile, else
     none."""
     return ALLOCATING_POLICIES if any(j.profile is not None for j in jobs) else ()
@@ -172,11 +172,11 @@ class Candidate:
     source: str
     stage: str
     value: float
-    run: PeerRun | None
+    run: ExecutorRun | None
     """Its run (``None`` once it is not among the :data:`KEEP_RUNS` best)."""
     static: tuple[Problem, Schedule] | None = None
     """The static plan it dispatches (stage ``static``); ``None``: a policy's groups."""
-    ran: Sequence[PeerJob] | None = None
+    ran: Sequence[ExecutorJob] | None = None
     """The jobs as the static plan dispatches them (what its run's audit checks);
     ``None``: the workload's."""
     genes: tuple[np.ndarray | None, float, float] | None = None
@@ -253,7 +253,7 @@ class Deadline(Halt):
         )
 
 
-def objective_value(run: PeerRun, objective: str, weights: Mapping[str, float]) -> float:
+def objective_value(run: ExecutorRun, objective: str, weights: Mapping[str, float]) -> float:
     """The run's ``objective``: its makespan, or its mean JCT weighted by ``weights``
     (seconds)."""
     if objective == "makespan":
@@ -263,7 +263,7 @@ def objective_value(run: PeerRun, objective: str, weights: Mapping[str, float]) 
 
 
 def completion_bound(
-    jobs: Sequence[PeerJob], model: Interleave, weights: Mapping[str, float]
+    jobs: Sequence[ExecutorJob], model: Interleave, weights: Mapping[str, float]
 ) -> float:
     """A lower bound on the weighted mean JCT: every job at its least period from its
     release (:func:`~planner.execution.grouping.longest_job` of the job alone)."""
@@ -425,7 +425,7 @@ def _table_makespan_bound(dispatch: Dispatch) -> tuple[float, str]:
     return bound["bound"], which
 
 
-def _execute(dispatch: Dispatch, policy: Policy, halt: Halt | None) -> PeerRun:
+def _execute(dispatch: Dispatch, policy: Policy, halt: Halt | None) -> ExecutorRun:
     """``policy``'s run of ``dispatch``'s jobs on its cluster, under its model."""
     from planner.execution.executor import run_policy
 

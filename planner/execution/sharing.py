@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from planner.execution.jobs import PeerJob, Where
+from planner.execution.jobs import ExecutorJob, Where
 from planner.execution.resources import at_speed, most_residents, speed_of
 from planner.interleave import Interleave, fluid_rates
 
 
 def shared_periods(
     groups: Sequence[tuple[tuple[str, ...], float, Where]],
-    by_name: Mapping[str, PeerJob],
+    by_name: Mapping[str, ExecutorJob],
     model: Interleave,
     done: Mapping[str, float],
     memo: dict[tuple[tuple[str, ...], tuple[float, ...]], dict[str, float]] | None = None,

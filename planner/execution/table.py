@@ -35,7 +35,7 @@ from planner.execution.policies.base import Chosen, Cluster, Context, JobState, 
 from planner.files import write_text
 
 if TYPE_CHECKING:
-    from planner.execution.executor import PeerRun
+    from planner.execution.executor import ExecutorRun
     from planner.execution.jobs import Workload
     from planner.execution.runs import Dispatch, Setting
 
@@ -117,7 +117,7 @@ class DispatchPlan:
     """Per event, the CPU and memory its policy gave the jobs (empty: it decided none)."""
 
     @classmethod
-    def of_run(cls, run: PeerRun, setting: Setting, source: str) -> DispatchPlan:
+    def of_run(cls, run: ExecutorRun, setting: Setting, source: str) -> DispatchPlan:
         """The dispatch of ``run``: its events' groups (a run on shared GPUs has none:
         replay its plan instead)."""
         if run.shared:
@@ -165,7 +165,7 @@ class DispatchPlan:
         out.planned = self.makespan
         return out
 
-    def to_data(self, run: PeerRun, names: Sequence[str] = ()) -> dict[str, Any]:
+    def to_data(self, run: ExecutorRun, names: Sequence[str] = ()) -> dict[str, Any]:
         """The dispatch file's data, with ``run``'s co-location table (``names`` name the
         nodes)."""
         s = self.setting
@@ -198,7 +198,7 @@ class DispatchPlan:
             "table": run.residences(names),
         }
 
-    def save(self, path: Path, run: PeerRun, names: Sequence[str] = ()) -> None:
+    def save(self, path: Path, run: ExecutorRun, names: Sequence[str] = ()) -> None:
         """Write the dispatch file (:meth:`to_data`)."""
         write_text(path, json.dumps(self.to_data(run, names)) + "\n")
 

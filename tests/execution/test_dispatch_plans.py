@@ -18,7 +18,7 @@ from planner.app.cli import app
 from planner.errors import InputError
 from planner.execution.audit import audit
 from planner.execution.grouping import executor_bound, longest_job, mix_bound
-from planner.execution.jobs import PeerJob, Workload, jobs_from_instance, read_trace
+from planner.execution.jobs import ExecutorJob, Workload, jobs_from_instance, read_trace
 from planner.execution.runs import Dispatch, Setting, dispatch_of
 from planner.execution.search import STAGES, search_dispatch
 from planner.execution.table import DispatchPlan
@@ -165,7 +165,7 @@ def test_the_printed_makespan_is_the_executors_replay_of_the_plan(
 
 
 def test_a_job_alone_is_optimal_at_its_period() -> None:
-    job = PeerJob("a", 1, 100, Stages(0.1, 0.2, 0.0), 0.3, 30.0)
+    job = ExecutorJob("a", 1, 100, Stages(0.1, 0.2, 0.0), 0.3, 30.0)
     model = Interleave("fluid", factors=None)
     dispatch = dispatch_of_jobs([job], model)
     result = search_dispatch(dispatch, Setting("fluid", slowdown="none", restart=False),
@@ -174,7 +174,7 @@ def test_a_job_alone_is_optimal_at_its_period() -> None:
     assert result.status == "optimal"
 
 
-def dispatch_of_jobs(jobs: list[PeerJob], model: Interleave, nodes: int = 1) -> Dispatch:
+def dispatch_of_jobs(jobs: list[ExecutorJob], model: Interleave, nodes: int = 1) -> Dispatch:
     """A dispatch of ``jobs`` on ``nodes`` nodes of 8 GPUs under ``model`` without
     overheads."""
     return Dispatch(jobs=jobs, policy="lp-groups", nodes=nodes, gpus_per_node=8, model=model,
@@ -210,7 +210,7 @@ def test_each_stage_runs_alone_and_the_objectives_pick_their_policies() -> None:
 
 
 def test_the_executors_bound_under_muri_takes_a_jobs_measured_period() -> None:
-    fast = PeerJob("a", 1, 100, Stages(0.2, 0.2, 0.1), 0.25, 25.0)
+    fast = ExecutorJob("a", 1, 100, Stages(0.2, 0.2, 0.1), 0.25, 25.0)
     assert longest_job([fast], Interleave("muri", factors=None)) == pytest.approx(25.0)
     assert longest_job([fast], Interleave("fluid", factors=None)) == pytest.approx(50.0)
     bound, kind = executor_bound([fast], Interleave("muri", factors=None), 8)
@@ -277,10 +277,10 @@ def test_the_configuration_program_proves_the_optimum_known_by_enumeration() -> 
     # four jobs on one GPU under muri: every subset of them a group; the least makespan
     # of a run that regroups at will is the LP over subsets, solved here with PuLP
     jobs = [
-        PeerJob("a", 1, 3000, Stages(0.30, 0.10, 0.05), 0.45, 0.0),
-        PeerJob("b", 1, 2000, Stages(0.05, 0.30, 0.10), 0.45, 0.0),
-        PeerJob("c", 1, 2500, Stages(0.10, 0.15, 0.20), 0.45, 0.0),
-        PeerJob("d", 1, 1500, Stages(0.20, 0.20, 0.02), 0.42, 0.0),
+        ExecutorJob("a", 1, 3000, Stages(0.30, 0.10, 0.05), 0.45, 0.0),
+        ExecutorJob("b", 1, 2000, Stages(0.05, 0.30, 0.10), 0.45, 0.0),
+        ExecutorJob("c", 1, 2500, Stages(0.10, 0.15, 0.20), 0.45, 0.0),
+        ExecutorJob("d", 1, 1500, Stages(0.20, 0.20, 0.02), 0.42, 0.0),
     ]
     model = Interleave("muri", factors=None)
     lp = pulp.LpProblem("subsets", pulp.LpMinimize)

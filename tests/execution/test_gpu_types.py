@@ -12,7 +12,7 @@ from planner.dl.gavel import parse_cluster, read_gavel_trace, read_throughputs
 from planner.errors import InputError
 from planner.execution.audit import audit
 from planner.execution.executor import run_policy
-from planner.execution.jobs import PeerJob
+from planner.execution.jobs import ExecutorJob
 from planner.execution.policies import Chosen, Cluster, JobState, Policy
 from planner.interleave import Interleave, Stages
 from planner.rates import Throughputs
@@ -27,9 +27,9 @@ TABLE = Throughputs(
 MODEL = Interleave("table", table=TABLE)
 
 
-def job(name: str, key: tuple[str, int], steps: int, release: float = 0.0) -> PeerJob:
+def job(name: str, key: tuple[str, int], steps: int, release: float = 0.0) -> ExecutorJob:
     """A job of ``key`` (its type and GPUs) with ``steps`` steps."""
-    return PeerJob(name, key[1], steps, Stages(0, 1, 0), 1.0, float(steps), key[0], release)
+    return ExecutorJob(name, key[1], steps, Stages(0, 1, 0), 1.0, float(steps), key[0], release)
 
 
 class PairOnV100(Policy):
@@ -87,7 +87,7 @@ def gavel_run(trace: str, policy: str) -> tuple[float, float]:
         stages = Stages(0, period, 0)
         name = f"j{i}"
         jobs.append(
-            PeerJob(
+            ExecutorJob(
                 name,
                 g.scale,
                 g.steps,
@@ -151,7 +151,7 @@ def test_het_srpt_beats_gavels_best_mean_jct_by_10_percent_and_is_no_less_fair()
         table = read_throughputs(GAVEL / "throughputs.json")
         cluster = parse_cluster("8:16:24")
         jobs = [
-            PeerJob(
+            ExecutorJob(
                 f"j{i}",
                 g.scale,
                 g.steps,

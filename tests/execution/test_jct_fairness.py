@@ -10,15 +10,17 @@ import pytest
 from planner.errors import InputError
 from planner.execution.executor import run_policy
 from planner.execution.fairness import fairness
-from planner.execution.jobs import PeerJob, read_trace
+from planner.execution.jobs import ExecutorJob, read_trace
 from planner.interleave import MURI_GROUP_FACTORS, Interleave, Stages
 
 PLAIN = Interleave("muri", factors=None)
 """Muri's model without factors: a job alone runs at its iteration time."""
 
 
-def _job(name: str, iterations: int, release: float = 0.0, gpus: int = 1, **kw: object) -> PeerJob:
-    return PeerJob(name, gpus, iterations, Stages(0.4, 0.4, 0.2), 1.0, float(iterations),
+def _job(
+    name: str, iterations: int, release: float = 0.0, gpus: int = 1, **kw: object
+) -> ExecutorJob:
+    return ExecutorJob(name, gpus, iterations, Stages(0.4, 0.4, 0.2), 1.0, float(iterations),
                    release=release, **kw)  # fmt: skip
 
 
@@ -150,7 +152,7 @@ def test_the_online_planner_finds_the_least_mean_jct_known_by_enumeration() -> N
     # alone (the factor 1.015 included)
     sizes, releases = [10, 4, 1, 6, 2], [0, 2, 3, 5, 6]
     gpu = Stages(0.0, 1.0, 0.0)
-    jobs = [PeerJob(f"j{k}", 1, n, gpu, 1 / 1.015, n / 1.015, release=float(r))
+    jobs = [ExecutorJob(f"j{k}", 1, n, gpu, 1 / 1.015, n / 1.015, release=float(r))
             for k, (n, r) in enumerate(zip(sizes, releases, strict=True))]  # fmt: skip
     least = _least_total_flow(sizes, releases)
     model = Interleave("muri", factors=MURI_GROUP_FACTORS)
@@ -237,8 +239,8 @@ def test_compare_ranks_policies_on_jct_and_fairness_and_draws_them(tmp_path: Pat
 def test_fair_groups_keeps_a_job_out_of_a_group_that_would_pass_its_cap() -> None:
     # one GPU: a GPU-bound job and a data-bound one with a long period; in a pair the first
     # runs at the second's period (5.1 s, not 1 s), its projected fairness 2.55 > 2
-    short = PeerJob("short", 1, 10, Stages(0.0, 1.0, 0.0), 1.0, 10.0)
-    long = PeerJob("long", 1, 100, Stages(5.0, 0.1, 0.0), 5.1, 510.0)
+    short = ExecutorJob("short", 1, 10, Stages(0.0, 1.0, 0.0), 1.0, 10.0)
+    long = ExecutorJob("long", 1, 100, Stages(5.0, 0.1, 0.0), 5.1, 510.0)
     jobs = [short, long]
     grouped = run_policy(jobs, "ftf-groups", nodes=1, gpus_per_node=1, interleave=PLAIN,
                          restart=False)  # fmt: skip

@@ -18,7 +18,7 @@ from functools import cache
 
 from planner.dl.catalog import restart_seconds
 from planner.execution.elastic import EPSILON, elastic_periods
-from planner.execution.jobs import Outage, PeerJob, Where
+from planner.execution.jobs import ExecutorJob, Outage, Where
 from planner.execution.resources import at_speed, speed_of
 from planner.interleave import Interleave
 
@@ -64,7 +64,7 @@ class JobState:
 
     def __init__(
         self,
-        job: PeerJob,
+        job: ExecutorJob,
         idx: int,
         model: Interleave,
         restart: bool,
@@ -228,7 +228,7 @@ class Periods:
     def __init__(
         self,
         model: Interleave,
-        jobs: Sequence[PeerJob],
+        jobs: Sequence[ExecutorJob],
         fair: tuple[float, float] | None = None,
     ) -> None:
         self.model, self.jobs, self.fair = model, jobs, fair
@@ -281,7 +281,7 @@ class Periods:
 class Context:
     """What a policy is given once, before the first event."""
 
-    jobs: Sequence[PeerJob]
+    jobs: Sequence[ExecutorJob]
     """The jobs, in trace order (a job's ``idx`` is its place here)."""
     state: Sequence[JobState]
     """Every job's state, in the same order."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
-from planner.execution.jobs import PeerJob, Where
+from planner.execution.jobs import ExecutorJob, Where
 from planner.execution.policies.base import Chosen, Cluster, Context, JobState, Periods, Policy
 from planner.execution.resources import Holdings, at_speed, speed_of
 from planner.interleave import Interleave, Stages, fluid_rates, fluid_stretch
@@ -30,8 +30,11 @@ class PlanDispatch(Policy):
 
     @staticmethod
     def prepare(
-        jobs: Sequence[PeerJob], plan: Mapping[str, Sequence[int]], model: Interleave, per_node: int
-    ) -> tuple[list[PeerJob], dict[str, tuple[int, ...]]]:
+        jobs: Sequence[ExecutorJob],
+        plan: Mapping[str, Sequence[int]],
+        model: Interleave,
+        per_node: int,
+    ) -> tuple[list[ExecutorJob], dict[str, tuple[int, ...]]]:
         """The jobs and the plan as the dispatch under ``model`` takes them: under ``muri``
         a plan on single GPUs becomes a plan on machines."""
         if model.kind == "fluid":
@@ -68,8 +71,8 @@ class PlanDispatch(Policy):
 
 
 def _machines_only(
-    jobs: Sequence[PeerJob], plan: Mapping[str, Sequence[int]], gpus_per_node: int
-) -> tuple[list[PeerJob], dict[str, tuple[int, ...]]]:
+    jobs: Sequence[ExecutorJob], plan: Mapping[str, Sequence[int]], gpus_per_node: int
+) -> tuple[list[ExecutorJob], dict[str, tuple[int, ...]]]:
     """A plan on single GPUs as a plan on machines, for Muri's GPU sets: each job on the
     machines that hold most of its planned GPUs, as many as it needs."""
     out, machines = [], dict(plan)
