@@ -289,8 +289,8 @@ def test_info_and_online_say_what_they_do_with_elastic_jobs(tmp_path: Path) -> N
     assert got["elastic"] == ("160 jobs: GPUs and batch sizes are their policy's choice (no "
                               "bound under the interleaving models)")  # fmt: skip
     assert got["static bound"].endswith(
-        "ticks; of the static block model, each job at its trace's GPUs and its first "
-        "epoch's speed; not of elastic runs)"
+        "ticks; of the static block model, each job on its own GPUs at its stages, a Pollux "
+        "job at its first epoch's speed; not of elastic runs)"
     )
     code, _, err = run("online", out)
     assert (code, err) == (2, "error: elastic jobs are run by the executor's policies (planner "
@@ -374,6 +374,14 @@ def test_the_audit_refuses_a_plan_off_its_gpus_or_its_memory() -> None:
         configs[k]["gpt-1b"] = (plan, 0)
         found = audit(dataclasses.replace(result, configs=configs), jobs, 8)
         assert any(line.startswith(f"at {at:g} s:") and wrong in line for line in found)
+
+
+def test_info_says_a_hybrid_jobs_plan_is_its_policys_choice() -> None:
+    code, said, _ = run("info", HYBRID)
+    assert code == 0 and lines(said)["elastic"] == (
+        "4 jobs: GPUs and parallel plans are their policy's choice (no bound under the "
+        "interleaving models)"
+    )
 
 
 def test_hybrid_jobs_under_goodput_beat_their_fixed_plans() -> None:

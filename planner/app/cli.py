@@ -426,8 +426,9 @@ def info(instance: Annotated[Path, typer.Argument(help="Instance file.")]) -> No
                           "block at one speed to its end)")]  # fmt: skip
         if any(key == "elastic" for key, _ in model_rows):
             rows[-1] = ("static bound", f"{seconds:,.0f} s ({most} ticks; of the static block "
-                                        "model, each job at its trace's GPUs and its first "
-                                        "epoch's speed; not of elastic runs)")  # fmt: skip
+                                        "model, each job on its own GPUs at its stages, a "
+                                        "Pollux job at its first epoch's speed; not of "
+                                        "elastic runs)")  # fmt: skip
         rows += model_rows
         show(rows)
 
@@ -436,6 +437,7 @@ def _model_bounds(instance: Path) -> list[tuple[str, object]]:
     """``planner info``'s bounds of a training workload (cluster form) under each
     interleaving model, in seconds; none for another instance."""
     from planner.execution.configurations import strongest_bound
+    from planner.execution.elastic import Hybrid
     from planner.execution.jobs import jobs_from_instance
     from planner.execution.runs import Setting
 
@@ -460,8 +462,12 @@ def _model_bounds(instance: Path) -> list[tuple[str, object]]:
     rows += resource_rows(workload)
     elastic = sum(j.elastic is not None for j in workload.jobs)
     if elastic:
-        rows.append(("elastic", f"{elastic} jobs: GPUs and batch sizes are their policy's "
-                                "choice (no bound under the interleaving models)"))  # fmt: skip
+        hybrid = sum(isinstance(j.elastic, Hybrid) for j in workload.jobs)
+        what = {0: "GPUs and batch sizes", elastic: "GPUs and parallel plans"}.get(
+            hybrid, "GPUs, batch sizes and parallel plans"
+        )
+        rows.append(("elastic", f"{elastic} jobs: {what} are their policy's choice (no bound "
+                                "under the interleaving models)"))  # fmt: skip
         return rows
     if workload.table is not None:
         return rows
