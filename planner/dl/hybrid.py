@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from planner.dl.workloads import GPU_MIX
+from planner.dl.workloads import GPU_MIX, arrivals, released
 from planner.errors import InputError
 
 COMPUTE = 0.25
@@ -132,9 +132,7 @@ def generate_hybrid(
     counts = [g for g in GPU_MIX if g <= total] or [total]
     mix = np.array([GPU_MIX[g] for g in counts], dtype=float)
     mix /= mix.sum()
-    releases = np.zeros(jobs)
-    if arrival_rate:
-        releases = np.cumsum(rng.exponential(3600 / arrival_rate, size=jobs))
+    releases = arrivals(rng, jobs, arrival_rate)
     out = []
     for k in range(jobs):
         params = float(rng.choice(sizes, p=weights / weights.sum()))
@@ -155,9 +153,7 @@ def generate_hybrid(
             "gpu_mem_per_gpu": own["gpu_mem_per_gpu"],
             "parallel_plans": plans,
         }
-        if releases[k]:
-            job["release"] = round(float(releases[k]), 3)
-        out.append(job)
+        out.append(released(job, releases[k]))
     return {
         "name": f"hybrid-{jobs}-seed{seed}",
         "interleave": "fluid",

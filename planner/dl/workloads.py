@@ -341,6 +341,21 @@ class Cells:
                            "a finite time >= 0 (ms)")  # fmt: skip
 
 
+def arrivals(rng: np.random.Generator, jobs: int, arrival_rate: float | None) -> np.ndarray:
+    """Release times (seconds) of ``jobs`` jobs: a Poisson process of ``arrival_rate``
+    jobs per hour drawn from ``rng``, or all 0 without a rate."""
+    if not arrival_rate:
+        return np.zeros(jobs)
+    return np.cumsum(rng.exponential(3600 / arrival_rate, size=jobs))
+
+
+def released(job: dict[str, Any], release: float) -> dict[str, Any]:
+    """``job`` with its ``release`` (to the millisecond) where it is after 0."""
+    if release:
+        job["release"] = round(float(release), 3)
+    return job
+
+
 def generate_batch(
     jobs: int,
     seed: int = 0,
@@ -381,9 +396,7 @@ def generate_batch(
     names = models()
     model_draw = rng.integers(0, len(names), size=jobs)
     seconds = np.clip(np.exp(rng.normal(*LOG_DURATION, size=jobs)), 10, 1e6)
-    releases = np.zeros(jobs)
-    if arrival_rate:
-        releases = np.cumsum(rng.exponential(3600 / arrival_rate, size=jobs))
+    releases = arrivals(rng, jobs, arrival_rate)
     profiles = stage_profiles()
     out = []
     for k in range(jobs):
@@ -399,9 +412,7 @@ def generate_batch(
             "iterations": iters,
             "blocks": blocks,
         }
-        if releases[k]:
-            job["release"] = round(float(releases[k]), 3)
-        out.append(job)
+        out.append(released(job, releases[k]))
     return {
         "name": f"generated-{jobs}-seed{seed}",
         "time_unit": time_unit,
