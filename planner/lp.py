@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 import numpy as np
 
@@ -38,6 +39,21 @@ class LinearProgram:
     def solve(self, interior: bool = True) -> np.ndarray | None:
         """The solution (``None``: infeasible), from the interior-point method (else
         HiGHS's default: a vertex)."""
+        found = self._run(interior)
+        return None if found is None else np.array(found.getSolution().col_value)
+
+    def solve_with_duals(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """A vertex solution and the rows' duals (``None``: infeasible), by HiGHS's
+        default method: for a minimisation, a row's dual is the objective's rate of
+        increase per unit of its lower bound."""
+        found = self._run(False)
+        if found is None:
+            return None
+        solution = found.getSolution()
+        return np.array(solution.col_value), np.array(solution.row_dual)
+
+    def _run(self, interior: bool) -> Any:
+        """HiGHS run on the program (``None``: not solved to optimality)."""
         import highspy
 
         lp = highspy.HighsLp()
@@ -57,7 +73,7 @@ class LinearProgram:
         h.run()
         if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
             return None
-        return np.array(h.getSolution().col_value)
+        return h
 
 
 def _highs() -> object:

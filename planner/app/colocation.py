@@ -226,11 +226,10 @@ def save_colocation_chart(run: dict[str, Any], path: str | Path) -> RunChart:
             f"{path.suffix.lower() or '(no extension)'!r}",
             str(path),
         )
-    gpus = {g for r in run["residences"] if r["gpus"] for g in physical_gpus(r["gpus"])}
-    height = min(40.0, 2.5 + 0.2 * max(len(gpus), 8))
-    fig = Figure(figsize=(13, height), dpi=_DPI)
+    fig = Figure(dpi=_DPI)
     ax, panel = fig.subplots(2, 1, sharex=True, height_ratios=(5, 1))
     chart = draw_run(run, ax, panel)
+    fig.set_size_inches(13, min(40.0, 2.5 + 0.2 * max(len(chart.gpus), 8)))
     fig.tight_layout()
     save_figure(fig, path, dpi=_DPI)
     return chart

@@ -13,7 +13,7 @@ the executor's audit of its run.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -96,7 +96,7 @@ def solve_in_executor(
     from planner.execution.audit import audit
     from planner.execution.energy import run_energy
     from planner.execution.runs import dispatch_of
-    from planner.execution.search import DEFAULT_TIME_LIMIT, OBJECTIVES, search_dispatch
+    from planner.execution.search import OBJECTIVES, search_dispatch
     from planner.interrupt import Halt, run_interruptibly
 
     if goal is None:
@@ -112,46 +112,31 @@ def solve_in_executor(
         raise InputError("the instance names no cluster")
     dispatch = dispatch_of(workload, setting, "lp-groups")
     printer = progress_printer()
-    if problem is None or solver == "portfolio":
+    in_model = solver == "cpsat" and objective == "makespan"  # column generation
+    if problem is None or solver == "portfolio" or in_model:
         given = [k for k in STATIC_ONLY if k in options]
+        why = ("the search in the executor's model does not take it; name a static engine "
+               "(--solver) or add --static")  # fmt: skip
+        if in_model:
+            given = [k for k in options if k not in CPSAT_EXECUTOR_OPTIONS]
+            why = ("solver cpsat plans training jobs in the executor's model (column "
+                   "generation), which does not take it; add --static for the static block "
+                   "model")  # fmt: skip
         if given:
-            raise InputError(
-                f"--{given[0].replace('_', '-')}: the search in the executor's model does not "
-                "take it; name a static engine (--solver) or add --static"
-            )
+            raise InputError(f"--{given[0].replace('_', '-')}: {why}")
         static = (
             None
-            if problem is None or options.get("no_preempt")
+            if problem is None or options.get("no_preempt") or in_model
             else static_portfolio(problem, options.get("seed", 0), printer)
         )
+        stages = CPSAT_STAGES if in_model else None
         t0 = time.perf_counter()
         halt = Halt()
         result, _ = run_interruptibly(
-            lambda: _search(dispatch, setting, goal, static, options, printer, halt),
+            lambda: _search(dispatch, setting, goal, static, options, printer, halt, stages),
             halt.set,
             "search",
         )
-        static_line = None
-    elif solver == "cpsat" and objective == "makespan":
-        given = [k for k in options if k not in CPSAT_EXECUTOR_OPTIONS]
-        if given:
-            raise InputError(
-                f"--{given[0].replace('_', '-')}: solver cpsat plans training jobs in the "
-                "executor's model (column generation), which does not take it; add --static "
-                "for the static block model"
-            )
-        t0 = time.perf_counter()
-        halt = Halt()
-        result, _ = run_interruptibly(
-            lambda: search_dispatch(
-                dispatch, setting, objective, weights,
-                time_limit=options.get("time_limit", DEFAULT_TIME_LIMIT),
-                seed=options.get("seed", 0), stages=CPSAT_STAGES, progress=printer,
-                halt=halt, threads=options.get("workers") or 2,
-            ),
-            halt.set,
-            "search",
-        )  # fmt: skip
         static_line = None
     else:
         from planner.solvers import solve as run
@@ -224,10 +209,12 @@ def _search(
     options: dict[str, Any],
     progress: Callable[[Any], None] | None,
     halt: Halt | None = None,
+    stages: Sequence[str] | None = None,
 ) -> DispatchResult:
     """The search in the executor's model of ``dispatch``'s jobs for ``goal`` (objective,
-    weights): every stage with a static plan (``static``), the policies alone without
-    one (the ``table`` model)."""
+    weights): ``stages`` where given (CP-SAT's workers: ``options["workers"]``), else
+    every stage with a static plan (``static``), the policies alone without one (the
+    ``table`` model)."""
     from planner.execution.search import (
         BATCH_POLICIES,
         DEFAULT_TIME_LIMIT,
@@ -246,8 +233,9 @@ def _search(
     return search_dispatch(
         dispatch, setting, objective, weights,
         time_limit=options.get("time_limit", DEFAULT_TIME_LIMIT),
-        seed=options.get("seed", 0), stages=STAGES if static is not None else ("policies",),
-        static=static, progress=progress, halt=halt,
+        seed=options.get("seed", 0),
+        stages=stages or (STAGES if static is not None else ("policies",)),
+        static=static, progress=progress, halt=halt, threads=options.get("workers") or 2,
     )  # fmt: skip
 
 

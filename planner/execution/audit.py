@@ -105,7 +105,8 @@ def audit(run: ExecutorRun, jobs: Sequence[ExecutorJob], gpus: int) -> list[str]
                 wrong.append(f"at {t:g} s: a group of several GPU counts {list(names)}")
             if elastic:
                 configs = run.configs[k] if k < len(run.configs) else {}
-                wrong += _audit_plans(t, members, configs, len(gpus_held), model)
+                if hybrid:  # the plans' memory in place of the members' own
+                    wrong += _audit_plans(t, members, configs, len(gpus_held), model)
                 for m in members:
                     if m.release > t + 1e-9 or run.finish.get(m.name, math.inf) < end - 1e-6:
                         wrong.append(f"job {m.name!r} runs at {t:g} s, outside its release "

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from planner.execution.configurations import ConfigurationPlan, solve_configurations
+from planner.execution.configurations import ConfigurationPlan, configuration_phases
 from planner.execution.policies.base import Cluster, Periods
 
 if TYPE_CHECKING:
@@ -97,26 +97,26 @@ class ColumnGeneration:
                 f"{self.plan.configurations:,} configurations)")  # fmt: skip
 
 
-def job_types(jobs: Sequence[ExecutorJob]) -> list[int]:
-    """Each job's type: jobs alike but for name, iterations, release and weight (their
-    periods in any group are the same) share one."""
+def period_types(jobs: Sequence[ExecutorJob]) -> dict[int, list[int]]:
+    """Per type, its jobs (indices): jobs alike but for name, iterations, release,
+    weight and restart share a type, their periods in any group the same (exact, unlike
+    the group-mix program's merged :func:`~planner.execution.grouping.job_types`)."""
     keys: dict[object, int] = {}
-    out = []
-    for j in jobs:
+    out: dict[int, list[int]] = {}
+    for k, j in enumerate(jobs):
         key = replace(j, name="", iterations=0, duration=0.0, release=0.0, weight=1.0,
                       priority=0, restart=None)  # fmt: skip
-        out.append(keys.setdefault(key, len(keys)))
+        out.setdefault(keys.setdefault(key, len(keys)), []).append(k)
     return out
 
 
-def patterns(jobs: Sequence[ExecutorJob], model: Interleave, total: int) -> list[Pattern] | None:
-    """Every group pattern of ``jobs`` (``None``: more than :data:`MAX_PATTERNS`): at most
+def patterns(
+    jobs: Sequence[ExecutorJob], members: dict[int, list[int]], model: Interleave, total: int
+) -> list[Pattern] | None:
+    """Every group pattern of ``jobs`` of the types ``members`` gives
+    (:func:`period_types`; ``None``: more than :data:`MAX_PATTERNS`): at most
     ``max_colocated`` members of one GPU count, no more of a type than it has jobs, within
     a GPU's memory, on at most ``total`` GPUs."""
-    types = job_types(jobs)
-    members: dict[int, list[int]] = {}
-    for k, t in enumerate(types):
-        members.setdefault(t, []).append(k)
     by_gpus: dict[int, list[int]] = {}
     for t, ks in members.items():
         if jobs[ks[0]].gpus <= total:
@@ -148,11 +148,9 @@ class Pricing:
     ) -> None:
         self.jobs, self.nodes, self.per_node = jobs, nodes, per_node
         self.total = nodes * per_node
-        self.types = job_types(jobs)
-        self.members: dict[int, list[int]] = {}
-        for k, t in enumerate(self.types):
-            self.members.setdefault(t, []).append(k)
-        found = patterns(jobs, model, self.total)
+        self.members = period_types(jobs)
+        self.types = {k: t for t, ks in self.members.items() for k in ks}
+        found = patterns(jobs, self.members, model, self.total)
         if found is None:
             raise ValueError("too many group patterns")
         self.patterns = found
@@ -269,23 +267,30 @@ class Pricing:
 def _master(
     jobs: Sequence[ExecutorJob], columns: Sequence[dict[int, float]]
 ) -> tuple[float, np.ndarray, np.ndarray]:
-    """The restricted master (HiGHS): its value, the durations of the columns and the
-    jobs' duals."""
-    from scipy.optimize import linprog
-    from scipy.sparse import csc_matrix
+    """The restricted master (HiGHS, :class:`~planner.lp.LinearProgram`): its value, the
+    durations of the columns and the jobs' duals.
 
-    rows, cols, vals = [], [], []
+    Raises
+    ------
+    ValueError
+        If HiGHS does not solve it (every job alone is a column: it is feasible).
+    """
+    from planner.lp import INF, LinearProgram
+
+    rows: list[tuple[list[int], list[float]]] = [([], []) for _ in jobs]
     for c, rates in enumerate(columns):
         for j, rate in rates.items():
-            rows.append(j)
-            cols.append(c)
-            vals.append(-rate)
-    a = csc_matrix((vals, (rows, cols)), shape=(len(jobs), len(columns)))
-    need = -np.array([float(j.iterations) for j in jobs])
-    res = linprog(np.ones(len(columns)), A_ub=a, b_ub=need, bounds=(0, None), method="highs")
-    if res.status != 0:
-        raise ValueError(f"the master LP failed: {res.message}")
-    return float(res.fun), res.x, -np.asarray(res.ineqlin.marginals)
+            rows[j][0].append(c)
+            rows[j][1].append(rate)
+    lp = LinearProgram(len(columns))
+    lp.cost[:] = 1.0
+    for job, (index, value) in zip(jobs, rows, strict=True):
+        lp.row(np.array(index), np.array(value), float(job.iterations), INF)
+    found = lp.solve_with_duals()
+    if found is None:
+        raise ValueError("the master LP failed")
+    x, y = found
+    return float(x.sum()), x, np.maximum(y, 0.0)
 
 
 def log_round(k: int, value: float, bound: float, columns: int, source: str) -> None:
@@ -344,13 +349,11 @@ def column_generation(
         add(config)
     bound, converged, rounds, found = 0.0, False, 0, {"greedy": 0, "cpsat": 0}
     pricing_seconds = 0.0
-    value = math.inf
     while True:
-        value, _, y = _master(jobs, columns)
+        value, durations, y = _master(jobs, columns)
         rounds += 1
         left = time_limit - (time.perf_counter() - t0)
-        stop = left <= 0 or (halt is not None and halt.is_set())
-        if stop:
+        if left <= 0 or (halt is not None and halt.is_set()):
             break
         started = time.perf_counter()
         new = [c for w, c in (pricing.greedy(y, GREEDY_STARTS) if greedy else [])
@@ -373,9 +376,7 @@ def column_generation(
         found[source] += len(new)
         for config in new:
             add(config)
-    plan = solve_configurations(jobs, model, configs)
-    if plan is None:
-        return None
+    plan = configuration_phases(jobs, periods, configs, durations, value)
     return ColumnGeneration(
         plan,
         bound,

@@ -158,14 +158,22 @@ def solve_configurations(
     objective.SetMinimization()
     if solver.Solve() != pywraplp.Solver.OPTIMAL:
         return None
-    value = objective.Value()
-    chosen = [
-        (d.solution_value(), config)
-        for d, config in zip(durations, configs, strict=True)
-        if d.solution_value() > 1e-9
-    ]
-    # the solver meets the rows to its tolerance: stretch the phases until every job's
-    # progress reaches its iterations
+    found = [d.solution_value() for d in durations]
+    return configuration_phases(jobs, periods, configs, found, objective.Value())
+
+
+def configuration_phases(
+    jobs: Sequence[ExecutorJob],
+    periods: Periods,
+    configs: Sequence[tuple[tuple[tuple[int, ...], Where], ...]],
+    durations: Sequence[float],
+    value: float,
+) -> ConfigurationPlan:
+    """The plan of a solution of the configuration program over ``configs`` (each one's
+    duration in ``durations``, the program's ``value``): its configurations that run, in
+    order, stretched where the solver's tolerance left a job short of its iterations
+    (``periods``: the jobs' periods in a group)."""
+    chosen = [(d, config) for d, config in zip(durations, configs, strict=True) if d > 1e-9]
     done = [0.0] * len(jobs)
     for d, config in chosen:
         for members, _ in config:

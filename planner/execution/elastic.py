@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -95,13 +95,18 @@ class Plan:
 
 @dataclass(frozen=True)
 class Hybrid:
-    """A hybrid-parallel job: its plans, a GPU's memory (GB; ``None``: not limited), and
-    the GB per GPU of its plan on its own GPUs (what a fixed policy runs). A policy may
+    """A hybrid-parallel job: its plans, its own GPU count (the job's ``gpus``: where a
+    fixed policy runs it) and a GPU's memory (GB; ``None``: not limited). A policy may
     run it on any GPU count a plan that fits has."""
 
     plans: tuple[Plan, ...]
+    own: int
     memory: float | None = None
-    gpu_mem: float = 0.0
+
+    @property
+    def gpu_mem(self) -> float:
+        """GB per GPU of the plan it runs on its own GPUs (where no policy chooses)."""
+        return self.plans[self.default_config(self.own)[0]].gpu_mem
 
     def fits(self, plan: Plan) -> bool:
         """Whether ``plan`` fits a GPU's memory."""
@@ -178,9 +183,8 @@ def hybrid_of(job: TrainingJob, memory: float | None, file: str, place: str) -> 
         )
         for p in job.parallel_plans
     )
-    hybrid = Hybrid(plans, memory)
-    own = hybrid.best(job.gpus)[1]
-    if own < 0:
+    hybrid = Hybrid(plans, job.gpus, memory)
+    if hybrid.best(job.gpus)[1] < 0:
         least = min(p.gpu_mem for p in plans if p.gpus == job.gpus)
         raise InputError(
             f"job {job.name!r}: no parallel plan on its {job.gpus} GPUs fits a GPU's "
@@ -188,7 +192,7 @@ def hybrid_of(job: TrainingJob, memory: float | None, file: str, place: str) -> 
             file,
             place,
         )
-    return replace(hybrid, gpu_mem=plans[own].gpu_mem)
+    return hybrid
 
 
 def placement(where: Sequence[tuple[int, Sequence[int]]]) -> tuple[int, ...]:
