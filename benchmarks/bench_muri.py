@@ -16,6 +16,10 @@ table as Markdown with ``--markdown``.
 With ``--ablation``, lp-groups on trace3' with one of its parts off at a time. With
 ``--online``, Muri's 400-job testbed trace with its arrivals instead: every
 policy's makespan, mean and p99 JCT, and its JCTs over muri-s's in the same setting.
+With ``--elastic``, that trace's jobs made elastic through their models' catalog profiles
+(:func:`planner.dl.catalog.scaling_plans`), under ``goodput-pack`` and ``goodput`` with
+elasticity and co-location off in turn, beside muri-s on the jobs as they are; every
+run audited.
 """
 
 from __future__ import annotations
@@ -23,8 +27,12 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+import time
+from dataclasses import replace
 from pathlib import Path
 
+from planner.execution.audit import audit
+from planner.execution.elastic import Hybrid
 from planner.execution.energy import run_energy
 from planner.execution.executor import run_policy
 from planner.execution.grouping import mix_bound
@@ -72,7 +80,14 @@ def main() -> int:
         action="store_true",
         help="run lp-groups on trace3' with one of its parts turned off at a time",
     )
+    parser.add_argument(
+        "--elastic",
+        action="store_true",
+        help="the testbed trace's jobs made elastic, goodput-pack's ablation against muri-s",
+    )
     args = parser.parse_args()
+    if args.elastic:
+        return elastic(args)
     if args.online:
         return online(args)
     if args.ablation:
@@ -182,6 +197,54 @@ def online(args: argparse.Namespace) -> int:
                 f"| {policy} | {setting} | {run.makespan:,.0f} | {run.mean_jct:,.0f} | "
                 f"{run.p99_jct:,.0f} | {run.mean_jct / ref.mean_jct:.3f} | "
                 f"{run.p99_jct / ref.p99_jct:.3f} | {run.runtime:.1f} |"
+            )
+            print(rows[-1], flush=True)
+    text = "\n".join(rows) + "\n"
+    if args.markdown is not None:
+        args.markdown.write_text(text)
+    print(text)
+    return 0
+
+
+def elastic(args: argparse.Namespace) -> int:
+    """The testbed trace's jobs made elastic (every plan of their catalog profiles, or
+    their own only: elasticity off) under goodput-pack and goodput (co-location off), and
+    as they are under muri-s and tiresias, both settings; every run audited."""
+    path = args.benchmarks / "dl" / "muri_testbed_trace.csv"
+    fixed = read_trace(path)
+    made = read_trace(path, elastic=64)
+    own = [
+        replace(j, elastic=Hybrid(tuple(p for p in j.elastic.plans if p.gpus == j.gpus), j.gpus))
+        for j in made
+    ]
+    cases = [
+        ("muri-s", "as they are", fixed, "yes", "no"),
+        ("tiresias", "as they are", fixed, "no", "no"),
+        ("goodput-pack", "elastic", made, "yes", "yes"),
+        ("goodput", "elastic", made, "no", "yes"),
+        ("goodput-pack", "own plan only", own, "yes", "no"),
+        ("goodput", "own plan only", own, "no", "no"),
+    ]
+    rows = [
+        "| setting | policy | jobs | co-location | elasticity | mean JCT (s) | p99 JCT (s) "
+        "| makespan (s) | mean x muri-s | p99 x muri-s | audit | run time (s) |",
+        "|" + "---|" * 12,
+    ]
+    for setting in ("muri", "ideal"):
+        factors = MURI_GROUP_FACTORS if setting == "muri" else None
+        model = Interleave("muri", factors=factors)
+        ref = None
+        for policy, what, jobs, colocation, elasticity in cases:
+            start = time.perf_counter()
+            run = run_policy(jobs, policy, interleave=model, restart=setting == "muri")
+            seconds = time.perf_counter() - start
+            ref = ref or run
+            verdict = "valid" if not audit(run, jobs, 64) else "INVALID"
+            rows.append(
+                f"| {setting} | {policy} | {what} | {colocation} | {elasticity} | "
+                f"{run.mean_jct:,.0f} | {run.p99_jct:,.0f} | {run.makespan:,.0f} | "
+                f"{run.mean_jct / ref.mean_jct:.3f} | {run.p99_jct / ref.p99_jct:.3f} | "
+                f"{verdict} | {seconds:.1f} |"
             )
             print(rows[-1], flush=True)
     text = "\n".join(rows) + "\n"

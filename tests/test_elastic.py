@@ -18,7 +18,7 @@ from planner.app.cli import app
 from planner.dl.pollux import GoodputModel, application, fit_perf_params
 from planner.errors import InputError
 from planner.execution.audit import audit
-from planner.execution.elastic import Elastic, Hybrid, elastic_figures
+from planner.execution.elastic import Elastic, Hybrid, Plan, elastic_figures
 from planner.execution.jobs import ExecutorJob, jobs_from_instance
 from planner.interleave import Interleave, Stages
 from tests.conftest import INSTANCES, lines
@@ -434,4 +434,64 @@ def test_generate_hybrid_refuses_what_it_cannot_honour(tmp_path: Path) -> None:
     assert code == 2 and err == (
         "error: no generated model fits GPUs of 4 GB on 1 x 1 GPUs (the smallest, 0.35B "
         "parameters, needs more memory or GPUs)\n"
+    )
+
+
+def _one_plan_job(name: str, data: float, gpu: float) -> ExecutorJob:
+    stages = Stages(data, gpu, 0.0)
+    return ExecutorJob(name=name, gpus=1, iterations=100, stages=stages,
+                       iteration_time=stages.total, duration=100 * stages.total,
+                       elastic=Hybrid((Plan("1x1x1", 1, stages),), 1))  # fmt: skip
+
+
+def test_goodput_pack_colocates_what_goodput_runs_one_after_the_other() -> None:
+    # one GPU; a job that loads data and one that computes, 100 s each alone: under
+    # processor sharing they share it at full speed (each resource at 0.9 + 0.1 = 1)
+    jobs = [_one_plan_job("loader", 0.9, 0.1), _one_plan_job("trainer", 0.1, 0.9)]
+    model = Interleave("fluid", factors=None)
+    alone = planner.run_policy(jobs, "goodput", nodes=1, gpus_per_node=1, interleave=model)
+    packed = planner.run_policy(jobs, "goodput-pack", nodes=1, gpus_per_node=1, interleave=model)
+    for result in (alone, packed):
+        assert audit(result, jobs, 1) == []
+    assert alone.finish == {"loader": 100.0, "trainer": 200.0}
+    assert packed.finish == {"loader": pytest.approx(100.0), "trainer": pytest.approx(100.0)}
+    shared = elastic_figures(packed.trace, {"loader", "trainer"})
+    assert shared is not None and shared.gpu_hours == pytest.approx(100 / 3600)
+    # two jobs that only compute gain nothing together: the second waits
+    both = [_one_plan_job("a", 0.0, 1.0), _one_plan_job("b", 0.0, 1.0)]
+    result = planner.run_policy(both, "goodput-pack", nodes=1, gpus_per_node=1, interleave=model)
+    assert result.finish == {"a": pytest.approx(100.0), "b": pytest.approx(200.0)}
+
+
+def test_import_muri_elastic_lists_its_models_scaling_plans(tmp_path: Path) -> None:
+    out = tmp_path / "elastic.json"
+    code, said, _ = run("import", "muri", INSTANCES / "muri_trace.csv", "--elastic", "-o", out)
+    assert code == 0, said
+    job = json.loads(out.read_text())["jobs"][0]  # gpt2 on 8 GPUs, 0.437 s an iteration
+    plans = {p["data"]: p["stages"] for p in job["parallel_plans"]}
+    assert sorted(plans) == [1, 2, 4, 8, 16, 32]
+    assert sum(plans[8].values()) == pytest.approx(0.437)
+    # one global batch: 1/8 of the GPU stage per GPU on 64 GPUs' worth of 8; sync per
+    # the catalog's profile of gpt2 (49 ms on 8 GPUs, 216 ms on 32)
+    assert plans[1]["gpu"] == pytest.approx(8 * plans[8]["gpu"])
+    assert plans[1]["sync"] == 0.0
+    assert plans[32]["sync"] == pytest.approx(plans[8]["sync"] * 216 / 49)
+    jobs = jobs_from_instance(out).jobs
+    result = planner.run_policy(jobs, "goodput-pack", interleave=Interleave("muri"))
+    assert audit(result, jobs, 64) == []
+    figures = elastic_figures(result.trace, {j.name for j in jobs})
+    assert figures is not None and figures.most == 32 and sum(figures.resizes.values()) > 0
+    assert any(len(names) > 1 for _, groups in result.trace for names, _, _ in groups)
+
+
+def test_a_model_without_a_catalog_profile_is_not_made_elastic(tmp_path: Path) -> None:
+    trace = tmp_path / "t.csv"
+    text = (INSTANCES / "muri_trace.csv").read_text().splitlines()
+    trace.write_text("\n".join([text[0], text[1].replace("gpt2", "mystery")]) + "\n")
+    code, _, err = run("import", "muri", trace, "--elastic", "--restart", 30, "-o",
+                       tmp_path / "o.json")  # fmt: skip
+    assert code == 2
+    assert err.strip().endswith(
+        "model 'mystery': the catalog has no stage profile of it to make it elastic (it knows "
+        "a2c, bert, dqn, gpt2, resnet18, shufflenet_v2_x1_0, vgg16, vgg19)"
     )

@@ -87,6 +87,13 @@ def import_muri_cmd(
             "(a trace with such models is refused without it).",
         ),
     ] = None,
+    elastic: Annotated[
+        bool,
+        typer.Option(
+            help="Make every job elastic: list the data-parallel plans of its model's catalog "
+            "profile, one global batch on every GPU count (policy goodput chooses)."
+        ),
+    ] = False,
 ) -> None:
     """Read a Muri trace into a cluster-form instance (a data and a network slot per GPU)."""
     from planner.dl.workloads import import_muri
@@ -94,7 +101,7 @@ def import_muri_cmd(
     with guard():
         check_output(output, inputs=[trace], suffixes=NATIVE)
         data = import_muri(
-            trace, nodes, gpus_per_node, time_unit, blocks, placement, migrate, restart
+            trace, nodes, gpus_per_node, time_unit, blocks, placement, migrate, restart, elastic
         )
         data["objective"] = objective
         data["interleave"] = interleave

@@ -292,8 +292,10 @@ def policy_cmd(
         typer.Argument(
             help="The policy: fifo; the peers srtf, srsf, tiresias, muri-s, muri-l; ours lp-groups "
             "(makespan), srsf-pack, jct-groups, ftf-groups, fair-groups (completion time, "
-            "fairness); planner (the planner online, searching at every event); or your own, "
-            "FILE.py:CLASS (a planner.execution.policies.Policy)."
+            "fairness); planner (the planner online, searching at every event); Gavel's "
+            "gavel-*, Synergy's synergy-*; for elastic jobs Pollux's pollux, "
+            "pollux-tiresias, pollux-optimus and ours goodput, goodput-pack (co-locating); "
+            "or your own, FILE.py:CLASS (a planner.execution.policies.Policy)."
         ),
     ],
     time_limit: Annotated[

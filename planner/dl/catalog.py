@@ -15,6 +15,9 @@ import io
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from typing import Any
+
+from planner.errors import InputError
 
 REFERENCE_GPU = "v100"
 GPU_TYPES = ("k80", "p100", "v100")
@@ -166,4 +169,64 @@ def synergy_profiles() -> dict[str, dict[str, list]]:
             "mem": mems,
             "speedup": [[values[c, m] for m in mems] for c in cpus],
         }
+    return out
+
+
+SCALING_COUNTS = (1, 2, 4, 8, 16, 32)
+"""The GPU counts the catalog's stage profiles were measured on."""
+
+
+def scaling_plans(
+    model: str,
+    gpus: int,
+    batch_size: int,
+    stages: tuple[float, float, float],
+    iteration_time: float,
+    most: int,
+) -> list[dict[str, Any]]:
+    """Data-parallel plans of a Muri job (``model`` on ``gpus`` GPUs at ``batch_size`` per
+    GPU, with its measured ``stages`` and ``iteration_time``) on every GPU count of
+    :data:`SCALING_COUNTS` up to ``most`` (and its own), at one global batch: its
+    statistical efficiency is then the same on every plan, and one iteration is one
+    iteration on each.
+
+    On ``n`` GPUs each GPU loads and computes ``gpus / n`` of its own share of the batch:
+    its data and GPU stages scale by ``gpus / n`` (linear in the batch per GPU, which
+    flatters small batches); its synchronisation follows the catalog's profile of the
+    model on ``n`` GPUs, relative to its own count. A count where the batch per GPU would
+    fall below one sample is left out. The stages are scaled so that the job's own plan
+    takes its ``iteration_time``.
+
+    Raises
+    ------
+    InputError
+        If the catalog has no stage profile of ``model``.
+    """
+    profile = {g: t for (m, _, g), t in stage_profiles().items() if m == model}
+    if not profile:
+        known = sorted({m for m, _, _ in stage_profiles()})
+        raise InputError(
+            f"model {model!r}: the catalog has no stage profile of it to make it elastic "
+            f"(it knows {', '.join(known)})"
+        )
+    data, gpu, sync = stages
+    scale = iteration_time / (data + gpu + sync) if iteration_time > 0 else 1.0
+    own = profile[min(profile, key=lambda g: abs(g - gpus))]
+    out = []
+    for n in sorted({g for g in SCALING_COUNTS if g <= most} | {gpus}):
+        if n > batch_size * gpus:
+            continue
+        if n == gpus:
+            times = (data, gpu, sync)
+        else:
+            there = profile.get(n, own)
+            if sync > 0 and own.sync > 0:
+                synced = sync * there.sync / own.sync
+            else:  # no synchronisation measured on its own count: the profile's, to scale
+                synced = there.sync * (data + gpu) / max(own.data + own.gpu, 1e-9)
+            times = (data * gpus / n, gpu * gpus / n, synced if n > 1 else 0.0)
+        out.append({
+            "data": n,
+            "stages": dict(zip(("data", "gpu", "sync"), (t * scale for t in times), strict=True)),
+        })  # fmt: skip
     return out

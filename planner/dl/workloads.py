@@ -16,7 +16,13 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from planner.dl.catalog import models, restart_models, restart_seconds, stage_profiles
+from planner.dl.catalog import (
+    models,
+    restart_models,
+    restart_seconds,
+    scaling_plans,
+    stage_profiles,
+)
 from planner.errors import InputError
 from planner.files import check_input_file
 from planner.model import MAX_INT
@@ -83,6 +89,7 @@ def import_muri(
     placement: str = "pooled",
     migrate: bool = False,
     restart: float | None = None,
+    elastic: bool = False,
 ) -> dict[str, Any]:
     """Read a Muri trace CSV into cluster-form data.
 
@@ -92,7 +99,10 @@ def import_muri(
     ``placement`` (one of :data:`PLACEMENTS`) is the instance's placement;
     ``migrate`` lets every job's blocks change nodes (the restart cost of its
     model from the catalog). A job whose model the catalog has no restart cost of gets
-    ``restart`` seconds (refused without it).
+    ``restart`` seconds (refused without it). With ``elastic`` every job lists the
+    data-parallel plans of its model's catalog profile on up to the cluster's GPUs
+    (:func:`~planner.dl.catalog.scaling_plans`): a policy such as ``goodput`` chooses its
+    GPU count.
 
     Raises
     ------
@@ -101,7 +111,7 @@ def import_muri(
         width than its header, or holds a value out of range (naming line and column),
         or a count is out of its range (:data:`MAX_NODES`, :data:`MAX_GPUS`,
         :data:`MAX_BLOCKS`), or a model the catalog has no restart cost of without
-        ``restart``.
+        ``restart``; with ``elastic``, a model the catalog has no stage profile of.
     """
     _check_placement(placement)
     _check_cluster(nodes, gpus_per_node, blocks)
@@ -127,6 +137,11 @@ def import_muri(
         }
         if row.iteration_time:
             job["iteration_time"] = row.iteration_time
+        if elastic:
+            job["parallel_plans"] = scaling_plans(
+                row.model, row.gpus, row.batch_size, row.stages,
+                row.iteration_time or sum(row.stages), nodes * gpus_per_node,
+            )  # fmt: skip
         if row.model in unknown:
             job["restart"] = restart
         if migrate:

@@ -246,7 +246,8 @@ def elastic_periods(
 class ElasticFigures:
     """What a run did with its elastic jobs: how many, their GPU counts' changes
     (``resizes``: per job, the times its GPU count changed between two intervals it ran),
-    the most GPUs any held, and the GPU-hours they held."""
+    the most GPUs any held, and the GPU-hours they held (a set that ``k`` jobs share, a
+    ``k``-th to each)."""
 
     jobs: int
     resizes: dict[str, int]
@@ -279,5 +280,5 @@ def elastic_figures(
                     resizes[name] += 1
                 last[name] = gpus
                 most = max(most, gpus)
-                seconds += gpus * (end - t)
+                seconds += gpus * (end - t) / len(names)
     return ElasticFigures(len(elastic), resizes, most, seconds / 3600)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from planner.errors import InputError
-from planner.execution.elastic import Elastic, Hybrid, hybrid_of
+from planner.execution.elastic import Elastic, Hybrid, Plan, hybrid_of
 from planner.execution.power import file_tariff, type_watts
 from planner.execution.resources import (
     ResourceProfile,
@@ -98,22 +98,34 @@ class ExecutorJob:
         return weight
 
 
-def read_trace(path: str | Path) -> list[ExecutorJob]:
+def read_trace(path: str | Path, elastic: int = 0) -> list[ExecutorJob]:
     """The jobs of a Muri trace CSV (:func:`planner.dl.workloads.read_muri_trace`). A job
     alone runs at the trace's ``iteration_time`` (else its stages back to back); a trace
-    without ``duration`` gives its iterations at that period.
+    without ``duration`` gives its iterations at that period. With ``elastic`` (the most
+    GPUs a job may run on) every job is made elastic: hybrid-parallel, with the
+    data-parallel plans of its model's catalog profile
+    (:func:`~planner.dl.catalog.scaling_plans`).
 
     Raises
     ------
     InputError
-        As :func:`~planner.dl.workloads.read_muri_trace`.
+        As :func:`~planner.dl.workloads.read_muri_trace`; with ``elastic``, for a model
+        the catalog has no stage profile of.
     """
+    from planner.dl.catalog import scaling_plans
     from planner.dl.workloads import read_muri_trace
 
     out = []
     for row in read_muri_trace(path):
         stages = Stages(*row.stages)
         alone = row.iteration_time or stages.total
+        hybrid = None
+        if elastic:
+            plans = scaling_plans(row.model, row.gpus, row.batch_size, row.stages, alone, elastic)
+            hybrid = Hybrid(
+                tuple(Plan(f"{p['data']}x1x1", p["data"], Stages(**p["stages"])) for p in plans),
+                row.gpus,
+            )
         out.append(
             ExecutorJob(
                 name=row.name,
@@ -126,6 +138,7 @@ def read_trace(path: str | Path) -> list[ExecutorJob]:
                 release=row.release,
                 weight=row.weight,
                 priority=row.priority,
+                elastic=hybrid,
             )
         )
     return out

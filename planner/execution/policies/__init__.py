@@ -11,7 +11,8 @@ memory allocations in rounds (:mod:`~planner.execution.policies.synergy`; ``grid
 is ours, :mod:`~planner.execution.policies.grid`), ``batch-*`` run every job once to its
 end (:mod:`~planner.execution.policies.batch`), ``pollux-tiresias`` and
 ``pollux-optimus`` reproduce Pollux's simulator's baselines on elastic jobs
-(:mod:`~planner.execution.policies.pollux`), and ``planner`` re-plans at every event;
+(:mod:`~planner.execution.policies.pollux`; ``goodput`` and ``goodput-pack`` are ours,
+:mod:`~planner.execution.policies.goodput`), and ``planner`` re-plans at every event;
 ``plan`` dispatches a plan. A new policy is one module here and one line in
 :data:`POLICIES`; a user's runs from its file as ``FILE.py:CLASS``.
 """
@@ -35,7 +36,7 @@ from planner.execution.policies.base import (
 from planner.execution.policies.batch import Batch, BatchFifo, BatchSrtf
 from planner.execution.policies.ftf_groups import FairGroups, FtfGroups
 from planner.execution.policies.gavel import GAVEL_CLASSES
-from planner.execution.policies.goodput import Goodput
+from planner.execution.policies.goodput import Goodput, GoodputPack
 from planner.execution.policies.grid import GridSrtf, GridSrtfEvents
 from planner.execution.policies.hetero import HeteroMakespan, HeteroSrpt
 from planner.execution.policies.jct_groups import JctGroups
@@ -87,6 +88,7 @@ POLICIES: dict[str, type[Policy]] = {
     "pollux-optimus": PolluxOptimus,
     "pollux": Pollux,
     "goodput": Goodput,
+    "goodput-pack": GoodputPack,
 }
 """The policies by name (``plan`` is not one: it needs a plan, :class:`PlanDispatch`; nor
 is the online planner, which runs the executor itself:

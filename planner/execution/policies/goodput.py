@@ -19,6 +19,15 @@ counts of its plans that fit a GPU's memory, and runs the fastest of them on its
 plan and GPU count are chosen together. Its speed-up on ``n`` GPUs is its speed there
 over its speed per GPU on its own plan (its ``gpus``), and its time on one GPU its
 iterations left at that speed per GPU.
+
+``goodput-pack`` (:class:`GoodputPack`) also co-locates: after the GPU steps, each job
+left without GPUs, in Smith's order (its speed-up on one GPU over its time left there),
+joins the GPU set of running jobs where the set's *worth* grows most: the sum over its
+members of each one's speed-up on the set's GPUs, times its speed in the set over its
+speed alone there, over its time left on one GPU. It joins only a set of as many GPUs as
+a plan of its has (a Pollux job: up to its most), within the model's group size and the
+GPUs' memory, and stays in the set it joined while the set runs and still gains. A set
+waits for its last member's rescale.
 """
 
 from __future__ import annotations
@@ -228,3 +237,109 @@ class Goodput(PolluxRounds):
         elif spec is not None:
             _, atomic, accum = best_config(spec.app, placement(where), spec.epoch(job.progress))
             job.config = (atomic, accum) if atomic else None
+
+
+class GoodputPack(Goodput):
+    """``goodput`` that also co-locates: a job the GPU steps leave without GPUs joins the
+    GPU set of running jobs where it adds the most worth (see the module docstring)."""
+
+    name = "goodput-pack"
+
+    def start(self, context: Context) -> None:
+        """A run starts: no job joined."""
+        super().start(context)
+        self.joined: dict[int, Where] = {}
+        self.shares: dict[tuple[tuple[int, ...], tuple[tuple[int, int], ...]], list[float]] = {}
+
+    def decide(self, t: float, jobs: list[JobState], cluster: Cluster) -> dict[int, Where]:
+        """:class:`Goodput`'s GPU sets, then each job left without GPUs, in Smith's order,
+        into the set where the set's worth (:meth:`worth`) grows most; a job stays in the
+        set it joined while that set runs and it still adds worth there."""
+        out = super().decide(t, jobs, cluster)
+        here = {s.idx: s for s in jobs if s.job.elastic is not None}
+        sets: dict[Where, list[JobState]] = {}
+        for idx, where in out.items():
+            sets.setdefault(where, []).append(here[idx])
+        waiting = [s for s in here.values() if s.idx not in out]
+        waiting.sort(key=lambda s: (-self.speedups(s, 1)[1] / self._time_left(s), s.idx))
+        worth: dict[tuple[Where, tuple[int, ...]], float] = {}
+
+        def value(where: Where, members: list[JobState]) -> float:
+            key = (where, tuple(m.idx for m in members))
+            if key not in worth:
+                worth[key] = self.worth(where, members)
+            return worth[key]
+
+        joined: dict[int, Where] = {}
+        for s in waiting:
+            before = self.joined.get(s.idx)
+            options = [before] if before in sets else list(sets)
+            best, gain = None, 0.0
+            for where in options:
+                members = sets[where]
+                if not self._admits(s, where, members):
+                    continue
+                more = value(where, [*members, s]) - value(where, members)
+                if more > gain + 1e-12:
+                    best, gain = where, more
+            if best is not None:
+                sets[best].append(s)
+                joined[s.idx] = out[s.idx] = best
+        self.joined = joined
+        return out
+
+    def worth(self, where: Where, members: list[JobState]) -> float:
+        """The worth of ``members`` sharing ``where``: each member's speed-up on its GPUs,
+        times its speed in the set over its speed alone there, over its time left on one
+        GPU (Smith's rule, as the GPU steps weigh)."""
+        n = sum(len(ids) for _, ids in where)
+        shares = self._shares(where, members)
+        return sum(
+            self.speedups(m, n)[n] * share / self._time_left(m)
+            for m, share in zip(members, shares, strict=True)
+        )
+
+    def _shares(self, where: Where, members: list[JobState]) -> list[float]:
+        """Each member's speed sharing ``where`` over its speed alone there; computed once
+        per placement, members and their epochs."""
+        shape = placement(where)
+        key = (shape, tuple((m.idx, m.job.elastic.epoch(m.progress)) for m in members))  # type: ignore[union-attr]
+        found = self.shares.get(key)
+        if found is None:
+            for m in members:
+                self.configure(m, where)
+            shared = self.group(members, where)
+            found = self.shares[key] = [
+                self.group([m], where)[m.idx][1] / shared[m.idx][1] for m in members
+            ]
+        return found
+
+    def _admits(self, s: JobState, where: Where, members: list[JobState]) -> bool:
+        """Whether ``s`` may join ``members`` on ``where``: a plan of its on as many GPUs
+        (for a Pollux job, at most its most), room in the model for one more (members and
+        GPU memory)."""
+        n = sum(len(ids) for _, ids in where)
+        spec = s.job.elastic
+        if isinstance(spec, Hybrid):
+            if spec.best(n)[1] < 0:
+                return False
+        elif n > self._most(s):
+            return False
+        return self.context.model.room([_memory(m, n) for m in [*members, s]])
+
+    def _place(self, count: dict[int, int], cluster: Cluster) -> dict[int, Where]:
+        """:meth:`Goodput._place` over the jobs that hold GPUs of their own."""
+        placed = self.placed
+        self.placed = {i: w for i, w in placed.items() if i not in self.joined}
+        try:
+            return super()._place(count, cluster)
+        finally:
+            self.placed = placed
+
+
+def _memory(s: JobState, n: int) -> float:
+    """GB per GPU ``s`` needs on ``n`` GPUs (a hybrid-parallel job's: its plan's there)."""
+    spec = s.job.elastic
+    if isinstance(spec, Hybrid):
+        return spec.plans[spec.best(n)[1]].gpu_mem
+    return s.job.gpu_mem

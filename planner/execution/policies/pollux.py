@@ -82,12 +82,15 @@ class PolluxRounds(Policy):
                 if self.placed.get(idx) != where:
                     self.until[idx] = t + here[idx].job.restart if here[idx].job.restart else t
             self.placed = new
-        chosen: Chosen = {}
+        sets: dict[Where, list[JobState]] = {}
         for idx, where in self.placed.items():
-            s = here[idx]
-            self.configure(s, where)
-            entry = self.group([s], where)[idx]
-            chosen[idx] = (entry[0], entry[1], max(self.until.get(idx, t) - t, 0.0), where)
+            self.configure(here[idx], where)
+            sets.setdefault(where, []).append(here[idx])
+        chosen: Chosen = {}
+        for where, members in sets.items():  # a set waits for its last member's rescale
+            cost = max(max(self.until.get(m.idx, t) - t, 0.0) for m in members)
+            for idx, entry in self.group(members, where).items():
+                chosen[idx] = (entry[0], entry[1], cost, where)
         return chosen
 
     def decide(self, t: float, jobs: list[JobState], cluster: Cluster) -> dict[int, Where]:
