@@ -15,8 +15,10 @@ Parts (``--part``):
 - ``colgen``: ``planner solve -s cpsat``'s search (configuration program, policies,
   recombined, column generation with CP-SAT pricing to the limit) beside the portfolio's,
   each twice, on the 60-job batch (``fluid``, factors 1, no overhead), the shipped
-  example (its own model: Muri's factors, overheads) and trace3' (``muri``, factors 1):
-  the plan, the bound, the columns and the pricing's share of the time.
+  example (its own model: Muri's factors, overheads) and trace3' (``muri``, factors 1,
+  and with Muri's factors and overheads, where the restart model runs after column
+  generation): the plan, the bound, the columns and the pricing's share of the time;
+  ``--case PREFIX`` (repeatable) runs the cases whose label starts with it.
 - ``speed``: dispatches per second (``lp-groups`` runs of the whole workload) at 100 and
   1,000 generated jobs and 5,755 (``--seed 4``), all at 0 on 8 x 8 GPUs.
 
@@ -133,7 +135,11 @@ def colgen(args: argparse.Namespace, folder: Path) -> None:
         ("60-job batch, fluid, factors 1, no overhead", batch, ideal["fluid"], 60.0),
         ("example, its model", example, Setting(), 30.0),
         ("trace3', muri, factors 1, no overhead", trace, ideal["muri"], 300.0),
-    )
+        ("trace3', muri, Muri's factors and overheads", trace, Setting("muri", None, "muri", True),
+         300.0),
+    )  # fmt: skip
+    if args.case:
+        cases = tuple(c for c in cases if any(c[0].startswith(k) for k in args.case))
     print("| case | solver | run | plan (s) | bound (s) | x bound | columns | wall (s) |")
     print("|---|---|---|---|---|---|---|---|")
     for label, path, setting, limit in cases:
@@ -189,6 +195,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--benchmarks", type=Path, required=True)
     parser.add_argument("--part", choices=("trace3", "batch60", "colgen", "speed"), required=True)
+    parser.add_argument("--case", action="append", help="colgen: the cases whose label starts so")
     parser.add_argument("--time-limit", type=float, default=60.0)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:

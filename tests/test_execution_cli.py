@@ -230,11 +230,11 @@ BAD = [
     (["replan", P, S, "--at", "5", "-o", "new.json", "--instance-out", "new.json"], "new.json: "
      "given to both --output and --instance-out; one would overwrite the other"),
     (["run", P, S, "-o", "r.json", "--gantt", "./r.json"], "r.json: the chart file must "
-     "end in .png, .svg or .pdf"),
+     "end in .png, .svg, .pdf or .html"),
     (["solve", P, "-s", "sgs", "-o", "x.json", "--gantt", "x.json"], "x.json: the chart file "
      "must end in .png, .svg, .pdf or .html"),
     (["online", P, "-o", "o.json", "--gantt", "o.json"], "o.json: the chart "
-     "file must end in .png, .svg or .pdf"),
+     "file must end in .png, .svg, .pdf or .html"),
     # failures: one rule for simulate and replan
     (["run", P, S, "--fail", "node1@10+20", "--fail", "node1@15"], "failure node1@15: "
      "node 'node1' is already down (failure node1@10+20); a node fails again only once it is "
@@ -268,8 +268,8 @@ BAD = [
     (["online", P, "--baseline", "nope"], "unknown policy 'nope'; choose one of "
      "fifo, srtf, srsf, tiresias, muri-s, muri-l, lp-groups, srsf-pack, jct-groups, ftf-groups, "
      "fair-groups, het-srpt, het-makespan, grid-srtf, grid-srtf-events, batch-lpt, batch-srtf, "
-     "batch-fifo, pollux-tiresias, pollux-optimus, pollux, goodput; Gavel's gavel-fifo, "
-     "gavel-max-min-fairness, "
+     "batch-fifo, pollux-tiresias, pollux-optimus, pollux, goodput, goodput-pack; "
+     "Gavel's gavel-fifo, gavel-max-min-fairness, "
      "gavel-min-total-duration, gavel-finish-time-fairness, each also -perf or -packed, and "
      "gavel-gandiva; Synergy's synergy-fifo, synergy-srtf and synergy-las, each -fair, "
         "-greedy or -tune; or FILE.py:CLASS"),
@@ -471,3 +471,57 @@ def test_the_subprocess_entry_point_prints_usage_errors_in_one_line() -> None:
         2,
         "error: Invalid value for '--runs': Input should be greater than or equal to 2\n",
     )
+
+
+def test_a_runs_utilisation_by_hand_and_its_panels(tmp_path: Path) -> None:
+    from matplotlib.figure import Figure
+
+    import planner
+    from planner.app.colocation import draw_run
+    from planner.execution.jobs import ExecutorJob
+    from planner.execution.utilisation import run_utilisation
+    from planner.interleave import Interleave, Stages
+
+    # a job alone on 1 of 2 GPUs, 100 iterations of 0.2 s loading, 0.6 s computing and
+    # 0.2 s on the network, on the cluster of 2 GPUs
+    stages = Stages(0.2, 0.6, 0.2)
+    job = ExecutorJob(name="a", gpus=1, iterations=100, stages=stages, iteration_time=1.0,
+                      duration=100.0, restart=0.0)  # fmt: skip
+    run = planner.run_policy([job], "fifo", nodes=1, gpus_per_node=2,
+                             interleave=Interleave("fluid", factors=None))  # fmt: skip
+    use = run_utilisation(run, [job], 2)
+    assert use.times == (0.0, 100.0)
+    assert use.shares["GPU compute"][0] == pytest.approx(0.3)  # 0.6 of 1 GPU of 2
+    assert use.shares["data loading"][0] == pytest.approx(0.1)
+    assert use.shares["network"][0] == pytest.approx(0.1)
+    busy, idle = run.watts
+    assert use.watts[0] == pytest.approx(2 * idle + 0.6 * (busy - idle))
+    assert use.watts[1] == pytest.approx(2 * idle)
+    data = {"residences": run.residences(["n"]), "policy": "fifo", "interleave": "fluid",
+            "makespan": run.makespan, "cluster": {"nodes": ["n"], "gpus_per_node": 2},
+            "utilisation": use.as_data(), "power_cap": 500.0}  # fmt: skip
+    ax, panel, power = Figure().subplots(3, 1)
+    drawn = draw_run(data, ax, panel, power)
+    assert drawn.resources == ("GPU compute", "data loading", "network") and drawn.power
+    assert drawn.gpus == ("n:0", "n:1")
+
+
+def test_an_interactive_chart_draws_any_name(tmp_path: Path) -> None:
+    import planner
+    from planner.app.colocation import save_colocation_chart
+    from planner.execution.jobs import ExecutorJob
+    from planner.interleave import Interleave, Stages
+
+    jobs = [ExecutorJob(name=n, gpus=1, iterations=10, stages=Stages(0.5, 0.5, 0.0),
+                        iteration_time=1.0, duration=10.0, restart=0.0)
+            for n in ("训练任务", "🚀 launch")]  # fmt: skip
+    run = planner.run_policy(jobs, "fifo", nodes=1, gpus_per_node=2,
+                             interleave=Interleave("fluid", factors=None))  # fmt: skip
+    data = {"residences": run.residences(["n"]), "policy": "fifo", "interleave": "fluid",
+            "makespan": run.makespan, "cluster": {"nodes": ["n"], "gpus_per_node": 2}}  # fmt: skip
+    page = tmp_path / "chart.html"
+    drawn = save_colocation_chart(data, page)
+    text = page.read_text(encoding="utf-8")
+    assert drawn.gpus == ("n:0", "n:1") and drawn.bars == 2
+    assert '<rect data-job="训练任务"' in text and ">🚀 launch</text>" in text
+    assert "<title>训练任务 on n:0: 0 - 10 s; sharing with none</title>" in text

@@ -166,8 +166,11 @@ def test_gantt_draws_a_job_level_run_by_gpu_set(tmp_path: Path) -> None:
         "error: a job-level run is drawn by GPU set (--by node), not by job\n",
     )
     html = CliRunner().invoke(app, ["gantt", str(run), "-o", str(tmp_path / "x.html")])
-    assert html.exit_code == 2
-    assert html.stderr.endswith("a job-level run is drawn as .png, .svg, .pdf, not '.html'\n")
+    assert html.exit_code == 0  # the interactive chart
+    assert (tmp_path / "x.html").read_text().count('<rect data-job="') > 0
+    gif = CliRunner().invoke(app, ["gantt", str(run), "-o", str(tmp_path / "x.gif")])
+    assert gif.exit_code == 2
+    assert gif.stderr.endswith("drawn as .png, .svg, .pdf, .html, not '.gif'\n")
 
 
 def test_a_job_level_run_writes_its_co_location_table_as_csv(tmp_path: Path) -> None:

@@ -175,7 +175,7 @@ def test_cli_policy_on_a_cluster_form_instance(tmp_path: Path) -> None:
         (["lifo"], "unknown policy 'lifo'; choose one of fifo, srtf, srsf, tiresias, muri-s, "
          "muri-l, lp-groups, srsf-pack, jct-groups, ftf-groups, fair-groups, "
         "het-srpt, het-makespan, grid-srtf, grid-srtf-events, batch-lpt, batch-srtf, batch-fifo, "
-        "pollux-tiresias, pollux-optimus, pollux, goodput; Gavel's gavel-fifo, "
+        "pollux-tiresias, pollux-optimus, pollux, goodput, goodput-pack; Gavel's gavel-fifo, "
         "gavel-max-min-fairness, "
         "gavel-min-total-duration, gavel-finish-time-fairness, each also -perf or -packed, and "
         "gavel-gandiva; Synergy's synergy-fifo, synergy-srtf and synergy-las, each -fair, "

@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from planner.app.cli import app
+from planner.app.colocation import physical_gpus
 from tests.conftest import INSTANCES
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -33,7 +34,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     assert code == 0, err
     page = folder / "report.html"
     code, out, err = run("report", data, "-o", page)
-    assert (code, out) == (0, f"report written to {page} (40 jobs, 2 charts)\n"), err
+    assert (code, out) == (0, f"report written to {page} (40 jobs, 3 charts)\n"), err
     return page, json.loads(data.read_text())
 
 
@@ -43,6 +44,11 @@ def test_the_report_holds_every_job_and_needs_no_network(report: tuple[Path, dic
     rows = re.findall(r"<tr><td>([^<]+)</td>", text)
     assert sorted(rows) == sorted(data["finish"])
     assert len(re.findall(r'<img id="[a-z-]+" alt="[^"]+" src="data:image/png;base64,', text)) == 2
+    # the interactive chart: a bar per job stay per GPU, each naming its job on hover
+    assert text.count('<rect data-job="') == sum(
+        len(physical_gpus(r["gpus"])) for r in data["residences"] if r["gpus"]
+    )
+    assert text.count("<title>job0 on ") >= 1
     assert not re.search(r"(src|href)=\"https?:", text)
     jct = {j: f - data["release"][j] for j, f in data["finish"].items()}
     mean = sum(jct.values()) / len(jct)
@@ -65,7 +71,12 @@ def test_the_report_in_headless_chromium(report: tuple[Path, dict], tmp_path: Pa
     probe = tmp_path / "probe.html"
     click = ('<script>document.querySelectorAll("table.jobs th")[4].click();'
              'for (const img of document.images) if (!img.complete || !img.naturalWidth)'
-             ' console.error("chart missing: " + img.id);</script></body>')  # fmt: skip
+             ' console.error("chart missing: " + img.id);'
+             'document.querySelector("#run-svg g[data-job=job0]").dispatchEvent('
+             'new MouseEvent("click"));'
+             'const faded = [...document.querySelectorAll("#run-svg rect[data-job]")]'
+             '.filter(r => r.style.opacity === "0.15").length;'
+             'document.body.dataset.faded = faded;</script></body>')  # fmt: skip
     probe.write_text(page.read_text().replace("</body>", click))
     done = subprocess.run(
         [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
@@ -75,6 +86,10 @@ def test_the_report_in_headless_chromium(report: tuple[Path, dict], tmp_path: Pa
     assert done.returncode == 0, done.stderr[-2000:]
     console = [line for line in done.stderr.splitlines() if "CONSOLE" in line]
     assert console == []
+    # a click on job0 in the legend fades every bar but job0's
+    others = sum(len(physical_gpus(r["gpus"])) for r in data["residences"]
+                 if r["gpus"] and r["job"] != "job0")  # fmt: skip
+    assert f'data-faded="{others}"' in done.stdout
     order = re.findall(r"<tr><td>([^<]+)</td>", done.stdout)
     jct = {j: f - data["release"][j] for j, f in data["finish"].items()}
     assert order == sorted(jct, key=lambda j: (jct[j], j)) or [jct[j] for j in order] == sorted(

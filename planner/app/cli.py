@@ -207,7 +207,7 @@ def solve(
         Path | None,
         typer.Option(
             help="Draw the schedule's Gantt chart (.png, .svg, .pdf or .html); training jobs: "
-            "the plan's co-location chart (.png, .svg or .pdf)."
+            "the plan's co-location chart (.png, .svg, .pdf or .html)."
         ),
     ] = None,
     gain_wanted: Annotated[
@@ -436,7 +436,7 @@ def info(instance: Annotated[Path, typer.Argument(help="Instance file.")]) -> No
 def _model_bounds(instance: Path) -> list[tuple[str, object]]:
     """``planner info``'s bounds of a training workload (cluster form) under each
     interleaving model, in seconds; none for another instance."""
-    from planner.execution.configurations import strongest_bound
+    from planner.execution.configurations import NodeRoom, strongest_bound
     from planner.execution.elastic import Hybrid
     from planner.execution.jobs import jobs_from_instance
     from planner.execution.runs import Setting
@@ -476,8 +476,10 @@ def _model_bounds(instance: Path) -> list[tuple[str, object]]:
     budget = None
     if workload.power_cap is not None:
         budget = (workload.power_cap - gpus * workload.watts[1], workload.watts)
-    bound, name = strongest_bound(workload.jobs, model, workload.nodes or 1,
-                                  workload.gpus_per_node or 1, budget)  # fmt: skip
+    per_node = workload.gpus_per_node or 1
+    room = NodeRoom(workload.jobs, workload.cpus, workload.mems, per_node)
+    bound, name = strongest_bound(workload.jobs, model, workload.nodes or 1, per_node, budget,
+                                  room)  # fmt: skip
     rows.append(("bound", f"{bound:,.0f} s ({name}; in the executor's model: "
                           f"{setting.line(model)}, planner solve's and run's)"))  # fmt: skip
     return rows
@@ -619,7 +621,9 @@ def _dispatch_chart(instance: Path, path: Path, output: Path) -> RunChart:
         raise InputError("not an instance of training jobs: a dispatch needs one", str(instance))
     plan = dispatch_file(path)
     dispatch = plan.dispatch(workload)
-    return save_run_chart(dispatch.run(), workload.names(dispatch.nodes), plan.source, output)
+    gpus = dispatch.nodes * dispatch.gpus_per_node
+    names = workload.names(dispatch.nodes)
+    return save_run_chart(dispatch.run(), names, plan.source, output, dispatch.jobs, gpus)
 
 
 def refuse_invalid(schedule: Path, problem: Problem, report: Report) -> None:

@@ -180,7 +180,7 @@ def compare(
             text += f"\npolicies and planners by mean realized JCT ({simulate}):\n\n"
             text += markdown(jct)
             unit = tick_unit(instances)
-            save_jct_cdf(read_jobs(jct_paths[0]), jct_paths[1], unit)
+            save_jct_cdf(read_jobs(jct_paths[0]), jct_paths[1], unit, jct)
             save_fairness(jct, jct_paths[2], unit)
             drawn += f", JCT in {jct_paths[1]} and {jct_paths[2]}"
         if pareto:

@@ -10,13 +10,15 @@ GPUs at the same time split the row's height; a node's outage is shaded. One col
 job (the same job, the same colour, in every chart of a run), a legend where there are
 few jobs; a migration (a job resumed on other GPUs) is marked with a triangle where it
 resumes. Under it, the
-share of the cluster's GPUs held over time. :func:`draw_run` draws on the axes it is
-given, :func:`save_colocation_chart` writes a file.
+share of the cluster's GPUs held over time and, where the run file has its utilisation
+(:mod:`planner.execution.utilisation`), the share of GPU compute, data loading and
+network in use: which resource is the bottleneck when; under that, the GPUs' draw
+against the power cap. :func:`draw_run` draws on the axes it is given,
+:func:`save_colocation_chart` writes a file.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,10 +26,11 @@ from typing import Any
 
 from planner.app.base import json_object
 from planner.app.figures import save_figure
+from planner.app.run_rows import job_colours, physical_gpus, run_gpus
 from planner.errors import InputError
 
-FORMATS = (".png", ".svg", ".pdf")
-"""The chart formats of a job-level run."""
+FORMATS = (".png", ".svg", ".pdf", ".html")
+"""The chart formats of a job-level run (``.html``: interactive, :mod:`planner.app.run_svg`)."""
 
 _DPI = 110
 _LABELS = 300
@@ -39,8 +42,9 @@ _LEGEND = 40
 @dataclass(frozen=True)
 class RunChart:
     """What a run chart drew: its GPU rows (``NODE:i``, in order), its jobs and their
-    colours, its bars, its migration markers, the utilisation panel's steps (time in
-    seconds, share of the GPUs held from then) and the outages shaded."""
+    colours, its bars, its migration markers, the panel's steps of GPUs held (time in
+    seconds, share of the GPUs held from then), the outages shaded, the resources in use
+    and the power."""
 
     gpus: tuple[str, ...]
     colours: dict[str, tuple[float, float, float, float]]
@@ -49,6 +53,10 @@ class RunChart:
     held: tuple[tuple[float, float], ...]
     outages: int = 0
     """Node outages shaded."""
+    resources: tuple[str, ...] = ()
+    """The resources whose share in use the panel drew."""
+    power: bool = False
+    """Whether the GPUs' draw was drawn."""
 
     def line(self) -> str:
         """``N GPUs, M jobs``, as the commands print it."""
@@ -61,52 +69,35 @@ def job_level_run(path: Path) -> dict[str, Any] | None:
     return json_object(path, "residences")
 
 
-def _order(label: str) -> tuple[object, ...]:
-    """Sort key of a GPU label: nodes by name with their numbers as numbers."""
-    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", label))
-
-
-def physical_gpus(label: str) -> list[str]:
-    """The GPUs of a GPU set label (``node1:0-3+node2:0,2``) as ``NODE:i``."""
-    out = []
-    for part in label.split("+"):
-        node, _, ids = part.rpartition(":")
-        for piece in ids.split(","):
-            first, _, last = piece.partition("-")
-            out += [f"{node}:{i}" for i in range(int(first), int(last or first) + 1)]
-    return out
-
-
-def job_colours(jobs: Sequence[str]) -> dict[str, tuple[float, float, float, float]]:
-    """One colour per job, by name: tab20's for at most 20 jobs, else evenly spread over
-    a perceptually ordered map, neighbours in name order far apart."""
-    from matplotlib import colormaps
-
-    names = sorted(set(jobs))
-    if len(names) <= 20:
-        return {n: colormaps["tab20"](k) for k, n in enumerate(names)}
-    count = len(names)
-    stride = max(1, int(count**0.5))  # neighbours in name order get distant shades
-    order = sorted(range(count), key=lambda k: (k % stride, k // stride))
-    return {names[k]: colormaps["turbo"](0.05 + 0.9 * pos / (count - 1))
-            for pos, k in enumerate(order)}  # fmt: skip
-
-
-def save_run_chart(run: Any, names: Sequence[str], policy: str, path: str | Path) -> RunChart:
+def save_run_chart(
+    run: Any,
+    names: Sequence[str],
+    policy: str,
+    path: str | Path,
+    jobs: Sequence[Any] = (),
+    gpus: int = 0,
+) -> RunChart:
     """Draw the chart of the executor's ``run`` (a
     :class:`~planner.execution.executor.ExecutorRun`; ``names`` name its nodes, ``policy``
-    what made it) to ``path``: :func:`save_colocation_chart` of its run-file fields."""
+    what made it) to ``path``: :func:`save_colocation_chart` of its run-file fields, with
+    its utilisation where its ``jobs`` and the cluster's ``gpus`` are given."""
+    from planner.execution.utilisation import run_utilisation
+
     chart = {"residences": run.residences(names), "policy": policy,
              "interleave": run.interleave.kind, "makespan": run.makespan,
              "cluster": {"nodes": list(names), "gpus_per_node": run.gpus_per_node},
-             "outages": [[names[n], a, b] for n, a, b in run.outages]}  # fmt: skip
+             "outages": [[names[n], a, b] for n, a, b in run.outages],
+             "power_cap": run.power_cap}  # fmt: skip
+    if jobs and gpus:
+        chart["utilisation"] = run_utilisation(run, jobs, gpus).as_data()
     return save_colocation_chart(chart, path)
 
 
-def draw_run(run: dict[str, Any], ax: Any, panel: Any = None) -> RunChart:
+def draw_run(run: dict[str, Any], ax: Any, panel: Any = None, power: Any = None) -> RunChart:
     """Draw the job-level ``run`` (its ``residences``, ``policy``, ``interleave``,
-    ``makespan`` and, where it has one, its ``cluster``) on the matplotlib axes ``ax``,
-    and the share of the GPUs held on ``panel`` if given.
+    ``makespan`` and, where it has them, its ``cluster`` and ``utilisation``) on the
+    matplotlib axes ``ax``; on ``panel`` if given the share of the GPUs held and of each
+    resource in use, on ``power`` if given the GPUs' draw against the power cap.
 
     Raises
     ------
@@ -118,11 +109,7 @@ def draw_run(run: dict[str, Any], ax: Any, panel: Any = None) -> RunChart:
     rows = [r for r in run["residences"] if r["gpus"]]
     if not rows:
         raise InputError("the run names no GPU sets (its policy counts GPUs without placing jobs)")
-    cluster = run.get("cluster") or {}
-    gpus = {g for r in rows for g in physical_gpus(r["gpus"])}
-    for node in cluster.get("nodes") or ():
-        gpus.update(f"{node}:{i}" for i in range(int(cluster.get("gpus_per_node") or 0)))
-    order = sorted(gpus, key=_order)
+    order = run_gpus(run)
     index = {g: k for k, g in enumerate(order)}
     colours = job_colours([r["job"] for r in rows])
     end = max(max(r["end"] for r in rows), float(run.get("makespan") or 0.0)) or 1.0
@@ -181,16 +168,60 @@ def draw_run(run: dict[str, Any], ax: Any, panel: Any = None) -> RunChart:
         ax.legend(handles=handles, fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0),
                   ncols=1 + len(handles) // 25, frameon=False)  # fmt: skip
     held = _held(changes, len(order))
+    drawn: tuple[str, ...] = ()
+    use = run.get("utilisation")
     if panel is not None:
         xs = [t / scale for t, _ in held] + [end / scale]
         ys = [100 * share for _, share in held] + [100 * held[-1][1] if held else 0.0]
-        panel.step(xs, ys, where="post", color="black", linewidth=0.8)
-        panel.fill_between(xs, ys, step="post", alpha=0.25, color="tab:blue")
+        panel.step(xs, ys, where="post", color="black", linewidth=0.8, label="GPUs held")
+        panel.fill_between(xs, ys, step="post", alpha=0.15, color="grey")
+        if use:
+            drawn = _draw_shares(panel, use, scale, end)
         panel.set_ylim(0, 105)
-        panel.set_ylabel("GPUs held (%)", fontsize=7)
-        panel.set_xlabel("hours" if scale > 1 else "seconds")
+        panel.set_ylabel("in use (%)", fontsize=7)
+        if power is None or not use:
+            panel.set_xlabel("hours" if scale > 1 else "seconds")
         panel.grid(axis="both", linewidth=0.3, alpha=0.5)
-    return RunChart(tuple(order), colours, len(rects), len(marks), tuple(held), shaded)
+        panel.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    drew_power = False
+    if power is not None and use:
+        xs = [t / scale for t in use["times"]] + [end / scale]
+        kw = [w / 1000 for w in use["watts"]]
+        power.step(xs, [*kw, kw[-1] if kw else 0.0], where="post", color="tab:red",
+                   linewidth=0.8, label="GPUs' draw")  # fmt: skip
+        cap = run.get("power_cap")
+        if cap:
+            power.axhline(cap / 1000, color="black", linestyle="--", linewidth=0.8, label="cap")
+        power.set_ylim(0, max([*kw, (cap or 0) / 1000, 0.001]) * 1.1)
+        power.set_ylabel("kW", fontsize=7)
+        power.set_xlabel("hours" if scale > 1 else "seconds")
+        power.grid(axis="both", linewidth=0.3, alpha=0.5)
+        power.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+        drew_power = True
+    return RunChart(tuple(order), colours, len(rects), len(marks), tuple(held), shaded, drawn,
+                    drew_power)  # fmt: skip
+
+
+_SHARE_COLOURS = {"GPU compute": "tab:green", "data loading": "tab:orange",
+                  "network": "tab:purple"}  # fmt: skip
+
+
+def _draw_shares(panel: Any, use: dict[str, Any], scale: float, end: float) -> tuple[str, ...]:
+    """Each resource's share in use over time (of a run's ``utilisation``) on ``panel``,
+    in percent; the resources drawn (those the run's model knows)."""
+    from planner.execution.utilisation import RESOURCES
+
+    xs = [t / scale for t in use["times"]] + [end / scale]
+    drawn = []
+    for name in RESOURCES:
+        values = use.get(name) or []
+        if not values or any(v is None for v in values):
+            continue
+        ys = [100 * v for v in values]
+        panel.step(xs, [*ys, ys[-1]], where="post", color=_SHARE_COLOURS[name], linewidth=0.9,
+                   label=name)  # fmt: skip
+        drawn.append(name)
+    return tuple(drawn)
 
 
 def _held(changes: list[tuple[float, str, int]], total: int) -> list[tuple[float, float]]:
@@ -210,7 +241,8 @@ def _held(changes: list[tuple[float, str, int]], total: int) -> list[tuple[float
 
 def save_colocation_chart(run: dict[str, Any], path: str | Path) -> RunChart:
     """Draw the job-level ``run`` (:func:`draw_run`, with its utilisation panel) to
-    ``path`` (PNG, SVG or PDF); what it drew.
+    ``path`` (PNG, SVG or PDF; HTML: the interactive chart of
+    :func:`planner.app.run_svg.run_page`); what it drew.
 
     Raises
     ------
@@ -226,9 +258,19 @@ def save_colocation_chart(run: dict[str, Any], path: str | Path) -> RunChart:
             f"{path.suffix.lower() or '(no extension)'!r}",
             str(path),
         )
+    if path.suffix.lower() == ".html":
+        from planner.app.run_svg import run_page
+        from planner.files import write_text
+
+        page, svg = run_page(run)
+        write_text(path, page)
+        return RunChart(svg.gpus, dict(job_colours(svg.jobs)), svg.bars, 0, ())
     fig = Figure(dpi=_DPI)
-    ax, panel = fig.subplots(2, 1, sharex=True, height_ratios=(5, 1))
-    chart = draw_run(run, ax, panel)
+    if run.get("utilisation"):
+        ax, panel, power = fig.subplots(3, 1, sharex=True, height_ratios=(5, 1.2, 0.8))
+    else:
+        (ax, panel), power = fig.subplots(2, 1, sharex=True, height_ratios=(5, 1)), None
+    chart = draw_run(run, ax, panel, power)
     fig.set_size_inches(13, min(40.0, 2.5 + 0.2 * max(len(chart.gpus), 8)))
     fig.tight_layout()
     save_figure(fig, path, dpi=_DPI)

@@ -7,9 +7,12 @@ instance) and finish-time fairness in the run of the first seed. From both:
 
 - :func:`summarize_jct`: one row per solver or policy, ranked by mean JCT, with its
   rank on the p99 JCT, the worst finish-time fairness and the makespan;
-- :func:`save_jct_cdf`: the JCT's distribution per solver (``OUTPUT_jct.png``);
-- :func:`save_fairness`: the worst finish-time fairness against the mean JCT
-  (``OUTPUT_fairness.png``).
+- :func:`save_jct_cdf`: the JCT's distribution per solver in the first seed's run, its
+  legend the means over every run (``OUTPUT_jct.png``);
+- :func:`save_fairness`: the worst finish-time fairness against the mean JCT, means
+  over every run (``OUTPUT_fairness.png``).
+
+Every chart of a study gives each solver or policy one colour.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from planner.app.figures import save_figure
+from planner.app.figures import save_figure, solver_colours
 
 JOB_COLUMNS = ["instance", "solver", "seed", "job", "jct", "ftf"]
 """Columns of the side table."""
@@ -101,43 +104,60 @@ def summarize_jct(table: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values(["mean_jct", "solver"]).reset_index(drop=True)
 
 
-def save_jct_cdf(jobs: pd.DataFrame, path: str | Path, unit: str) -> None:
+def save_jct_cdf(
+    jobs: pd.DataFrame, path: str | Path, unit: str, summary: pd.DataFrame | None = None
+) -> None:
     """Draw the JCT's distribution of every solver's jobs (all instances of the side
-    table ``jobs``, the first seed's run), on a log axis; ``unit`` names the ticks."""
+    table ``jobs``: the first seed's run), on a log axis; ``unit`` names the ticks. Each
+    solver in its colour (:func:`~planner.app.figures.solver_colours`); its legend gives
+    the mean over every seed's run where the ``summary`` (:func:`summarize_jct`) has it, as
+    the table does."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(7, 4.5), dpi=100)
     ax = fig.add_subplot()
+    colours = solver_colours(list(jobs["solver"]))
+    means = (
+        {}
+        if summary is None or summary.empty
+        else dict(zip(summary["solver"], summary["mean_jct"], strict=True))
+    )
+    seed = int(jobs["seed"].min()) if len(jobs) else 0
     for solver, group in jobs.groupby("solver", sort=False):
         xs = np.sort(group["jct"].to_numpy(dtype=float))
         ys = np.arange(1, len(xs) + 1) / len(xs)
-        ax.step(xs, ys, where="post", label=f"{solver} (mean {xs.mean():,.0f})")
+        mean = means.get(solver)
+        said = f"mean {mean:,.0f} over its runs" if mean is not None else f"mean {xs.mean():,.0f}"
+        ax.step(xs, ys, where="post", label=f"{solver} ({said})", color=colours[str(solver)])
     ax.set_xscale("log")
     ax.set_ylim(0, 1.02)
-    ax.set_xlabel(f"job completion time ({unit})")
+    ax.set_xlabel(f"job completion time ({unit}; log scale)")
     ax.set_ylabel("fraction of jobs")
-    ax.set_title("JCT distribution per policy")
-    ax.grid(linewidth=0.3, alpha=0.6)
+    ax.set_title(f"JCT distribution per policy (the run of seed {seed})")
+    ax.grid(which="both", linewidth=0.3, alpha=0.6)
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
     save_figure(fig, path)
 
 
 def save_fairness(summary: pd.DataFrame, path: str | Path, unit: str) -> None:
-    """Draw every solver's worst finish-time fairness against its mean JCT
-    (:func:`summarize_jct`); ``unit`` names the ticks."""
+    """Draw every solver's worst finish-time fairness against its mean JCT (means over
+    its runs: :func:`summarize_jct`), each solver a point in its colour, named in the
+    legend; ``unit`` names the ticks."""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(7, 4.5), dpi=100)
+    fig = Figure(figsize=(8, 4.5), dpi=100)
     ax = fig.add_subplot()
+    colours = solver_colours(list(summary["solver"]))
     for row in summary.itertuples(index=False):
-        ax.scatter([row.mean_jct], [row.worst_ftf], s=24)
-        ax.annotate(str(row.solver), (row.mean_jct, row.worst_ftf), fontsize=8,
-                    xytext=(4, 4), textcoords="offset points")  # fmt: skip
-    ax.set_yscale("log")
+        ax.scatter([row.mean_jct], [row.worst_ftf], s=30, color=colours[str(row.solver)],
+                   label=f"{row.solver} ({row.mean_jct:,.0f}, {row.worst_ftf:.2f})")  # fmt: skip
+    ax.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
+    ax.set_ylim(0, max([*summary["worst_ftf"], 1.0]) * 1.1)
     ax.set_xlabel(f"mean JCT ({unit})")
     ax.set_ylabel("worst finish-time fairness (1: as on a fair share)")
-    ax.set_title("fairness against JCT")
+    ax.set_title("fairness against JCT (lower left is better)")
     ax.grid(linewidth=0.3, alpha=0.6)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
     fig.tight_layout()
     save_figure(fig, path)

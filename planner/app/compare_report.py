@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from planner.app.compare_run import FAILED, REALIZED
-from planner.app.figures import save_figure
+from planner.app.figures import save_figure, solver_colours
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -116,12 +116,24 @@ def markdown(table: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
+def profile_column(table: pd.DataFrame) -> str:
+    """The figure a study's performance profile compares: the realized makespan where the
+    study ran its plans (the mean over its runs), else the planned objective."""
+    realized = "realized_makespan_mean"
+    if realized in table and table[realized].notna().any():
+        return realized
+    return "objective"
+
+
 def profile_ratios(table: pd.DataFrame) -> dict[str, list[float]]:
-    """Per solver, the ratio of each run's objective to the best on its instance (inf if failed)."""
-    best = best_objectives(table)
+    """Per solver, the ratio of each run's figure (:func:`profile_column`) to the best on
+    its instance (inf if failed)."""
+    column = profile_column(table)
+    ok = table[~table["status"].isin(FAILED) & table[column].notna()]
+    best = ok.groupby("instance")[column].min()
     out: dict[str, list[float]] = {}
-    for row in table.itertuples(index=False):
-        b, obj = best.get(row.instance), row.objective
+    for row, obj in zip(table.itertuples(index=False), table[column], strict=True):
+        b = best.get(row.instance)
         if row.status in FAILED or b is None or pd.isna(obj):
             ratio = math.inf
         elif b > 0:
@@ -135,20 +147,25 @@ def profile_ratios(table: pd.DataFrame) -> dict[str, list[float]]:
 def plot_profile(table: pd.DataFrame, ax: Axes) -> Axes:
     """Draw the performance profile of the study on ``ax``.
 
-    For each solver, the fraction of its runs whose objective is within a
-    factor tau of the best objective found on the instance, as tau grows.
+    For each solver, the fraction of its runs whose figure (the realized makespan where
+    the study ran its plans: :func:`profile_column`) is within a factor tau of the best on
+    the instance, as tau grows; each solver in its colour (:func:`solver_colours`).
     """
     ratios = profile_ratios(table)
+    colours = solver_colours(list(ratios))
     finite = [r for rs in ratios.values() for r in rs if math.isfinite(r)]
     top = max([*finite, 1.0]) * 1.02 + 0.01
     for solver, rs in ratios.items():
         xs = sorted(r for r in rs if math.isfinite(r))
         steps = [1.0, *xs, top]
         fractions = [0.0] + [(i + 1) / len(rs) for i in range(len(xs))] + [len(xs) / len(rs)]
-        ax.step(steps, fractions, where="post", label=f"{solver} ({len(rs)} runs)")
+        ax.step(steps, fractions, where="post", label=f"{solver} ({len(rs)} runs)",
+                color=colours[solver])  # fmt: skip
     ax.set_xlim(1.0, top)
     ax.set_ylim(0, 1.02)
-    ax.set_xlabel("tau: objective / best objective on the instance")
+    what = ("realized makespan" if profile_column(table) != "objective"
+            else "objective")  # fmt: skip
+    ax.set_xlabel(f"tau: {what} / the best {what} on the instance")
     ax.set_ylabel("fraction of runs within tau")
     ax.set_title("performance profile")
     ax.grid(linewidth=0.3, alpha=0.6)
@@ -205,8 +222,10 @@ def save_pareto(front: pd.DataFrame, path: str | Path) -> None:
     for k, name in enumerate(files):
         ax = fig.add_subplot(len(files), 1, k + 1)
         rows = front[front["file"] == name]
+        colours = solver_colours(list(front["solver"]))
         for solver, runs in rows.groupby("solver", sort=False):
-            ax.scatter(runs["makespan"], runs["energy_kwh"], label=str(solver), s=18)
+            ax.scatter(runs["makespan"], runs["energy_kwh"], label=str(solver), s=18,
+                       color=colours[str(solver)])  # fmt: skip
         best = rows[rows["on_front"]].sort_values("makespan")
         ax.step(best["makespan"], best["energy_kwh"], where="post", color="black", lw=0.8)
         ax.set_xlabel("makespan (ticks)")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,3 +35,18 @@ def save_figure(fig: Any, path: Path | str, **options: Any) -> None:
             "are drawn as boxes",
             file=sys.stderr,
         )
+
+
+def solver_colours(names: Sequence[str]) -> dict[str, tuple[float, float, float, float]]:
+    """One colour per solver or policy, by its place in sorted order, so that it keeps its
+    colour in every chart of a command: tab10's for at most 10, tab20's for at most 20,
+    else evenly spread over a perceptually ordered map."""
+    from matplotlib import colormaps
+
+    ordered = sorted(set(names))
+    if len(ordered) <= 10:
+        return {n: colormaps["tab10"](k) for k, n in enumerate(ordered)}
+    if len(ordered) <= 20:
+        return {n: colormaps["tab20"](k) for k, n in enumerate(ordered)}
+    return {n: colormaps["turbo"](0.05 + 0.9 * k / (len(ordered) - 1))
+            for k, n in enumerate(ordered)}  # fmt: skip

@@ -238,8 +238,7 @@ def _run_rows(
     """The lines ``planner run`` and ``planner policy`` print of a job-level run, with its
     ``energy`` (``None``: not figured) and the audit's ``violations``."""
     from planner.execution.configurations import strongest_bound
-    from planner.execution.fairness import fairness, fairness_rows
-    from planner.execution.search import completion_bound
+    from planner.execution.fairness import completion_bound, fairness, fairness_rows
 
     jobs, model, cap = dispatch.jobs_of(seed), dispatch.model, dispatch.power_cap
     total = dispatch.nodes * dispatch.gpus_per_node
@@ -258,7 +257,7 @@ def _run_rows(
     else:
         budget = None if cap is None else (cap - total * dispatch.watts[1], dispatch.watts)
         bound, name = strongest_bound(jobs, model, dispatch.nodes, dispatch.gpus_per_node,
-                                      budget)  # fmt: skip
+                                      budget, dispatch.room)  # fmt: skip
         bound_row = f"{bound:,.0f} s ({name}, in this model" + (
             ", under the power cap)" if cap else ")"
         )
@@ -425,8 +424,11 @@ def run_data(
     energy: Any,
 ) -> dict[str, Any]:
     """The run file of a job-level run: its figures (its ``energy`` among them), its
-    co-location table, and what runs it again (``planner replan --executed`` re-runs it
-    to T for the executor's state there)."""
+    co-location table, how busy it kept each resource
+    (:func:`~planner.execution.utilisation.run_utilisation`), and what runs it again
+    (``planner replan --executed`` re-runs it to T for the executor's state there)."""
+    from planner.execution.utilisation import run_utilisation
+
     model = dispatch.model
     return {
         "instance": str(instance),
@@ -452,6 +454,9 @@ def run_data(
         "residences": run.residences(names),
         "cluster": {"nodes": list(names), "gpus_per_node": dispatch.gpus_per_node},
         "outages": [[names[n], a, b] for n, a, b in run.outages],
+        "utilisation": run_utilisation(
+            run, dispatch.jobs, dispatch.nodes * dispatch.gpus_per_node
+        ).as_data(),
     }
 
 

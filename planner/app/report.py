@@ -1,9 +1,11 @@
 """``planner report``: one self-contained HTML page of a job-level run, what a team lead
 is sent. Its figures (makespan, mean and p99 JCT, energy, the model), the run's chart
-per GPU with the share of the GPUs held (:func:`planner.app.colocation.draw_run`), the
-JCT distribution, and a per-job table (release, first start, finish, JCT, wait,
-GPU-hours, migrations) sorted by a click on a column. Charts are inline PNG, the
-sorting a few lines of inline script: the page needs no network.
+per GPU with the share of the GPUs held and of each resource in use
+(:func:`planner.app.colocation.draw_run`), the same as an interactive chart
+(:mod:`planner.app.run_svg`: hover a bar, click a job), the JCT distribution, and a
+per-job table (release, first start, finish, JCT, wait, GPU-hours, migrations) sorted by
+a click on a column. Charts are inline PNG and SVG, the sorting and highlighting a few
+lines of inline script: the page needs no network.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from planner.app.colocation import draw_run, physical_gpus
+from planner.app.run_svg import run_svg
 from planner.errors import InputError
 from planner.files import write_text
 
@@ -91,9 +94,9 @@ def write_report(run: dict[str, Any], path: str | Path) -> Report:
     rows = _job_rows(run)
     if not rows:
         raise InputError("the run finished no job: nothing to report")
-    fig = Figure(figsize=(13, 7))
-    ax, panel = fig.subplots(2, 1, sharex=True, height_ratios=(5, 1))
-    draw_run(run, ax, panel)
+    fig = Figure(figsize=(13, 8))
+    ax, panel, power = fig.subplots(3, 1, sharex=True, height_ratios=(5, 1.2, 0.8))
+    draw_run(run, ax, panel, power)
     fig.tight_layout()
     chart = _png(fig)
     jct = np.array([r["jct"] for r in rows])
@@ -140,6 +143,8 @@ def write_report(run: dict[str, Any], path: str | Path) -> Report:
 <table class="figures">{head}</table>
 <h2>Every GPU over time</h2>
 <img id="run-chart" alt="the run per GPU" src="{chart}">
+<h2>Every GPU over time, interactive (hover a bar; click a job to highlight it)</h2>
+<div id="run-svg">{run_svg(run).markup}</div>
 <h2>Job completion times</h2>
 <img id="jct-chart" alt="the JCT distribution" src="{spread}">
 <h2>Jobs (click a column to sort)</h2>
@@ -149,4 +154,4 @@ def write_report(run: dict[str, Any], path: str | Path) -> Report:
 </body></html>
 """
     write_text(path, page)
-    return Report(len(rows), ("run-chart", "jct-chart"))
+    return Report(len(rows), ("run-chart", "run-svg", "jct-chart"))

@@ -192,7 +192,7 @@ def solve_in_executor(
     if gantt is not None:
         from planner.app.colocation import save_run_chart
 
-        chart = save_run_chart(best.run, names, f"{solver} plan", gantt)
+        chart = save_run_chart(best.run, names, f"{solver} plan", gantt, jobs, gpus)
         typer.echo(f"chart written to {gantt} ({chart.line()})")
     if violations:
         typer.echo("error: the plan's run fails its audit (a bug)", err=True)
@@ -509,9 +509,6 @@ def plan_in_executor(
             raise InputError(f"{given[0]}: the executor's model plans instances {why} "
                              "(objective makespan or weighted_completion)")  # fmt: skip
         return False
-    if gantt is not None and gantt.suffix.lower() not in (".png", ".svg", ".pdf"):
-        raise InputError("--gantt: the co-location chart of a plan of training jobs is .png, "
-                         ".svg or .pdf", str(gantt))  # fmt: skip
     if output is not None and solver == "portfolio" and output.suffix.lower() != ".json":
         raise InputError("--output: a dispatch file is .json", str(output))
     setting = Setting(interleave, data_slots, slowdown or DEFAULT_SLOWDOWN,

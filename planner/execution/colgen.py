@@ -32,17 +32,22 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from planner.execution.configurations import ConfigurationPlan, configuration_phases
+from planner.execution.configurations import (
+    Configuration,
+    ConfigurationPlan,
+    NodeRoom,
+    configuration_phases,
+)
 from planner.execution.policies.base import Cluster, Periods
 
 if TYPE_CHECKING:
-    from planner.execution.jobs import ExecutorJob, Where
+    from planner.execution.jobs import ExecutorJob
     from planner.interleave import Interleave
     from planner.interrupt import Halt
 
 log = logging.getLogger(__name__)
 
-Config = tuple[tuple[tuple[int, ...], "Where"], ...]
+Config = Configuration
 """A configuration: its groups (job indices, GPU set)."""
 
 TOLERANCE = 1e-7
@@ -79,6 +84,10 @@ class ColumnGeneration:
     plan: ConfigurationPlan
     bound: float
     converged: bool
+    configs: tuple[Config, ...]
+    """Every column the master had, in the order added."""
+    durations: tuple[float, ...]
+    """Each column's duration in the master's last solution."""
     rounds: int
     greedy_columns: int
     cpsat_columns: int
@@ -144,9 +153,14 @@ class Pricing:
     """The pricing of configurations for duals ``y`` (see the module docstring)."""
 
     def __init__(
-        self, jobs: Sequence[ExecutorJob], model: Interleave, nodes: int, per_node: int
+        self,
+        jobs: Sequence[ExecutorJob],
+        model: Interleave,
+        nodes: int,
+        per_node: int,
+        room: NodeRoom | None = None,
     ) -> None:
-        self.jobs, self.nodes, self.per_node = jobs, nodes, per_node
+        self.jobs, self.nodes, self.per_node, self.room = jobs, nodes, per_node, room
         self.total = nodes * per_node
         self.members = period_types(jobs)
         self.types = {k: t for t, ks in self.members.items() for k in ks}
@@ -157,7 +171,7 @@ class Pricing:
 
     def _groups(self, choice: Sequence[tuple[Pattern, list[int]]]) -> Config | None:
         """Groups of patterns and their members, placed first-fit largest first (``None``:
-        they do not fit)."""
+        they do not fit, or the greedy's beyond the nodes' CPU cores or memory)."""
         cluster = Cluster(self.nodes, self.per_node)
         out = []
         for pattern, members in sorted(choice, key=lambda c: -c[0].gpus):
@@ -166,6 +180,10 @@ class Pricing:
                 return None
             out.append((tuple(sorted(members)), where))
         return tuple(sorted(out))
+
+    def _runnable(self, config: Config | None) -> Config | None:
+        """``config`` where it holds within the nodes (:class:`NodeRoom`), else ``None``."""
+        return config if config is None or self.room is None or self.room(config) else None
 
     def _best_groups(
         self, y: np.ndarray, used: set[int], left: int
@@ -195,7 +213,7 @@ class Pricing:
             used, left, value = set(first[2]), self.total - first[1].gpus, first[3]
             while left > 0:
                 for _, p, members, worth in self._best_groups(y, used, left):
-                    if self._groups([*choice, (p, members)]) is not None:
+                    if self._runnable(self._groups([*choice, (p, members)])) is not None:
                         choice.append((p, members))
                         used.update(members)
                         left -= p.gpus
@@ -203,7 +221,7 @@ class Pricing:
                         break
                 else:
                     break
-            config = self._groups(choice)
+            config = self._runnable(self._groups(choice))
             if config is not None:
                 out.append((value, config))
         return out
@@ -310,18 +328,21 @@ def column_generation(
     halt: Halt | None = None,
     greedy: bool = True,
     initial: Sequence[Config] = (),
+    room: NodeRoom | None = None,
 ) -> ColumnGeneration | None:
     """The configuration program by column generation (see the module docstring) within
         ``time_limit`` seconds; ``on_round`` is called after every round with its number,
         the master's value, the best bound so far, the columns and the pricing that found
         the last column. ``greedy=False`` prices by CP-SAT alone; ``initial``: configurations
-    to start from (e.g. those good dispatches ran), besides every job alone. ``None`` where it does
-        not apply: a job released after 0, no jobs, or too many group patterns."""
+    to start from (e.g. those good dispatches ran), besides every job alone; ``room``: the
+    nodes' CPU cores and memory, which the greedy pricing's columns and the plan keep
+    within (CP-SAT's pricing, and so the bound, knows none of them). ``None`` where it
+    does not apply: a job released after 0, no jobs, or too many group patterns."""
     t0 = time.perf_counter()
     if not jobs or any(j.release > 0 for j in jobs) or model.table is not None:
         return None
     try:
-        pricing = Pricing(jobs, model, nodes, per_node)
+        pricing = Pricing(jobs, model, nodes, per_node, room)
     except ValueError:
         return None
     periods = Periods(model, jobs)
@@ -377,10 +398,20 @@ def column_generation(
         for config in new:
             add(config)
     plan = configuration_phases(jobs, periods, configs, durations, value)
+    if (
+        room is not None
+        and room.limited
+        and any(d > 1e-9 and not room(c) for d, c in zip(durations, configs, strict=True))
+    ):  # the master over the columns within the nodes
+        kept = [k for k, c in enumerate(configs) if room(c)]
+        value_in, x, _ = _master(jobs, [columns[k] for k in kept])
+        plan = configuration_phases(jobs, periods, [configs[k] for k in kept], x, value_in, value)
     return ColumnGeneration(
         plan,
         bound,
         converged,
+        tuple(configs),
+        tuple(float(d) for d in durations),
         rounds,
         found["greedy"],
         found["cpsat"],

@@ -20,7 +20,7 @@ Per class (the jobs' ``priority``) the same figures again.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -143,3 +143,16 @@ def fairness_rows(fair: Fairness) -> list[tuple[str, str]]:
                 )
             )
     return rows
+
+
+def completion_bound(
+    jobs: Sequence[ExecutorJob], model: Interleave, weights: Mapping[str, float]
+) -> float:
+    """A lower bound on the weighted mean JCT: every job at its least period from its
+    release (:func:`~planner.execution.grouping.longest_job` of the job alone)."""
+    from planner.execution.grouping import longest_job
+
+    total = sum(weights.get(j.name, 1.0) for j in jobs) or 1.0
+    if model.table is not None:
+        return sum(weights.get(j.name, 1.0) * alone_seconds(j, model) for j in jobs) / total
+    return sum(weights.get(j.name, 1.0) * longest_job([j], model) for j in jobs) / total

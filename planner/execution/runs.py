@@ -34,6 +34,7 @@ from planner.execution.power import WATTS
 from planner.execution.simulate import RunSummary
 
 if TYPE_CHECKING:
+    from planner.execution.configurations import NodeRoom
     from planner.execution.executor import ExecutorRun
     from planner.execution.policies import Policy
     from planner.execution.state import State
@@ -153,6 +154,13 @@ class Dispatch:
     """Each node's CPU cores (empty: not held)."""
     mems: tuple[float, ...] = ()
     """Each node's GB of host memory (empty: not held)."""
+
+    @property
+    def room(self) -> NodeRoom:
+        """Its nodes' CPU cores and host memory, as plans of configurations keep within."""
+        from planner.execution.configurations import NodeRoom
+
+        return NodeRoom(self.jobs, self.cpus, self.mems, self.gpus_per_node)
 
     def __post_init__(self) -> None:
         check_jobs(self.jobs, self.nodes, self.gpus_per_node, self.placed)

@@ -56,7 +56,6 @@ if TYPE_CHECKING:
     from planner.execution.policies import Policy
     from planner.execution.runs import Dispatch, Setting
     from planner.execution.table import DispatchPlan
-    from planner.interleave import Interleave
     from planner.model import Problem
     from planner.schedule import Schedule
 
@@ -67,6 +66,9 @@ STAGES = ("exact", "policies", "static", "tune", "recombine", "evolve")
 """The portfolio's stages, in the order they run (see the module docstring)."""
 
 ALL_STAGES = (*STAGES, "colgen")
+RESTART_SHARE = 0.2
+"""Where runs charge restart overheads, the share of what is left for stage ``colgen`` that
+its restart model (:mod:`planner.execution.restarts`) gets after column generation."""
 """Every stage: the portfolio's and ``colgen`` (``planner solve -s cpsat``'s)."""
 
 OBJECTIVES = ("makespan", "weighted_completion")
@@ -262,20 +264,6 @@ def objective_value(run: ExecutorRun, objective: str, weights: Mapping[str, floa
     return sum(weights.get(j, 1.0) * (f - run.release[j]) for j, f in run.finish.items()) / total
 
 
-def completion_bound(
-    jobs: Sequence[ExecutorJob], model: Interleave, weights: Mapping[str, float]
-) -> float:
-    """A lower bound on the weighted mean JCT: every job at its least period from its
-    release (:func:`~planner.execution.grouping.longest_job` of the job alone)."""
-    from planner.execution.fairness import alone_seconds
-    from planner.execution.grouping import longest_job
-
-    total = sum(weights.get(j.name, 1.0) for j in jobs) or 1.0
-    if model.table is not None:
-        return sum(weights.get(j.name, 1.0) * alone_seconds(j, model) for j in jobs) / total
-    return sum(weights.get(j.name, 1.0) * longest_job([j], model) for j in jobs) / total
-
-
 def search_dispatch(
     dispatch: Dispatch,
     setting: Setting,
@@ -331,6 +319,7 @@ def search_dispatch(
     InputError
         For an unknown objective or stage, or a negative time limit.
     """
+    from planner.execution.fairness import completion_bound
     from planner.execution.grouping import executor_bound
     from planner.execution.policies import POLICIES
 
@@ -472,11 +461,11 @@ def _exact(
     from planner.execution.resources import fastest
 
     plan = configuration_plan(fastest(dispatch.jobs), dispatch.model, dispatch.nodes,
-                              dispatch.gpus_per_node)  # fmt: skip
+                              dispatch.gpus_per_node, dispatch.room)  # fmt: skip
     if plan is None:
         return
-    if plan.makespan > out.bound:
-        out.bound, out.bound_kind = plan.makespan, "configuration program"
+    if plan.bound > out.bound:
+        out.bound, out.bound_kind = plan.bound, "configuration program"
     source = f"configuration program ({plan.configurations:,} configurations)"
     run_phases(out, dispatch, plan, source, "exact", progress, t0, halt)
 
@@ -530,7 +519,7 @@ def _recombine(
     from planner.execution.configurations import recombined_plan
 
     traces = best_traces(out)
-    plan = recombined_plan(dispatch.jobs, dispatch.model, traces)
+    plan = recombined_plan(dispatch.jobs, dispatch.model, traces, dispatch.room)
     if plan is None or (halt is not None and halt.is_set()):
         return
     source = f"recombined ({len(plan.phases):,} of {plan.configurations:,} configurations)"
@@ -552,17 +541,24 @@ def _colgen(
     from planner.execution.colgen import column_generation, log_round
     from planner.execution.configurations import trace_configurations
     from planner.execution.resources import fastest
+    from planner.execution.restarts import restart_stage
 
     left = max(deadline.deadline - time.perf_counter(), 0.0)
+    share = RESTART_SHARE if dispatch.restart else 0.0
     initial = trace_configurations(dispatch.jobs, best_traces(out))
     found = column_generation(fastest(dispatch.jobs), dispatch.model, dispatch.nodes,
-                              dispatch.gpus_per_node, left, threads, log_round, deadline,
-                              initial=initial)  # fmt: skip
+                              dispatch.gpus_per_node, (1 - share) * left, threads, log_round,
+                              deadline, initial=initial, room=dispatch.room)  # fmt: skip
     if found is not None:
         out.colgen = found
         if found.bound > out.bound:
             out.bound, out.bound_kind = found.bound, found.bound_kind
         run_phases(out, dispatch, found.plan, found.source, "colgen", progress, t0, None)
+        left = deadline.deadline - time.perf_counter()
+        if share and left > 0 and not deadline.is_set():
+            made = restart_stage(dispatch.jobs, dispatch.model, found, dispatch.room, left, threads)
+            if made is not None:
+                run_phases(out, dispatch, *made, "colgen", progress, t0, None)
 
 
 def _static(

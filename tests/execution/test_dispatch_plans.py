@@ -227,8 +227,6 @@ def test_the_executors_bound_under_muri_takes_a_jobs_measured_period() -> None:
         (("--rule", "lft", INSTANCES / "example.yaml"),
          "--rule: the search in the executor's model does not take it"),
         (("-o", "plan.csv", INSTANCES / "example.yaml"), "--output: a dispatch file is .json"),
-        (("--gantt", "plan.html", INSTANCES / "example.yaml"),
-         "--gantt: the co-location chart of a plan of training jobs is .png, .svg or .pdf"),
         (("--static", "--slowdown", "none", INSTANCES / "example.yaml"),
          "--slowdown: the executor's model plans instances without --static"),
         (("--interleave", "muri", "--data-slots", "2", INSTANCES / "example.yaml"),

@@ -95,7 +95,7 @@ def test_the_planner_plans_a_trace_compiled_on_nodes() -> None:
          "unknown policy 'exclusive-srtf'; choose one of fifo, srtf, srsf, tiresias, muri-s, "
          "muri-l, lp-groups, srsf-pack, jct-groups, ftf-groups, fair-groups, "
         "het-srpt, het-makespan, grid-srtf, grid-srtf-events, batch-lpt, batch-srtf, batch-fifo, "
-        "pollux-tiresias, pollux-optimus, pollux, goodput; "
+        "pollux-tiresias, pollux-optimus, pollux, goodput, goodput-pack; "
         "Gavel's gavel-fifo, "
         "gavel-max-min-fairness, "
         "gavel-min-total-duration, gavel-finish-time-fairness, each also -perf or -packed, and "

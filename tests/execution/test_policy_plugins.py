@@ -97,7 +97,7 @@ def test_an_unknown_policy_names_the_choices() -> None:
         "unknown policy 'lifo'; choose one of fifo, srtf, srsf, tiresias, muri-s, muri-l, "
         "lp-groups, srsf-pack, jct-groups, ftf-groups, fair-groups, "
         "het-srpt, het-makespan, grid-srtf, grid-srtf-events, batch-lpt, batch-srtf, batch-fifo, "
-        "pollux-tiresias, pollux-optimus, pollux, goodput; "
+        "pollux-tiresias, pollux-optimus, pollux, goodput, goodput-pack; "
         "Gavel's gavel-fifo, "
         "gavel-max-min-fairness, "
         "gavel-min-total-duration, gavel-finish-time-fairness, each also -perf or -packed, and "

@@ -26,6 +26,15 @@ DEFAULT_OVERHEAD = 10.0
 """Restart overhead (s) of a model the catalog does not know, as in Muri's simulator."""
 
 
+def restart_cost(job: ExecutorJob) -> float:
+    """``job``'s restart overhead (s): its own, else the catalog's of its model on its GPU
+    count, else :data:`DEFAULT_OVERHEAD`."""
+    known = job.restart
+    if known is None and job.model:
+        known = restart_seconds(job.model, job.gpus)
+    return known if known is not None else DEFAULT_OVERHEAD
+
+
 Chosen = dict[int, tuple[list["JobState"], float, float, Where]]
 """What a policy answers at an event, per running job (its index): its group (itself
 first where it runs alone), its period in that group, the group's restart overhead, its
@@ -88,10 +97,7 @@ class JobState:
         self.executed = 0.0
         self.remaining_time = 0.0
         self.sort_val = 0.0
-        known = job.restart
-        if known is None and job.model:
-            known = restart_seconds(job.model, job.gpus)
-        self.cost = (known if known is not None else DEFAULT_OVERHEAD) if restart else 0.0
+        self.cost = restart_cost(job) if restart else 0.0
         self.holds = list(job.holds)
         self.pausing = False
         self.reweights = list(job.reweights)
