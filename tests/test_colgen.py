@@ -77,11 +77,13 @@ def test_column_generation_converges_to_the_enumerated_optimum() -> None:
             for k, (g, n, s) in enumerate(draws)]  # fmt: skip
     model = Interleave("fluid")
     enumerated = configuration_plan(jobs, model, 2, 4)
-    found = column_generation(jobs, model, 2, 4, time_limit=60)
-    assert enumerated is not None and found is not None and found.converged
-    assert found.plan.makespan == pytest.approx(enumerated.makespan, rel=1e-6)
-    assert found.bound <= enumerated.makespan * (1 + 1e-9)
-    assert found.bound >= enumerated.makespan * (1 - 1e-6)
+    assert enumerated is not None
+    for room in (None, NodeRoom(jobs, (), (), 4)):  # nodes without CPU or memory limits
+        found = column_generation(jobs, model, 2, 4, time_limit=60, room=room)
+        assert found is not None and found.converged and found.greedy_columns > 0
+        assert found.plan.makespan == pytest.approx(enumerated.makespan, rel=1e-6)
+        assert found.bound <= enumerated.makespan * (1 + 1e-9)
+        assert found.bound >= enumerated.makespan * (1 - 1e-6)
 
 
 def test_column_generation_takes_jobs_released_at_0_only() -> None:

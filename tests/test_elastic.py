@@ -168,15 +168,23 @@ def test_bad_pollux_workloads_are_one_line(
     assert not (tmp_path / "out.yaml").exists()
 
 
-def test_elastic_jobs_are_policies_not_plans(tmp_path: Path) -> None:
+def test_solve_runs_the_elastic_policies_on_pollux_jobs(tmp_path: Path) -> None:
     out = tmp_path / "w6.yaml"
     assert run("import", "pollux", WORKLOAD, "-o", out)[0] == 0
-    code, _, err = run("solve", out)
-    assert (code, err) == (
-        2,
-        "error: elastic jobs are run by the executor's policies (planner policy INSTANCE "
-        "pollux-tiresias); solve does not plan them yet\n",
-    )
+    code, said, err = run("solve", out, "--slowdown", "none", "--time-limit", 5)
+    assert code == 0, err
+    rows = lines(said)  # the first policy runs to its end, the others while time is left
+    assert rows["solver"].startswith("portfolio (elastic jobs, their policies in the "
+                                     "executor's model: goodput-pack")  # fmt: skip
+    assert rows["audit"].startswith("valid")
+    mixed = tmp_path / "mixed.json"
+    data = _hybrid_instance([_plan(4, 1, 0.3, 12)])
+    data["jobs"].append({"name": "fixed", "gpus": 1, "stages": {"data": 0, "gpu": 1},
+                         "iterations": 10})  # fmt: skip
+    mixed.write_text(json.dumps(data))
+    code, _, err = run("solve", mixed)
+    assert (code, err) == (2, "error: elastic and fixed jobs together: their policies run "
+                              "elastic jobs only\n")  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -495,3 +503,31 @@ def test_a_model_without_a_catalog_profile_is_not_made_elastic(tmp_path: Path) -
         "model 'mystery': the catalog has no stage profile of it to make it elastic (it knows "
         "a2c, bert, dqn, gpt2, resnet18, shufflenet_v2_x1_0, vgg16, vgg19)"
     )
+
+
+def test_solve_plans_elastic_jobs_by_their_policies_and_run_replays_it(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.json"
+    code, said, err = run("solve", HYBRID, "--slowdown", "none", "--time-limit", 5, "-o", plan)
+    assert code == 0, err
+    rows = lines(said)
+    assert rows["solver"] == ("portfolio (elastic jobs, their policies in the executor's model: "
+                              "goodput-pack, goodput)")  # fmt: skip
+    assert rows["lower bound"] == (
+        "- (elastic jobs: their speed is their policy's choice; not bounded)"
+    )
+    assert rows["status"] == "feasible" and rows["audit"].startswith("valid")
+    data = json.loads(plan.read_text())
+    assert len(data["configs"]) == len(data["overheads"]) == len(data["events"])
+    code, again, err = run("run", HYBRID, plan)
+    assert code == 0, err
+    replay = lines(again)
+    assert replay["makespan"] == rows["makespan"] and replay["mean JCT"] == rows["mean JCT"]
+    assert replay["audit"].startswith("valid")
+    # a replay at another plan of a job is refused by the audit
+    data["configs"][0] = {name: [0, 0] for name in data["configs"][0]}
+    plan.write_text(json.dumps(data))
+    code, _, _ = run("validate", HYBRID, plan)
+    assert code == 1
+    code, _, err = run("solve", HYBRID, "-s", "cpsat")
+    assert (code, err) == (2, "error: solver cpsat: elastic jobs are planned by their policies' "
+                              "search (the default solver, with --time-limit only)\n")  # fmt: skip

@@ -126,7 +126,10 @@ def solve_in_executor(
             raise InputError(f"--{given[0].replace('_', '-')}: {why}")
         static = (
             None
-            if problem is None or options.get("no_preempt") or in_model
+            if problem is None
+            or options.get("no_preempt")
+            or in_model
+            or any(j.elastic is not None for j in dispatch.jobs)
             else static_portfolio(problem, options.get("seed", 0), printer)
         )
         stages = CPSAT_STAGES if in_model else None
@@ -215,14 +218,24 @@ def _search(
     weights): ``stages`` where given (CP-SAT's workers: ``options["workers"]``), else
     every stage with a static plan (``static``), the policies alone without one (the
     ``table`` model)."""
+    from planner.execution.elastic import Hybrid
     from planner.execution.search import (
         BATCH_POLICIES,
         DEFAULT_TIME_LIMIT,
+        ELASTIC_POLICIES,
         STAGES,
         search_dispatch,
     )
 
     objective, weights = goal
+    if any(j.elastic is not None for j in dispatch.jobs):  # decided by their policies
+        hybrid = any(isinstance(j.elastic, Hybrid) for j in dispatch.jobs)
+        return search_dispatch(
+            dispatch, setting, objective, weights,
+            time_limit=options.get("time_limit", DEFAULT_TIME_LIMIT), stages=("policies",),
+            progress=progress, halt=halt,
+            policies=ELASTIC_POLICIES[:2] if hybrid else ELASTIC_POLICIES,
+        )  # fmt: skip
     if options.get("no_preempt"):  # every job once to its end: the batch policies alone
         return search_dispatch(
             dispatch, setting, objective, weights,
@@ -341,6 +354,10 @@ def _rows(
                "generation with CP-SAT pricing")  # fmt: skip
     if dispatch.model.table is not None:
         how = "in the executor's model on GPU types: " + ", ".join(c.source for c in result.tried)
+    if any(j.elastic is not None for j in dispatch.jobs):
+        how = "elastic jobs, their policies in the executor's model: " + ", ".join(
+            c.source for c in result.tried
+        )
     rows: list[tuple[str, object]] = [
         ("instance", f"{instance} ({what})"),
         (
@@ -351,7 +368,12 @@ def _rows(
         ("solver", f"{solver} ({how})"),
         ("status", result.status + (" (interrupted)" if result.interrupted else "")),
         (label, "-" if best is None else f"{best.value:,.0f} s"),
-        ("lower bound", f"{result.bound:,.0f} s ({result.bound_kind})"),
+        (
+            "lower bound",
+            f"{result.bound:,.0f} s ({result.bound_kind})"
+            if result.bound > 0
+            else f"- ({result.bound_kind})",
+        ),
         ("gap", "-" if gap is None else f"{100 * gap:.2f}%"),
     ]
     if found is not None:
@@ -498,11 +520,16 @@ def plan_in_executor(
     workload = None
     if not static and problem.jobs and problem.objective in OBJECTIVES:
         workload, _ = dl_workload(instance)
-    if workload is not None and any(j.elastic is not None for j in workload.jobs):
+    elastic = workload is not None and any(j.elastic is not None for j in workload.jobs)
+    others = [k for k in options if k != "time_limit"]
+    if elastic and (solver != "portfolio" or others):
+        what = f"solver {solver}" if solver != "portfolio" else f"--{others[0].replace('_', '-')}"
         raise InputError(
-            "elastic jobs are run by the executor's policies (planner policy INSTANCE "
-            "pollux-tiresias); solve does not plan them yet"
+            f"{what}: elastic jobs are planned by their policies' search (the default solver, "
+            "with --time-limit only)"
         )
+    if elastic and not all(j.elastic is not None for j in workload.jobs):
+        raise InputError("elastic and fixed jobs together: their policies run elastic jobs only")
     if workload is None:
         if given:
             why = "without --static" if static else "with training jobs"

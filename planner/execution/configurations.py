@@ -264,7 +264,9 @@ class NodeRoom:
         return tuple(sorted(out)) if search(0) else None
 
     def __call__(self, config: Sequence[tuple[Sequence[int], Where]]) -> bool:
-        """Whether ``config`` holds within every node."""
+        """Whether ``config`` holds within every node (always, where they give neither)."""
+        if not self.limited:
+            return True
         size = max(len(self.cpus), len(self.mems))
         used = [[0.0, 0.0] for _ in range(size)]
         for members, where in config:

@@ -41,6 +41,9 @@ if TYPE_CHECKING:
     from planner.execution.jobs import ExecutorJob
     from planner.interleave import Interleave
 
+RESTART_SHARE = 0.2
+"""Where runs charge restart overheads, the share of what is left for the search's stage
+``colgen`` that this model gets after column generation."""
 RATE_SCALE = 10**6
 """Iterations are counted in millionths in the model's rows (rates rounded down)."""
 

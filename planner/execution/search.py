@@ -66,9 +66,6 @@ STAGES = ("exact", "policies", "static", "tune", "recombine", "evolve")
 """The portfolio's stages, in the order they run (see the module docstring)."""
 
 ALL_STAGES = (*STAGES, "colgen")
-RESTART_SHARE = 0.2
-"""Where runs charge restart overheads, the share of what is left for stage ``colgen`` that
-its restart model (:mod:`planner.execution.restarts`) gets after column generation."""
 """Every stage: the portfolio's and ``colgen`` (``planner solve -s cpsat``'s)."""
 
 OBJECTIVES = ("makespan", "weighted_completion")
@@ -112,6 +109,10 @@ every job once, start to end, on one GPU set (:mod:`planner.execution.policies.b
 ALLOCATING_POLICIES = ("grid-srtf-events",)
 """The policies stage 1 runs too where jobs have resource profiles: they decide each
 job's CPU and memory (:mod:`planner.execution.policies.grid`)."""
+
+
+ELASTIC_POLICIES = ("goodput-pack", "goodput", "pollux-tiresias", "pollux-optimus")
+"""The search's policies for elastic jobs (for hybrid-parallel ones, the first two)."""
 
 
 def allocating(jobs: Sequence[ExecutorJob]) -> tuple[str, ...]:
@@ -209,8 +210,8 @@ class DispatchResult:
     @property
     def gap(self) -> float | None:
         """``(value - bound) / value``: 0 where the bound proves the dispatch optimal."""
-        if self.best is None or self.best.value <= 0:
-            return None
+        if self.best is None or self.best.value <= 0 or self.bound <= 0:
+            return None  # no dispatch, or no bound
         return max(0.0, (self.best.value - self.bound) / self.best.value)
 
     @property
@@ -348,6 +349,8 @@ def search_dispatch(
         bound, kind = executor_bound(jobs, model, gpus, budget)
     else:
         bound, kind = completion_bound(jobs, model, weights), "each job at its least period"
+    if any(j.elastic is not None for j in jobs):
+        bound, kind = 0.0, "elastic jobs: their speed is their policy's choice; not bounded"
     out = DispatchResult(objective, None, bound, kind, 0.0)
 
     def run(
@@ -541,7 +544,7 @@ def _colgen(
     from planner.execution.colgen import column_generation, log_round
     from planner.execution.configurations import trace_configurations
     from planner.execution.resources import fastest
-    from planner.execution.restarts import restart_stage
+    from planner.execution.restarts import RESTART_SHARE, restart_stage
 
     left = max(deadline.deadline - time.perf_counter(), 0.0)
     share = RESTART_SHARE if dispatch.restart else 0.0

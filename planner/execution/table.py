@@ -15,7 +15,10 @@ A dispatch file (``planner solve INSTANCE -o plan.json``) is JSON: ``kind`` is
 names, GPU set as ``[[node, [gpu, ..]], ..]``), ``allocations`` (where the run's policy
 decided CPU and memory) per event the CPU cores and GB of host memory per GPU it gave each
 job (``{job: [cpu, mem]}``), and ``table`` the co-location table (job, GPUs, start, end,
-partners) for readers.
+partners) for readers. Where the run had elastic jobs, ``configs`` gives per event each
+running elastic job's configuration (local batch and accumulation steps, or a
+hybrid-parallel job's plan) and ``overheads`` each group's overhead as the run charged
+it, so that the replay is the run.
 """
 
 from __future__ import annotations
@@ -57,10 +60,20 @@ class TablePolicy(Policy):
 
     name = KIND
 
-    def __init__(self, events: Sequence[Event], allocs: Sequence[Allocation] = ()) -> None:
+    def __init__(
+        self,
+        events: Sequence[Event],
+        allocs: Sequence[Allocation] = (),
+        configs: Sequence[Mapping[str, tuple[int, int]]] = (),
+        overheads: Sequence[Sequence[float]] = (),
+    ) -> None:
         self.events = events
         self.allocs = allocs
         """Per event, the CPU and memory the dispatch gave its jobs (empty: none)."""
+        self.configs = configs
+        """Per event, each running elastic job's configuration (empty: none)."""
+        self.overheads = overheads
+        """Per event, each group's overhead as the run charged it (empty: the model's)."""
         self.at = 0
 
     def start(self, context: Context) -> None:
@@ -81,13 +94,20 @@ class TablePolicy(Policy):
             return {}
         here = {s.idx: s for s in jobs}
         given = self.allocs[self.at - 1] if self.allocs else {}
+        configs = self.configs[self.at - 1] if self.configs else {}
+        costs = self.overheads[self.at - 1] if self.overheads else ()
         chosen: Chosen = {}
-        for names, where in self.events[self.at - 1][1]:
+        for g, (names, where) in enumerate(self.events[self.at - 1][1]):
             members = [here[k] for k in (self.index[n] for n in names) if k in here]
             for s in members:
                 s.alloc = given.get(s.job.name)
+                if configs:
+                    s.config = configs.get(s.job.name)
             if members:
-                chosen.update(self.group(members, where))
+                found = self.group(members, where)
+                if costs:
+                    found = {i: (m, p, costs[g], w) for i, (m, p, _, w) in found.items()}
+                chosen.update(found)
         if self.at == len(self.events) and len(chosen) < len(jobs):
             # past its last event with work left (a plan made without restart overheads,
             # run with them): the jobs left run alone, first-fit, longest first
@@ -115,6 +135,12 @@ class DispatchPlan:
     """The dispatch file it was read from, if any (named in its errors)."""
     allocs: tuple[Allocation, ...] = ()
     """Per event, the CPU and memory its policy gave the jobs (empty: it decided none)."""
+    configs: tuple[Mapping[str, tuple[int, int]], ...] = ()
+    """Per event, each running elastic job's configuration (empty: no elastic job)."""
+    overheads: tuple[tuple[float, ...], ...] = ()
+    """Per event, each group's overhead as its run charged it: kept where the run had
+    elastic jobs, whose policies charge a rescale only where they place a job anew
+    (empty: the model's, every interval)."""
 
     @classmethod
     def of_run(cls, run: ExecutorRun, setting: Setting, source: str) -> DispatchPlan:
@@ -127,7 +153,11 @@ class DispatchPlan:
             for t, groups in run.trace
         )
         allocs = tuple(run.allocation) if any(run.allocation) else ()
-        return cls(setting, source, events, run.makespan, run.mean_jct, allocs=allocs)
+        configs = tuple(run.configs) if any(run.configs) else ()
+        overheads = (tuple(tuple(cost for _, cost, _ in groups) for _, groups in run.trace)
+                     if configs else ())  # fmt: skip
+        return cls(setting, source, events, run.makespan, run.mean_jct, allocs=allocs,
+                   configs=configs, overheads=overheads)  # fmt: skip
 
     def dispatch(self, workload: Workload) -> Dispatch:
         """The executor's run of this dispatch over ``workload`` (its jobs by name).
@@ -161,7 +191,8 @@ class DispatchPlan:
                             self.file,
                         )
         out = dispatch_of(workload, self.setting, KIND)
-        out.make = functools.partial(TablePolicy, self.events, self.allocs)
+        out.make = functools.partial(TablePolicy, self.events, self.allocs, self.configs,
+                                     self.overheads)  # fmt: skip
         out.planned = self.makespan
         return out
 
@@ -193,6 +224,14 @@ class DispatchPlan:
             **(
                 {"allocations": [{n: list(a) for n, a in given.items()} for given in self.allocs]}
                 if self.allocs
+                else {}
+            ),
+            **(
+                {
+                    "configs": [{n: list(c) for n, c in given.items()} for given in self.configs],
+                    "overheads": [list(costs) for costs in self.overheads],
+                }
+                if self.configs
                 else {}
             ),
             "table": run.residences(names),
@@ -246,14 +285,27 @@ class DispatchPlan:
                 or any(not 0 <= x < math.inf for given in allocs for a in given.values() for x in a)
             ):
                 raise ValueError
+            configs = tuple(
+                {str(n): (int(c[0]), int(c[1])) for n, c in given.items()}
+                for given in data.get("configs", ())
+            )
+            overheads = tuple(tuple(float(c) for c in costs) for costs in data.get("overheads", ()))
+            if (configs or overheads) and (
+                len(configs) != len(events)
+                or len(overheads) != len(events)
+                or any(len(c) != len(g) for c, (_, g) in zip(overheads, events, strict=True))
+                or any(not 0 <= c < math.inf for costs in overheads for c in costs)
+                or any(x < 0 for given in configs for c in given.values() for x in c)
+            ):
+                raise ValueError
             plan = cls(
                 setting, str(data["source"]), events, float(data["makespan"]),
-                float(data["mean_jct"]), file, allocs,
+                float(data["mean_jct"]), file, allocs, configs, overheads,
             )  # fmt: skip
         except (KeyError, TypeError, ValueError, AttributeError, IndexError):
             raise InputError(
                 "a malformed dispatch file (setting, source, makespan, mean_jct, events, "
-                "allocations)",
+                "allocations, configs, overheads)",
                 file,
             ) from None
         times = [t for t, _ in events]
