@@ -18,7 +18,8 @@ Parts (``--part``):
   example (its own model: Muri's factors, overheads) and trace3' (``muri``, factors 1,
   and with Muri's factors and overheads, where the restart model runs after column
   generation): the plan, the bound, the columns and the pricing's share of the time;
-  ``--case PREFIX`` (repeatable) runs the cases whose label starts with it.
+  ``--case PREFIX`` (repeatable) runs the cases whose label starts with it, ``--solver``
+  (repeatable) one of the two, ``--runs`` how many times each (2).
 - ``speed``: dispatches per second (``lp-groups`` runs of the whole workload) at 100 and
   1,000 generated jobs and 5,755 (``--seed 4``), all at 0 on 8 x 8 GPUs.
 
@@ -147,7 +148,9 @@ def colgen(args: argparse.Namespace, folder: Path) -> None:
         problem = load_instance(path)
         dispatch = dispatch_of(workload, setting, "lp-groups")
         for solver, stages in (("portfolio", STAGES), ("cpsat", CPSAT_STAGES)):
-            for k in (1, 2):
+            if args.solver and solver not in args.solver:
+                continue
+            for k in range(1, args.runs + 1):
                 t0 = time.perf_counter()
                 static = static_portfolio(problem) if solver == "portfolio" else None
                 result = search_dispatch(dispatch, setting, time_limit=limit, stages=stages,
@@ -166,6 +169,9 @@ def colgen(args: argparse.Namespace, folder: Path) -> None:
                     f"columns, pricing {found.pricing_seconds:.0f} of {found.seconds:.0f} s, "
                     f"master {found.plan.makespan:,.0f}"
                 )  # fmt: skip
+                last = result.stage_best().get("colgen")
+                if last is not None:
+                    columns += f"; stage colgen's best run {last.value:,.0f} ({last.source})"
                 ratio = best.value / result.bound
                 print(f"| {label} | {solver} | {k} | {best.value:,.0f} ({best.source}) | "
                       f"{result.bound:,.0f} ({result.bound_kind}) | {ratio:.4f} | {columns} | "
@@ -196,6 +202,10 @@ def main() -> None:
     parser.add_argument("--benchmarks", type=Path, required=True)
     parser.add_argument("--part", choices=("trace3", "batch60", "colgen", "speed"), required=True)
     parser.add_argument("--case", action="append", help="colgen: the cases whose label starts so")
+    parser.add_argument(
+        "--solver", action="append", help="colgen: portfolio or cpsat (default both)"
+    )
+    parser.add_argument("--runs", type=int, default=2, help="colgen: runs of each")
     parser.add_argument("--time-limit", type=float, default=60.0)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:

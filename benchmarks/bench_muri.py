@@ -166,11 +166,7 @@ def ablation(args: argparse.Namespace) -> int:
             print(rows[-1], flush=True)
         for k, v in saved.items():
             setattr(grouping, k, v)
-    text = "\n".join(rows) + "\n"
-    if args.markdown is not None:
-        args.markdown.write_text(text)
-    print(text)
-    return 0
+    return _written(args, rows)
 
 
 def online(args: argparse.Namespace) -> int:
@@ -193,12 +189,20 @@ def online(args: argparse.Namespace) -> int:
             jobs, "muri-s", interleave=model, restart=setting == "muri"
         )
         for policy, run in runs.items():
-            rows.append(
-                f"| {policy} | {setting} | {run.makespan:,.0f} | {run.mean_jct:,.0f} | "
-                f"{run.p99_jct:,.0f} | {run.mean_jct / ref.mean_jct:.3f} | "
-                f"{run.p99_jct / ref.p99_jct:.3f} | {run.runtime:.1f} |"
-            )
-            print(rows[-1], flush=True)
+            _row(rows, policy, setting, f"{run.makespan:,.0f}", f"{run.mean_jct:,.0f}",
+                 f"{run.p99_jct:,.0f}", f"{run.mean_jct / ref.mean_jct:.3f}",
+                 f"{run.p99_jct / ref.p99_jct:.3f}", f"{run.runtime:.1f}")  # fmt: skip
+    return _written(args, rows)
+
+
+def _row(rows: list[str], *cells: str) -> None:
+    """Append a table row of ``cells`` to ``rows`` and print it."""
+    rows.append("| " + " | ".join(cells) + " |")
+    print(rows[-1], flush=True)
+
+
+def _written(args: argparse.Namespace, rows: list[str]) -> int:
+    """Print the table ``rows`` (and write it to ``--markdown``); exit status 0."""
     text = "\n".join(rows) + "\n"
     if args.markdown is not None:
         args.markdown.write_text(text)
@@ -240,18 +244,11 @@ def elastic(args: argparse.Namespace) -> int:
             seconds = time.perf_counter() - start
             ref = ref or run
             verdict = "valid" if not audit(run, jobs, 64) else "INVALID"
-            rows.append(
-                f"| {setting} | {policy} | {what} | {colocation} | {elasticity} | "
-                f"{run.mean_jct:,.0f} | {run.p99_jct:,.0f} | {run.makespan:,.0f} | "
-                f"{run.mean_jct / ref.mean_jct:.3f} | {run.p99_jct / ref.p99_jct:.3f} | "
-                f"{verdict} | {seconds:.1f} |"
-            )
-            print(rows[-1], flush=True)
-    text = "\n".join(rows) + "\n"
-    if args.markdown is not None:
-        args.markdown.write_text(text)
-    print(text)
-    return 0
+            _row(rows, setting, policy, what, colocation, elasticity, f"{run.mean_jct:,.0f}",
+                 f"{run.p99_jct:,.0f}", f"{run.makespan:,.0f}",
+                 f"{run.mean_jct / ref.mean_jct:.3f}", f"{run.p99_jct / ref.p99_jct:.3f}",
+                 verdict, f"{seconds:.1f}")  # fmt: skip
+    return _written(args, rows)
 
 
 if __name__ == "__main__":

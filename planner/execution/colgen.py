@@ -47,9 +47,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-Config = Configuration
-"""A configuration: its groups (job indices, GPU set)."""
-
 TOLERANCE = 1e-7
 """Reduced costs above ``-TOLERANCE`` do not improve the master."""
 SCALE = 10**9
@@ -84,7 +81,7 @@ class ColumnGeneration:
     plan: ConfigurationPlan
     bound: float
     converged: bool
-    configs: tuple[Config, ...]
+    configs: tuple[Configuration, ...]
     """Every column the master had, in the order added."""
     durations: tuple[float, ...]
     """Each column's duration in the master's last solution."""
@@ -169,9 +166,9 @@ class Pricing:
             raise ValueError("too many group patterns")
         self.patterns = found
 
-    def _groups(self, choice: Sequence[tuple[Pattern, list[int]]]) -> Config | None:
+    def _groups(self, choice: Sequence[tuple[Pattern, list[int]]]) -> Configuration | None:
         """Groups of patterns and their members, placed first-fit largest first (``None``:
-        they do not fit, or the greedy's beyond the nodes' CPU cores or memory)."""
+        they do not fit)."""
         cluster = Cluster(self.nodes, self.per_node)
         out = []
         for pattern, members in sorted(choice, key=lambda c: -c[0].gpus):
@@ -181,7 +178,7 @@ class Pricing:
             out.append((tuple(sorted(members)), where))
         return tuple(sorted(out))
 
-    def _runnable(self, config: Config | None) -> Config | None:
+    def _runnable(self, config: Configuration | None) -> Configuration | None:
         """``config`` where it holds within the nodes (:class:`NodeRoom`), else ``None``."""
         return config if config is None or self.room is None or self.room(config) else None
 
@@ -203,7 +200,7 @@ class Pricing:
         out.sort(key=lambda g: -g[0])
         return out
 
-    def greedy(self, y: np.ndarray, starts: int = 1) -> list[tuple[float, Config]]:
+    def greedy(self, y: np.ndarray, starts: int = 1) -> list[tuple[float, Configuration]]:
         """Configurations of high value by greedy packings, one from each of the
         ``starts`` best groups: then the group of the greatest value per GPU of the jobs
         left, until the GPUs run out (value, configuration)."""
@@ -228,7 +225,7 @@ class Pricing:
 
     def exact(
         self, y: np.ndarray, seconds: float, threads: int
-    ) -> tuple[float, float, Config | None]:
+    ) -> tuple[float, float, Configuration | None]:
         """CP-SAT's packing of greatest value: its value, a proven upper bound on every
         configuration's value (its objective's bound, the values rounded up; ``inf``
         where it found nothing), and the configuration (``None``: none found)."""
@@ -327,7 +324,7 @@ def column_generation(
     on_round: Callable[[int, float, float, int, str], None] | None = None,
     halt: Halt | None = None,
     greedy: bool = True,
-    initial: Sequence[Config] = (),
+    initial: Sequence[Configuration] = (),
     room: NodeRoom | None = None,
 ) -> ColumnGeneration | None:
     """The configuration program by column generation (see the module docstring) within
@@ -346,11 +343,11 @@ def column_generation(
     except ValueError:
         return None
     periods = Periods(model, jobs)
-    configs: list[Config] = []
+    configs: list[Configuration] = []
     columns: list[dict[int, float]] = []
-    seen: set[Config] = set()
+    seen: set[Configuration] = set()
 
-    def add(config: Config) -> None:
+    def add(config: Configuration) -> None:
         if config in seen:
             return
         seen.add(config)

@@ -33,11 +33,11 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from planner.execution.configurations import ConfigurationPlan, NodeRoom
+from planner.execution.configurations import Configuration, ConfigurationPlan, NodeRoom
 from planner.execution.policies.base import Periods, restart_cost
 
 if TYPE_CHECKING:
-    from planner.execution.colgen import ColumnGeneration, Config
+    from planner.execution.colgen import ColumnGeneration
     from planner.execution.jobs import ExecutorJob
     from planner.interleave import Interleave
 
@@ -51,7 +51,7 @@ RATE_SCALE = 10**6
 def restart_plan(
     jobs: Sequence[ExecutorJob],
     model: Interleave,
-    configs: Sequence[Config],
+    configs: Sequence[Configuration],
     costs: Sequence[float],
     durations: Sequence[float],
     time_limit: float,

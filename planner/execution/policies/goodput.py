@@ -253,8 +253,9 @@ class GoodputPack(Goodput):
 
     def decide(self, t: float, jobs: list[JobState], cluster: Cluster) -> dict[int, Where]:
         """:class:`Goodput`'s GPU sets, then each job left without GPUs, in Smith's order,
-        into the set where the set's worth (:meth:`worth`) grows most; a job stays in the
-        set it joined while that set runs and it still adds worth there."""
+        into the set where the set's worth (:meth:`worth`) grows most; a job that joined a
+        set is weighed for that set alone while it runs (it stays where it still adds
+        worth, else waits: no move from set to set)."""
         out = super().decide(t, jobs, cluster)
         here = {s.idx: s for s in jobs if s.job.elastic is not None}
         sets: dict[Where, list[JobState]] = {}
