@@ -404,11 +404,12 @@ def online_cmd(
     re-plans, mean and p99 JCT, makespan, mean wait, worst finish-time fairness and the
     planner's time per re-plan.
     """
+    from planner.execution.jobs import any_elastic
     from planner.execution.runs import DEFAULT_SLOWDOWN, Setting, dl_workload
 
     with guard():
         workload, why = dl_workload(instance)
-        if workload is not None and any(j.elastic is not None for j in workload.jobs):
+        if workload is not None and any_elastic(workload.jobs):
             raise InputError(
                 "elastic jobs are run by the executor's policies (planner policy INSTANCE "
                 "goodput); the online planner does not plan them yet"

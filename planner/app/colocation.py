@@ -69,6 +69,24 @@ def job_level_run(path: Path) -> dict[str, Any] | None:
     return json_object(path, "residences")
 
 
+def chart_fields(
+    run: Any, names: Sequence[str], policy: str, jobs: Sequence[Any] = (), gpus: int = 0
+) -> dict[str, Any]:
+    """The fields of a run file that its chart draws, of the executor's ``run`` (a
+    :class:`~planner.execution.executor.ExecutorRun`; ``names`` name its nodes, ``policy``
+    what made it): with its utilisation where its ``jobs`` and the cluster's ``gpus`` are
+    given (:func:`~planner.execution.utilisation.run_utilisation`)."""
+    from planner.execution.utilisation import run_utilisation
+
+    out = {"policy": policy, "interleave": run.interleave.kind, "makespan": run.makespan,
+           "power_cap": run.power_cap, "residences": run.residences(names),
+           "cluster": {"nodes": list(names), "gpus_per_node": run.gpus_per_node},
+           "outages": [[names[n], a, b] for n, a, b in run.outages]}  # fmt: skip
+    if jobs and gpus:
+        out["utilisation"] = run_utilisation(run, jobs, gpus).as_data()
+    return out
+
+
 def save_run_chart(
     run: Any,
     names: Sequence[str],
@@ -77,20 +95,9 @@ def save_run_chart(
     jobs: Sequence[Any] = (),
     gpus: int = 0,
 ) -> RunChart:
-    """Draw the chart of the executor's ``run`` (a
-    :class:`~planner.execution.executor.ExecutorRun`; ``names`` name its nodes, ``policy``
-    what made it) to ``path``: :func:`save_colocation_chart` of its run-file fields, with
-    its utilisation where its ``jobs`` and the cluster's ``gpus`` are given."""
-    from planner.execution.utilisation import run_utilisation
-
-    chart = {"residences": run.residences(names), "policy": policy,
-             "interleave": run.interleave.kind, "makespan": run.makespan,
-             "cluster": {"nodes": list(names), "gpus_per_node": run.gpus_per_node},
-             "outages": [[names[n], a, b] for n, a, b in run.outages],
-             "power_cap": run.power_cap}  # fmt: skip
-    if jobs and gpus:
-        chart["utilisation"] = run_utilisation(run, jobs, gpus).as_data()
-    return save_colocation_chart(chart, path)
+    """Draw the chart of the executor's ``run`` to ``path``: :func:`save_colocation_chart`
+    of its :func:`chart_fields`."""
+    return save_colocation_chart(chart_fields(run, names, policy, jobs, gpus), path)
 
 
 def draw_run(run: dict[str, Any], ax: Any, panel: Any = None, power: Any = None) -> RunChart:

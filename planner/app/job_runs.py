@@ -14,7 +14,7 @@ from typing import Any
 import typer
 
 from planner.app.base import progress_bar, show
-from planner.app.colocation import save_colocation_chart
+from planner.app.colocation import chart_fields, save_colocation_chart
 from planner.app.run_output import distribution_table, refuse, save_histogram
 from planner.errors import InputError
 from planner.execution.disturbances import Noise
@@ -239,11 +239,12 @@ def _run_rows(
     ``energy`` (``None``: not figured) and the audit's ``violations``."""
     from planner.execution.configurations import strongest_bound
     from planner.execution.fairness import completion_bound, fairness, fairness_rows
+    from planner.execution.jobs import any_elastic
 
     jobs, model, cap = dispatch.jobs_of(seed), dispatch.model, dispatch.power_cap
     total = dispatch.nodes * dispatch.gpus_per_node
     what = f"{len(jobs)} jobs, {dispatch.nodes} nodes x {dispatch.gpus_per_node} GPUs"
-    elastic = any(j.elastic is not None for j in jobs)
+    elastic = any_elastic(jobs)
     if model.table is not None:
         from planner.execution.jobs import type_gpus
 
@@ -427,19 +428,15 @@ def run_data(
     co-location table, how busy it kept each resource
     (:func:`~planner.execution.utilisation.run_utilisation`), and what runs it again
     (``planner replan --executed`` re-runs it to T for the executor's state there)."""
-    from planner.execution.utilisation import run_utilisation
-
     model = dispatch.model
+    gpus = dispatch.nodes * dispatch.gpus_per_node
     return {
         "instance": str(instance),
-        "policy": dispatch.policy,
-        "interleave": model.kind,
         "data_slots": model.data_slots,
         "slowdown": setting.slowdown,
         "restart": setting.restart,
         "executor": setting.line(model),
         "finished": run.finished,
-        "makespan": run.makespan,
         "planned_makespan_seconds": dispatch.planned,
         "mean_jct": run.mean_jct if run.finish else None,
         "energy_kwh": energy.kwh,
@@ -448,15 +445,9 @@ def run_data(
         "noise": noise,
         "seed": seed,
         "work_conserving": work_conserving,
-        "power_cap": dispatch.power_cap,
         "finish": run.finish,
         "release": run.release,
-        "residences": run.residences(names),
-        "cluster": {"nodes": list(names), "gpus_per_node": dispatch.gpus_per_node},
-        "outages": [[names[n], a, b] for n, a, b in run.outages],
-        "utilisation": run_utilisation(
-            run, dispatch.jobs, dispatch.nodes * dispatch.gpus_per_node
-        ).as_data(),
+        **chart_fields(run, names, dispatch.policy, dispatch.jobs, gpus),
     }
 
 

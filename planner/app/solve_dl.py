@@ -95,6 +95,7 @@ def solve_in_executor(
     """
     from planner.execution.audit import audit
     from planner.execution.energy import run_energy
+    from planner.execution.jobs import any_elastic
     from planner.execution.runs import dispatch_of
     from planner.execution.search import OBJECTIVES, search_dispatch
     from planner.interrupt import Halt, run_interruptibly
@@ -129,7 +130,7 @@ def solve_in_executor(
             if problem is None
             or options.get("no_preempt")
             or in_model
-            or any(j.elastic is not None for j in dispatch.jobs)
+            or any_elastic(dispatch.jobs)
             else static_portfolio(problem, options.get("seed", 0), printer)
         )
         stages = CPSAT_STAGES if in_model else None
@@ -219,6 +220,7 @@ def _search(
     every stage with a static plan (``static``), the policies alone without one (the
     ``table`` model)."""
     from planner.execution.elastic import Hybrid
+    from planner.execution.jobs import any_elastic
     from planner.execution.search import (
         BATCH_POLICIES,
         DEFAULT_TIME_LIMIT,
@@ -228,7 +230,7 @@ def _search(
     )
 
     objective, weights = goal
-    if any(j.elastic is not None for j in dispatch.jobs):  # decided by their policies
+    if any_elastic(dispatch.jobs):  # decided by their policies
         hybrid = any(isinstance(j.elastic, Hybrid) for j in dispatch.jobs)
         return search_dispatch(
             dispatch, setting, objective, weights,
@@ -334,6 +336,7 @@ def _rows(
     """The lines of ``planner solve`` in the executor's model."""
     from planner.app.job_runs import allocation_row, speed_line
     from planner.execution.fairness import fairness, fairness_rows
+    from planner.execution.jobs import any_elastic
 
     what = f"{len(dispatch.jobs)} jobs, {dispatch.nodes} nodes x {dispatch.gpus_per_node} GPUs"
     label = "makespan" if result.objective == "makespan" else "weighted mean JCT"
@@ -354,7 +357,7 @@ def _rows(
                "generation with CP-SAT pricing")  # fmt: skip
     if dispatch.model.table is not None:
         how = "in the executor's model on GPU types: " + ", ".join(c.source for c in result.tried)
-    if any(j.elastic is not None for j in dispatch.jobs):
+    if any_elastic(dispatch.jobs):
         how = "elastic jobs, their policies in the executor's model: " + ", ".join(
             c.source for c in result.tried
         )
@@ -511,6 +514,7 @@ def plan_in_executor(
     InputError
         For the executor's options where no plan is made in its model.
     """
+    from planner.execution.jobs import any_elastic
     from planner.execution.runs import DEFAULT_RESTART, DEFAULT_SLOWDOWN, Setting, dl_workload
     from planner.execution.search import OBJECTIVES
 
@@ -520,7 +524,7 @@ def plan_in_executor(
     workload = None
     if not static and problem.jobs and problem.objective in OBJECTIVES:
         workload, _ = dl_workload(instance)
-    elastic = workload is not None and any(j.elastic is not None for j in workload.jobs)
+    elastic = workload is not None and any_elastic(workload.jobs)
     others = [k for k in options if k != "time_limit"]
     if elastic and (solver != "portfolio" or others):
         what = f"solver {solver}" if solver != "portfolio" else f"--{others[0].replace('_', '-')}"

@@ -78,9 +78,7 @@ def run_energy(
             speed = run.throttle[k] if run.throttle else 1.0
             extra = members[0].gpus * share * speed * (busy - idle)
             draw += extra
-            # a restart overhead computes nothing (a job's last interval pays none)
-            last = any(abs(run.finish.get(n, -1.0) - end) < 1e-4 for n in names)
-            working = span if last else max(span - overhead, 0.0)
+            working = working_seconds(run, names, overhead, span, end)
             joules += extra * working
             if shared is not None:  # its progress: the block of its plan it is in
                 done[names[0]] += working * speed / shared[names[0]]
@@ -88,6 +86,16 @@ def run_energy(
         if tariff is not None and span > 0:  # the interval's energy at its mean price
             cost += (joules - before) / 3.6e6 * tariff.paid(t, end) / span
     return _energy(joules, peak, cost if tariff is not None else None, run.makespan)
+
+
+def working_seconds(
+    run: ExecutorRun, names: Sequence[str], overhead: float, span: float, end: float
+) -> float:
+    """The seconds of an interval of ``span`` seconds, ending at ``end``, that the group
+    ``names`` of ``run`` works: its restart ``overhead`` computes nothing, except in the
+    interval where one of them ends (a job's last interval pays none)."""
+    last = any(abs(run.finish.get(n, -1.0) - end) < 1e-4 for n in names)
+    return span if last else max(span - overhead, 0.0)
 
 
 def _typed_energy(run: ExecutorRun, tariff: Tariff | None, switch_off: bool) -> Energy:

@@ -42,6 +42,7 @@ from planner.execution.jobs import (
     Outage,
     Where,
     Workload,
+    any_elastic,
     check_jobs,
     check_types,
     model_of,
@@ -352,7 +353,7 @@ def run_policy(
     held = bool(cpus or mems)
     allocation: list[dict[str, tuple[float, float]]] = []
     configs: list[dict[str, tuple[int, int]]] = []
-    elastic = any(j.elastic is not None for j in jobs)
+    elastic = any_elastic(jobs)
     shared = chosen_policy.shared
     limited = model.gpu_memory is not None or model.max_colocated < MAX_MURI_GROUP
     classes = sorted({j.priority for j in jobs}, reverse=True)

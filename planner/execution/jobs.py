@@ -98,6 +98,11 @@ class ExecutorJob:
         return weight
 
 
+def any_elastic(jobs: Sequence[ExecutorJob]) -> bool:
+    """Whether any of ``jobs`` is elastic (a Pollux job or a hybrid-parallel one)."""
+    return any(j.elastic is not None for j in jobs)
+
+
 def read_trace(path: str | Path, elastic: int = 0) -> list[ExecutorJob]:
     """The jobs of a Muri trace CSV (:func:`planner.dl.workloads.read_muri_trace`). A job
     alone runs at the trace's ``iteration_time`` (else its stages back to back); a trace

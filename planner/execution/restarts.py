@@ -119,7 +119,7 @@ def restart_stage(
     kept = [k for k, c in enumerate(found.configs) if room(c)]
     costs = [restart_cost(j) for j in jobs]
     configs = [found.configs[k] for k in kept]
-    durations = [found.durations[k] if k < len(found.durations) else 0.0 for k in kept]
+    durations = [found.durations[k] for k in kept]
     solved = restart_plan(jobs, model, configs, costs, durations, time_limit, threads)
     if solved is None:
         return None

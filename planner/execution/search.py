@@ -322,6 +322,7 @@ def search_dispatch(
     """
     from planner.execution.fairness import completion_bound
     from planner.execution.grouping import executor_bound
+    from planner.execution.jobs import any_elastic
     from planner.execution.policies import POLICIES
 
     if objective not in OBJECTIVES:
@@ -349,7 +350,7 @@ def search_dispatch(
         bound, kind = executor_bound(jobs, model, gpus, budget)
     else:
         bound, kind = completion_bound(jobs, model, weights), "each job at its least period"
-    if any(j.elastic is not None for j in jobs):
+    if any_elastic(jobs):
         bound, kind = 0.0, "elastic jobs: their speed is their policy's choice; not bounded"
     out = DispatchResult(objective, None, bound, kind, 0.0)
 

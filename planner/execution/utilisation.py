@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from planner.execution.energy import working_seconds
 from planner.execution.power import compute_share
 from planner.execution.resources import at_speed, speed_of
 from planner.execution.sharing import shared_periods
@@ -75,8 +76,7 @@ def run_utilisation(run: ExecutorRun, jobs: Sequence[ExecutorJob], total: int) -
                   if run.shared else None)  # fmt: skip
         use = [0.0, 0.0, 0.0]
         for names, overhead, where in groups:
-            last = any(abs(run.finish.get(n, -1.0) - end) < 1e-4 for n in names)
-            working = 1.0 if last or span <= 0 else max(span - overhead, 0.0) / span
+            working = working_seconds(run, names, overhead, span, end) / span if span > 0 else 1.0
             gpus = sum(len(ids) for _, ids in where)
             if shared is not None:
                 job = by_name[names[0]]

@@ -202,12 +202,16 @@ class Goodput(PolluxRounds):
         whose free GPUs fit them most tightly (:meth:`node_for`)."""
         kept = {
             idx: where
-            for idx, where in self.placed.items()
+            for idx, where in self._owned().items()
             if count.get(idx) == sum(len(ids) for _, ids in where)
             and not cluster.down.intersection(k for k, _ in where)
         }
         wanted = sorted(((n, i) for i, n in count.items() if n and i not in kept), reverse=True)
         return self.place(kept, [(i, n) for n, i in wanted], cluster)
+
+    def _owned(self) -> dict[int, Where]:
+        """The jobs placed on GPU sets of their own, and where."""
+        return self.placed
 
     def node_for(self, free: dict[int, set[int]], need: int) -> int:
         """The node whose free GPUs fit ``need`` most tightly, else the one with the most."""
@@ -328,14 +332,9 @@ class GoodputPack(Goodput):
             return False
         return self.context.model.room([_memory(m, n) for m in [*members, s]])
 
-    def _place(self, count: dict[int, int], cluster: Cluster) -> dict[int, Where]:
-        """:meth:`Goodput._place` over the jobs that hold GPUs of their own."""
-        placed = self.placed
-        self.placed = {i: w for i, w in placed.items() if i not in self.joined}
-        try:
-            return super()._place(count, cluster)
-        finally:
-            self.placed = placed
+    def _owned(self) -> dict[int, Where]:
+        """The jobs placed on GPU sets of their own: those that joined none."""
+        return {i: w for i, w in self.placed.items() if i not in self.joined}
 
 
 def _memory(s: JobState, n: int) -> float:
