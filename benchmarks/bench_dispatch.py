@@ -1,5 +1,6 @@
-"""Plans in the executor's model: ``planner solve``'s search (:mod:`planner.execution.search`)
-against the executor's bound, its stages, and the executor's speed.
+"""Plans in the executor's model: ``planner solve``'s search
+(:mod:`planner.solvers.dispatch_search`) against the executor's bound, its stages, and the
+executor's speed.
 
 Parts (``--part``):
 
@@ -37,11 +38,11 @@ from pathlib import Path
 
 from planner.app.solve_dl import static_portfolio
 from planner.dl.workloads import generate_batch, import_muri
-from planner.execution.audit import audit
-from planner.execution.jobs import jobs_from_instance
-from planner.execution.runs import Setting, dispatch_of
-from planner.execution.search import STAGES, search_dispatch
+from planner.executor.audit import audit
+from planner.executor.model.jobs import jobs_from_instance
+from planner.executor.runs import Setting, dispatch_of
 from planner.io.instance import load_instance
+from planner.solvers.dispatch_search import STAGES, search_dispatch
 
 
 def _row(label: str, result: object, base: float, wall: float, dispatch: object) -> str:

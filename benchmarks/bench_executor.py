@@ -34,11 +34,11 @@ from pathlib import Path
 from typing import Any
 
 from planner.dl.workloads import generate_batch, import_muri
-from planner.execution.audit import audit
-from planner.execution.jobs import jobs_from_instance
-from planner.execution.policies.planner import online_planner
-from planner.execution.runs import Setting, dispatch_of, workload_problem
+from planner.executor.audit import audit
+from planner.executor.model.jobs import jobs_from_instance
+from planner.executor.runs import Setting, dispatch_of, workload_problem
 from planner.io.instance import load_instance
+from planner.replay.planner_policy import online_planner
 from planner.solvers import solve
 
 POLICIES = ("muri-s", "srsf-pack", "srtf")

@@ -1,6 +1,6 @@
 """Gavel reproduced, then ours: heterogeneous GPUs in planner's executor.
 
-Runs Gavel's policies (``gavel-*``, :mod:`planner.execution.policies.gavel`) on Gavel's two
+Runs Gavel's policies (``gavel-*``, :mod:`planner.executor.policies.gavel`) on Gavel's two
 traces on its cluster ``8:16:24`` (8 V100, 16 P100, 24 K80, one GPU per server) under the
 ``table`` model (Gavel's measured throughputs, alone and in pairs; no restart cost, as
 its simulator), and prints each figure beside the one Gavel's simulator gives (the table
@@ -31,15 +31,15 @@ from planner.dl.gavel import (
     read_throughputs,
 )
 from planner.errors import InputError
-from planner.execution.audit import audit
-from planner.execution.executor import run_policy
-from planner.execution.fairness import fairness
-from planner.execution.jobs import ExecutorJob
-from planner.execution.policies import POLICIES, Policy
-from planner.execution.policies.hetero import HeteroRounds
-from planner.execution.policies.planner import SearchPlanner
+from planner.executor.audit import audit
+from planner.executor.fairness import fairness
+from planner.executor.loop import run_policy
+from planner.executor.model.jobs import ExecutorJob
+from planner.executor.policies import POLICIES, Policy
+from planner.executor.policies.hetero import HeteroRounds
 from planner.interleave import Interleave, Stages
 from planner.rates import Throughputs, alone_seconds, table_bound
+from planner.replay.planner_policy import SearchPlanner
 
 GAVEL = {
     ("minimize_makespan", "fifo"): (274_228, 211_551),

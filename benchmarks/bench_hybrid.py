@@ -23,8 +23,8 @@ import yaml
 
 import planner
 from planner.dl.hybrid import generate_hybrid
-from planner.execution.audit import audit
-from planner.execution.jobs import jobs_from_instance
+from planner.executor.audit import audit
+from planner.executor.model.jobs import jobs_from_instance
 from planner.interleave import Interleave
 
 POLICIES = ("goodput", "fifo", "srtf", "muri-s")

@@ -1,14 +1,14 @@
 """Muri reproduced: the peer policies in planner's executor on Muri's trace3'.
 
 Runs ``srtf``, ``srsf``, ``tiresias``, ``muri-s``, ``muri-l`` and ours, ``lp-groups``
-(:mod:`planner.execution.executor`, :mod:`planner.execution.grouping`), on
+(:mod:`planner.executor.loop`, :mod:`planner.executor.model.grouping`), on
 ``muri_trace3_offline.csv`` (992 jobs, all at 0, 8 nodes x 8 GPUs) under Muri's
 interleaving model, twice: with Muri's slowdown factors and restart overheads (the
 published setting), and ideal (factors 1, no restart overhead). Prints one row per
 run: our makespan and mean JCT, Muri's figure for the same setting, the difference,
 the ratio to Muri-S's and Muri-L's published makespans of the setting, the
 per-resource bound under the model and the run time (seconds); then the bounds, with
-the group-mix bound (:func:`planner.execution.grouping.mix_bound`) of each setting. Writes the
+the group-mix bound (:func:`planner.executor.model.grouping.mix_bound`) of each setting. Writes the
 table as Markdown with ``--markdown``.
 
     python benchmarks/bench_muri.py --benchmarks ../shared/benchmarks [--markdown out.md]
@@ -31,13 +31,13 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from planner.execution.audit import audit
-from planner.execution.elastic import Hybrid
-from planner.execution.energy import run_energy
-from planner.execution.executor import run_policy
-from planner.execution.grouping import mix_bound
-from planner.execution.jobs import read_trace
-from planner.execution.policies import POLICIES
+from planner.executor.audit import audit
+from planner.executor.energy import run_energy
+from planner.executor.loop import run_policy
+from planner.executor.model.elastic import Hybrid
+from planner.executor.model.grouping import mix_bound
+from planner.executor.model.jobs import read_trace
+from planner.executor.policies import POLICIES
 from planner.interleave import MURI_GROUP_FACTORS, Interleave, model_bound
 
 PUBLISHED = {
@@ -139,7 +139,7 @@ def main() -> int:
 def ablation(args: argparse.Namespace) -> int:
     """lp-groups on trace3' with each part off once: grouping (one job per GPU set), groups
     beyond pairs, the critical-job rule, and the re-solve interval (every event)."""
-    from planner.execution import grouping
+    from planner.executor.model import grouping
 
     jobs = read_trace(args.benchmarks / "dl" / "muri_trace3_offline.csv")
     variants = [

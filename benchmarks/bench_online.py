@@ -34,14 +34,14 @@ from typing import Any
 import numpy as np
 
 from planner.dl.workloads import generate_batch
-from planner.execution.audit import audit
-from planner.execution.executor import ExecutorRun, run_policy
-from planner.execution.fairness import fairness
-from planner.execution.jobs import ExecutorJob, jobs_from_instance, read_trace
-from planner.execution.policies import policy_of
-from planner.execution.policies.ftf_groups import FairGroups, FtfGroups
-from planner.execution.policies.planner import SearchPlanner
+from planner.executor.audit import audit
+from planner.executor.fairness import fairness
+from planner.executor.loop import ExecutorRun, run_policy
+from planner.executor.model.jobs import ExecutorJob, jobs_from_instance, read_trace
+from planner.executor.policies import policy_of
+from planner.executor.policies.ftf_groups import FairGroups, FtfGroups
 from planner.interleave import MURI_GROUP_FACTORS, Interleave
+from planner.replay.planner_policy import SearchPlanner
 
 POLICIES = (
     "muri-s",

@@ -41,10 +41,10 @@ from planner.app.compare import pareto_watts
 from planner.app.compare_report import pareto_front, save_pareto
 from planner.bounds import energy_bound, lower_bound
 from planner.dl.workloads import import_muri
-from planner.execution.energy import run_energy
-from planner.execution.executor import run_policy
-from planner.execution.jobs import Workload, jobs_from_instance, model_of, plan_of
-from planner.execution.runs import Setting, dispatch_of, judge
+from planner.executor.energy import run_energy
+from planner.executor.loop import run_policy
+from planner.executor.model.jobs import Workload, jobs_from_instance, model_of, plan_of
+from planner.executor.runs import Setting, dispatch_of, judge
 from planner.io.instance import problem_from_data
 from planner.metrics import energy_terms, schedule_metrics
 from planner.model import Problem
@@ -163,7 +163,7 @@ def energy_rows(trace: Path, specs: list[str]) -> list[dict[str, Any]]:
     baseline among them), the plan's makespan and estimated energy
     (:func:`planner.metrics.schedule_metrics`: GPUs 300 / 60 W, data and network slots),
     and the plan executed job by job under ``fluid`` with the GPUs' energy
-    (:func:`planner.execution.energy.run_energy`: 300 / 60 W)."""
+    (:func:`planner.executor.energy.run_energy`: 300 / 60 W)."""
     data = trace_data(trace, 1, "node", "1min", "fluid")
     problem = problem_from_data(data)
     workload = workload_of(data)

@@ -30,8 +30,8 @@ import yaml
 import planner
 from planner.dl.pollux import WORKLOAD_COLUMNS as COLUMNS
 from planner.dl.pollux import import_pollux
-from planner.execution.audit import audit
-from planner.execution.jobs import jobs_from_instance
+from planner.executor.audit import audit
+from planner.executor.model.jobs import jobs_from_instance
 from planner.interleave import Interleave
 
 PUBLISHED = {"pollux-tiresias": 4038.2, "pollux": 2751.1, "goodput": 2751.1}

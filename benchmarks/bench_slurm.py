@@ -37,9 +37,9 @@ import yaml
 from planner.app.job_runs import dispatch_file
 from planner.app.launch import Realized, launch, poll, submit, summary
 from planner.dl.workloads import generate_batch
-from planner.execution.jobs import Workload, jobs_from_instance
-from planner.execution.policies.base import JobState
-from planner.execution.runs import DEFAULT_RESTART, DEFAULT_SLOWDOWN, Setting
+from planner.executor.model.jobs import Workload, jobs_from_instance
+from planner.executor.model.policy import JobState
+from planner.executor.runs import DEFAULT_RESTART, DEFAULT_SLOWDOWN, Setting
 
 
 def planner_cli(*args: object) -> str:

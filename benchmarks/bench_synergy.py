@@ -38,9 +38,9 @@ import yaml
 
 import planner
 from planner.dl.synergy import import_synergy
-from planner.execution.audit import audit
-from planner.execution.jobs import Workload, jobs_from_instance
-from planner.execution.resources import fastest
+from planner.executor.audit import audit
+from planner.executor.model.jobs import Workload, jobs_from_instance
+from planner.executor.model.resources import fastest
 from planner.interleave import MURI_GROUP_FACTORS, Interleave
 
 SYNERGY = {
@@ -96,7 +96,7 @@ def measured(workload: Workload) -> list[str]:
 
 def jct_bound(workload: Workload) -> float:
     """The mean JCT (h) of the measured jobs with every job alone at its best speed from
-    its arrival (:func:`~planner.execution.resources.fastest`): no run does better."""
+    its arrival (:func:`~planner.executor.model.resources.fastest`): no run does better."""
     jobs = {j.name: j for j in fastest(workload.jobs)}
     names = measured(workload)
     return float(np.mean([jobs[n].iterations * jobs[n].iteration_time for n in names])) / 3600

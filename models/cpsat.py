@@ -5,7 +5,7 @@ optional ``initial_solution`` (whose makespan is then the horizon), searches and
 returns. Compositions with heuristics live in :mod:`solvers.portfolio`. Ctrl-C stops
 the search and keeps the best schedule found so far; so does the time limit.
 
-With ``stability`` and ``reference_starts`` (re-planning, :mod:`planner.execution.replan`) the
+With ``stability`` and ``reference_starts`` (re-planning, :mod:`planner.replay.replan`) the
 search minimises the objective plus ``stability`` times the total shift of the
 reference tasks' starts. Its bound then bounds that sum, not the objective, so the
 result's bound is the core's; a hint no longer caps the horizon (a longer makespan

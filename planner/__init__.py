@@ -14,12 +14,14 @@ The package is layered, each layer importing only those below it:
 - ``planner`` (this folder): the model and its evaluation;
 - ``planner.dl``: training workloads, the cluster form and its compiler;
 - ``planner.io``: instance files;
-- ``planner.execution``: replays, re-planning, the job-level executor;
+- ``planner.executor``: the job-level executor, its model and its policies;
+- ``planner.replay``: the task-level replay and re-planning;
 - ``planner.app``: the command line, comparisons and charts;
 
 and the engines ``planner.models`` (CP-SAT, MILP) and ``planner.solvers``
-(heuristics, the registry), kept in the repository's ``models/`` and
-``solvers/`` folders, which only the app layer and re-planning import (lazily).
+(heuristics, the registry, the search in the executor's model), kept in the
+repository's ``models/`` and ``solvers/`` folders, which only the app layer and
+re-planning import (lazily).
 """
 
 from importlib import import_module
@@ -51,19 +53,19 @@ _LAZY = {
     "solve": "planner.solvers",
     "SOLVERS": "planner.solvers",
     "SolverError": "planner.solvers",
-    "simulate": "planner.execution.simulate",
-    "monte_carlo": "planner.execution.simulate",
-    "Execution": "planner.execution.record",
-    "Disturbances": "planner.execution.disturbances",
-    "Failure": "planner.execution.disturbances",
-    "Noise": "planner.execution.disturbances",
-    "Slowdown": "planner.execution.disturbances",
-    "replan": "planner.execution.replan",
-    "parse_event": "planner.execution.events",
-    "state_from_schedule": "planner.execution.state",
-    "run_policy": "planner.execution.executor",
-    "read_trace": "planner.execution.jobs",
-    "ExecutorJob": "planner.execution.jobs",
+    "simulate": "planner.replay.simulate",
+    "monte_carlo": "planner.replay.simulate",
+    "Execution": "planner.replay.record",
+    "Disturbances": "planner.disturbances",
+    "Failure": "planner.disturbances",
+    "Noise": "planner.disturbances",
+    "Slowdown": "planner.disturbances",
+    "replan": "planner.replay.replan",
+    "parse_event": "planner.replay.events",
+    "state_from_schedule": "planner.replay.state",
+    "run_policy": "planner.executor.loop",
+    "read_trace": "planner.executor.model.jobs",
+    "ExecutorJob": "planner.executor.model.jobs",
     "ClusterInstance": "planner.dl.specs",
     "generate": "planner.io.instance",
     "generate_batch": "planner.dl.workloads",

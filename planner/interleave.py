@@ -4,7 +4,7 @@ A deep-learning job repeats an iteration of three stages: data loading, GPU
 compute and gradient synchronisation (:class:`Stages`, seconds per iteration).
 Jobs placed on the same GPUs interleave their stages per iteration. Two models say
 how fast each then progresses; the executor and the peer policies
-(:mod:`planner.execution.executor`) ask this module and nothing else.
+(:mod:`planner.executor.loop`) ask this module and nothing else.
 
 - ``fluid``: processor sharing. Each GPU of a set offers per unit of time
   ``data_slots`` of data loading (1 by default; 2 is Muri's overlap), 1 of GPU

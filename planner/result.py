@@ -52,7 +52,7 @@ class Result:
     stats: dict[str, Any] = field(default_factory=dict)
     instance: Problem | None = None
     """The instance :attr:`schedule` is of when it is not the problem that was solved: a
-    re-plan's instance plus its events (:func:`planner.execution.replan.replan`)."""
+    re-plan's instance plus its events (:func:`planner.replay.replan.replan`)."""
     """Solver-specific figures (schedules generated, branches, horizon, ...)."""
 
     @property

@@ -30,6 +30,13 @@ SOLVERS: dict[str, str] = {
 """Solver name -> ``module:function``: a function of a Problem and typed keyword options
 returning a Result."""
 
+IN_EXECUTOR: dict[str, str] = {
+    "dispatch": "planner.solvers.dispatch_search:search_dispatch",
+}
+"""Solvers of training jobs: name -> ``module:function`` of a job-level dispatch and its
+setting (:class:`~planner.executor.runs.Dispatch`) to a plan the job-level executor runs
+(:func:`dispatch_solver`)."""
+
 DEFAULT_SOLVER = "portfolio"
 """The solver of ``planner solve`` when none is named."""
 
@@ -44,6 +51,9 @@ SUMMARIES: dict[str, str] = {
     "exclusive-fifo": "baseline without interleaving, jobs by release",
     "exclusive-srtf": "baseline without interleaving, shortest run first",
     "exclusive-srsf": "baseline without interleaving, smallest service first",
+    "dispatch": "training jobs' plans: dispatches searched in the job-level executor's model "
+    "(policies, grouping programs, column generation, restarts); 'planner solve' runs it on "
+    "every instance with training jobs",
 }
 """One line per solver, for ``planner solvers``."""
 
@@ -67,6 +77,21 @@ def solver_function(name: str) -> Callable[..., Result]:
     if name not in SOLVERS:
         raise InputError(f"unknown solver {name!r}; choose one of {', '.join(SOLVERS)}")
     module, func = SOLVERS[name].split(":")
+    return getattr(importlib.import_module(module), func)
+
+
+def dispatch_solver(name: str = "dispatch") -> Callable[..., Any]:
+    """The function behind solver ``name`` of :data:`IN_EXECUTOR`, loaded when first asked.
+
+    Raises
+    ------
+    InputError
+        If no such solver has that name.
+    """
+    if name not in IN_EXECUTOR:
+        raise InputError(f"unknown solver of training jobs {name!r}; choose one of "
+                         f"{', '.join(IN_EXECUTOR)}")  # fmt: skip
+    module, func = IN_EXECUTOR[name].split(":")
     return getattr(importlib.import_module(module), func)
 
 

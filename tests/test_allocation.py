@@ -12,9 +12,9 @@ import yaml
 import planner
 from planner.dl.catalog import synergy_profiles
 from planner.errors import InputError
-from planner.execution.audit import audit
-from planner.execution.jobs import jobs_from_instance
-from planner.execution.resources import ResourceProfile, at_speed
+from planner.executor.audit import audit
+from planner.executor.model.jobs import jobs_from_instance
+from planner.executor.model.resources import ResourceProfile, at_speed
 from planner.interleave import Interleave, Stages
 from tests.conftest import INSTANCES
 

@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 
 import planner
 from planner.app.cli import app
-from planner.execution.audit import audit
-from planner.execution.executor import ExecutorRun
-from planner.execution.jobs import ExecutorJob, jobs_from_instance
+from planner.executor.audit import audit
+from planner.executor.loop import ExecutorRun
+from planner.executor.model.jobs import ExecutorJob, jobs_from_instance
 from planner.interleave import Interleave, Stages
 from tests.conftest import INSTANCES, lines
 

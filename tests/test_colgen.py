@@ -13,13 +13,13 @@ from typer.testing import CliRunner
 
 import planner
 from planner.app.cli import app
-from planner.execution.audit import audit
-from planner.execution.colgen import Pricing, column_generation
-from planner.execution.configurations import NodeRoom, configuration_plan
-from planner.execution.jobs import ExecutorJob
-from planner.execution.restarts import restart_plan
-from planner.execution.table import TablePolicy
+from planner.executor.audit import audit
+from planner.executor.configurations import NodeRoom, configuration_plan
+from planner.executor.dispatch import TablePolicy
+from planner.executor.model.jobs import ExecutorJob
 from planner.interleave import Interleave, Stages
+from planner.solvers.colgen import Pricing, column_generation
+from planner.solvers.restarts import restart_plan
 from tests.conftest import INSTANCES
 
 ALONE = Interleave("fluid", max_colocated=1, factors=None)

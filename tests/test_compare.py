@@ -24,10 +24,10 @@ from planner.app.compare_report import (
 )
 from planner.app.compare_run import COLUMNS, REALIZED
 from planner.bounds import lower_bound
+from planner.disturbances import parse_simulation
 from planner.errors import InputError
-from planner.execution.disturbances import parse_simulation
-from planner.execution.jobs import jobs_from_instance
-from planner.execution.runs import Setting, dispatch_of, judge
+from planner.executor.model.jobs import jobs_from_instance
+from planner.executor.runs import Setting, dispatch_of, judge
 from planner.io.instance import load_instance
 from planner.model import Problem
 from planner.result import Result, Status
@@ -664,8 +664,8 @@ def test_failures_of_a_pooled_instance_are_refused(tmp_path: Path) -> None:
 def test_peer_policies_join_a_study_under_an_interleaving_model(
     tmp_path: Path, placed_batch: Path
 ) -> None:
-    from planner.execution.executor import run_policy
-    from planner.execution.jobs import jobs_from_instance, model_of, plan_of
+    from planner.executor.loop import run_policy
+    from planner.executor.model.jobs import jobs_from_instance, model_of, plan_of
 
     spec = "interleave=muri,slowdown=none,restart=no"
     out = tmp_path / "r.csv"
@@ -704,7 +704,7 @@ def test_a_study_of_training_jobs_reports_every_plan_as_the_executor_runs_it(
 ) -> None:
     # issue 44: a static engine's row is its plan's run in the executor, as planner solve
     # prints it; the static block model's figures are the solver's, not the plan's
-    from planner.execution.energy import run_energy
+    from planner.executor.energy import run_energy
 
     example = INSTANCES / "example.yaml"
     out = tmp_path / "energy.csv"

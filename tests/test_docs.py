@@ -197,8 +197,8 @@ def test_the_site_builds_strict_with_the_references_written_from_the_code(site: 
     for name in (
         "solvers.registry.solve",
         "planner.io.instance.generate",
-        "planner.execution.executor.run_policy",
-        "planner.execution.policies.base.Policy",
+        "planner.executor.loop.run_policy",
+        "planner.executor.model.policy.Policy",
     ):
         assert f'id="{name}"' in api, name  # fmt: skip
 

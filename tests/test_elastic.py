@@ -17,9 +17,9 @@ import planner
 from planner.app.cli import app
 from planner.dl.pollux import GoodputModel, application, fit_perf_params
 from planner.errors import InputError
-from planner.execution.audit import audit
-from planner.execution.elastic import Elastic, Hybrid, Plan, elastic_figures
-from planner.execution.jobs import ExecutorJob, jobs_from_instance
+from planner.executor.audit import audit
+from planner.executor.model.elastic import Elastic, Hybrid, Plan, elastic_figures
+from planner.executor.model.jobs import ExecutorJob, jobs_from_instance
 from planner.interleave import Interleave, Stages
 from tests.conftest import INSTANCES, lines
 

@@ -8,7 +8,7 @@ from planner.dl.catalog import gpu_power
 from planner.dl.cluster import compile_cluster
 from planner.dl.specs import ClusterInstance
 from planner.errors import InputError
-from planner.execution.jobs import ExecutorJob, plan_of
+from planner.executor.model.jobs import ExecutorJob, plan_of
 from planner.interleave import Stages
 from planner.metrics import schedule_metrics
 from planner.model import Problem, validated

@@ -7,13 +7,14 @@ import time
 import pytest
 
 import planner
+from planner.disturbances import MURI_FACTORS, Disturbances, Failure, Slowdown
 from planner.errors import InputError
-from planner.execution.disturbances import MURI_FACTORS, Disturbances, Failure, Slowdown
-from planner.execution.events import parse_event
-from planner.execution.replan import replan
-from planner.execution.simulate import Study, monte_carlo, rank_by_realized, simulate
 from planner.io.instance import load_instance
+from planner.replay.events import parse_event
+from planner.replay.replan import replan
+from planner.replay.simulate import monte_carlo, rank_by_realized, simulate
 from planner.solvers import solve
+from planner.study import Study
 from planner.validate import validate
 from tests.conftest import INSTANCES
 

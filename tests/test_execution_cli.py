@@ -18,10 +18,11 @@ import pytest
 from typer.testing import CliRunner
 
 from planner.app.cli import app
-from planner.execution.jobs import jobs_from_instance
-from planner.execution.runs import state_from_job_run
-from planner.execution.state import State
+from planner.errors import InputError
+from planner.executor.model.jobs import jobs_from_instance
 from planner.io.instance import load_instance
+from planner.replay.job_state import state_from_job_run
+from planner.replay.state import State
 from planner.schedule import load_schedule
 from tests.conftest import INSTANCES, ROOT, ctrl_c_when, lines
 
@@ -434,6 +435,18 @@ def test_solvers_and_help_speak_to_users() -> None:
     assert code == 0 and "<bool>" not in out and "--work-conserving " in out
 
 
+def test_the_search_in_the_executors_model_is_reached_through_the_registry() -> None:
+    from planner.solvers.dispatch_search import search_dispatch
+    from planner.solvers.registry import dispatch_solver
+
+    assert dispatch_solver() is search_dispatch
+    with pytest.raises(InputError) as caught:
+        dispatch_solver("x")
+    assert str(caught.value) == "unknown solver of training jobs 'x'; choose one of dispatch"
+    code, out, _ = run("solvers")
+    assert code == 0 and out.startswith("dispatch (training jobs): training jobs' plans: ")
+
+
 def test_progress_of_a_replan_shows_incumbents(trace: dict[str, Path]) -> None:
     code, _, err = run(
         "replan", str(trace["placed"]), str(trace["plan"]), "--at", "2000", "-s", "ga",
@@ -478,8 +491,8 @@ def test_a_runs_utilisation_by_hand_and_its_panels(tmp_path: Path) -> None:
 
     import planner
     from planner.app.colocation import draw_run
-    from planner.execution.jobs import ExecutorJob
-    from planner.execution.utilisation import run_utilisation
+    from planner.executor.model.jobs import ExecutorJob
+    from planner.executor.utilisation import run_utilisation
     from planner.interleave import Interleave, Stages
 
     # a job alone on 1 of 2 GPUs, 100 iterations of 0.2 s loading, 0.6 s computing and
@@ -509,7 +522,7 @@ def test_a_runs_utilisation_by_hand_and_its_panels(tmp_path: Path) -> None:
 def test_an_interactive_chart_draws_any_name(tmp_path: Path) -> None:
     import planner
     from planner.app.colocation import save_colocation_chart
-    from planner.execution.jobs import ExecutorJob
+    from planner.executor.model.jobs import ExecutorJob
     from planner.interleave import Interleave, Stages
 
     jobs = [ExecutorJob(name=n, gpus=1, iterations=10, stages=Stages(0.5, 0.5, 0.0),

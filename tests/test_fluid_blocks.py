@@ -11,9 +11,9 @@ import pytest
 
 from planner import solve
 from planner.errors import InputError
-from planner.execution.audit import audit
-from planner.execution.executor import run_policy
-from planner.execution.jobs import jobs_from_instance, plan_of
+from planner.executor.audit import audit
+from planner.executor.loop import run_policy
+from planner.executor.model.jobs import jobs_from_instance, plan_of
 from planner.interleave import Interleave, Stages, fluid_rates, fluid_stretch
 from planner.io.instance import problem_from_data
 from planner.metrics import schedule_metrics

@@ -17,10 +17,10 @@ from planner.app.gantt import save_gantt
 from planner.app.gantt_layout import chart_layout
 from planner.dl.workloads import import_muri
 from planner.errors import InputError
-from planner.execution.audit import audit
-from planner.execution.executor import run_policy
-from planner.execution.jobs import jobs_from_instance, plan_of
-from planner.execution.runs import Setting, dispatch_of
+from planner.executor.audit import audit
+from planner.executor.loop import run_policy
+from planner.executor.model.jobs import jobs_from_instance, plan_of
+from planner.executor.runs import Setting, dispatch_of
 from planner.interleave import Interleave
 from planner.io.instance import load_instance, problem_from_data
 from planner.schedule import Schedule, load_schedule

@@ -10,11 +10,11 @@ import pytest
 from typer.testing import CliRunner
 
 from planner.app.cli import app
-from planner.execution.audit import audit
-from planner.execution.executor import run_policy
-from planner.execution.grouping import GroupMix, job_types, mix_bound
-from planner.execution.jobs import ExecutorJob, read_trace
-from planner.execution.policies import POLICIES
+from planner.executor.audit import audit
+from planner.executor.loop import run_policy
+from planner.executor.model.grouping import GroupMix, job_types, mix_bound
+from planner.executor.model.jobs import ExecutorJob, read_trace
+from planner.executor.policies import POLICIES
 from planner.interleave import MURI_GROUP_FACTORS, Interleave, Stages
 from tests.conftest import INSTANCES, lines
 
@@ -196,7 +196,7 @@ def test_a_job_level_run_writes_its_co_location_table_as_csv(tmp_path: Path) -> 
 
 
 def test_the_energy_of_a_run_by_hand() -> None:
-    from planner.execution.energy import run_energy
+    from planner.executor.energy import run_energy
 
     # one 8-GPU job alone for 1,000 iterations of 1 s, computing 0.6 s of each: the 8
     # GPUs idle at 60 W all along and compute 60% of the time at 300 W

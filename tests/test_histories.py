@@ -13,8 +13,8 @@ import planner
 from planner.app.cli import app
 from planner.dl.slurm import elapsed_seconds, expand_hostlist, memory_gb, read_sacct
 from planner.errors import InputError
-from planner.execution.audit import audit
-from planner.execution.jobs import jobs_from_instance
+from planner.executor.audit import audit
+from planner.executor.model.jobs import jobs_from_instance
 
 HEADER = (
     "JobID|JobName|User|Account|Partition|Submit|Start|End|Elapsed|State|ExitCode|AllocTRES|"

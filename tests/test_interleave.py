@@ -11,11 +11,11 @@ from typer.testing import CliRunner
 
 from planner.app.cli import app
 from planner.errors import InputError
-from planner.execution.audit import audit
-from planner.execution.configurations import strongest_bound
-from planner.execution.executor import run_policy
-from planner.execution.jobs import ExecutorJob, jobs_from_instance, read_trace
-from planner.execution.runs import Setting
+from planner.executor.audit import audit
+from planner.executor.configurations import strongest_bound
+from planner.executor.loop import run_policy
+from planner.executor.model.jobs import ExecutorJob, jobs_from_instance, read_trace
+from planner.executor.runs import Setting
 from planner.interleave import (
     MURI_GROUP_FACTORS,
     Interleave,
@@ -331,7 +331,7 @@ def test_the_instance_names_its_model_and_the_option_overrides_it(tmp_path: Path
 
 
 def test_the_audit_passes_every_run_and_catches_a_wrong_one() -> None:
-    from planner.execution.policies import where_label
+    from planner.executor.policies import where_label
 
     jobs = read_trace(SLICE)
     for policy in ("srtf", "tiresias", "muri-s", "muri-l"):
@@ -363,8 +363,8 @@ def test_policies_refuse_what_is_not_a_training_workload() -> None:
 
 
 def test_noise_scales_each_job_by_one_seeded_factor() -> None:
-    from planner.execution.disturbances import Noise
-    from planner.execution.jobs import with_noise
+    from planner.disturbances import Noise
+    from planner.executor.model.jobs import with_noise
 
     jobs = read_trace(SLICE)
     noisy = with_noise(jobs, Noise("uniform", 0.3), seed=4)
@@ -405,7 +405,7 @@ def test_a_failure_stops_the_jobs_of_its_node_and_srtf_moves_them(
     assert run.finish == {"j": pytest.approx(finish)}
     rows = run.residences(("node1", "node2"))
     assert [(r["gpus"], r["start"]) for r in rows] == stays
-    from planner.execution.audit import audit
+    from planner.executor.audit import audit
 
     assert audit(run, jobs, nodes * 8) == []
 
@@ -432,7 +432,7 @@ def test_a_plan_waits_for_its_node_and_names_its_gpus() -> None:
 def test_the_audit_refuses_a_group_on_a_node_down() -> None:
     from dataclasses import replace
 
-    from planner.execution.audit import audit
+    from planner.executor.audit import audit
 
     jobs = [ExecutorJob("j", 8, 1000, ONE, 1.0, 1000.0)]
     run = run_policy(jobs, "srtf", 1, 8, Interleave("fluid", factors=None), restart=False)

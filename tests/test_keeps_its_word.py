@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from typer.testing import CliRunner
 import planner
 from planner.app.cli import app
 from planner.errors import InputError, OutputError
-from planner.execution.jobs import jobs_from_instance
+from planner.executor.model.jobs import jobs_from_instance
 from planner.files import write_file, write_text
 from tests.conftest import INSTANCES, lines
 
@@ -263,7 +264,7 @@ def test_a_dispatch_on_a_node_the_cluster_does_not_have_is_refused(
 def test_the_audit_refuses_a_group_on_a_node_out_of_range() -> None:
     from dataclasses import replace
 
-    from planner.execution.audit import audit
+    from planner.executor.audit import audit
 
     workload = jobs_from_instance(EXAMPLE)
     first = planner.run_policy(workload, "srtf")
@@ -328,7 +329,7 @@ def test_glyphs_the_font_lacks_are_one_note(tmp_path: Path) -> None:
 
 
 def test_the_library_plans_training_jobs_as_the_command_line_does(tmp_path: Path) -> None:
-    from planner.execution.runs import Setting
+    from planner.executor.runs import Setting
 
     found = planner.plan_jobs(EXAMPLE, time_limit=2, setting=Setting())
     code, out, _ = run("solve", EXAMPLE, "-t", "2")
@@ -358,3 +359,42 @@ def test_the_formats_reference_lists_its_fields() -> None:
     text = (Path(__file__).parents[1] / "docs/reference/formats.md").read_text()
     table = text.split("## The schema", 1)[1]
     assert "| `max_colocated` |" in table and "| `gpu_type` |" in table
+
+
+# A command reads its instance once and passes the parsed object down (issue 58).
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["solve", "-t", "1"],
+        ["solve", "--static", "-s", "sgs"],
+        ["info"],
+        ["validate"],
+        ["validate", "PLAN"],
+        ["run", "PLAN"],
+        ["policy", "muri-s"],
+    ],
+)
+def test_a_command_reads_its_instance_and_plan_once(
+    dispatch: Path, monkeypatch: pytest.MonkeyPatch, args: list[str]
+) -> None:
+    reads: dict[str, int] = {}
+    read_bytes, read_text = Path.read_bytes, Path.read_text
+
+    def counted(read: Callable[..., object]) -> Callable[..., object]:
+        def inner(self: Path, *a: object, **k: object) -> object:
+            reads[self.name] = reads.get(self.name, 0) + 1
+            return read(self, *a, **k)
+
+        return inner
+
+    monkeypatch.setattr(Path, "read_bytes", counted(read_bytes))
+    monkeypatch.setattr(Path, "read_text", counted(read_text))
+    command, *rest = args
+    given = [str(dispatch) if a == "PLAN" else a for a in rest]
+    code, _, err = run(command, EXAMPLE, *given)
+    assert code == 0, err
+    assert reads[EXAMPLE.name] == 1
+    if "PLAN" in args:
+        assert reads[dispatch.name] == 1

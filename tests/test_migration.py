@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 
 from planner import Problem, validate
+from planner.disturbances import MURI_FACTORS, Disturbances, Slowdown
 from planner.errors import InputError
-from planner.execution.disturbances import MURI_FACTORS, Disturbances, Slowdown
-from planner.execution.events import parse_event
-from planner.execution.replan import replan
-from planner.execution.simulate import simulate
 from planner.io.instance import problem_from_data
+from planner.replay.events import parse_event
+from planner.replay.replan import replan
+from planner.replay.simulate import simulate
 from planner.schedule import Schedule
 from planner.solvers import solve
 

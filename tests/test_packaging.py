@@ -54,7 +54,7 @@ def source_files() -> dict[str, str]:
 
 def test_every_python_file_of_every_package_folder_is_in_the_wheel(wheel: set[str]) -> None:
     files = source_files()
-    assert "planner/execution/policies/__init__.py" in files.values()
+    assert "planner/executor/policies/__init__.py" in files.values()
     missing = sorted(src for src, name in files.items() if name not in wheel)
     assert missing == []
 

@@ -14,11 +14,11 @@ from planner.app.cli import app
 from planner.dl.cluster import compile_cluster
 from planner.dl.specs import ClusterInstance
 from planner.errors import InputError
-from planner.execution.audit import audit
-from planner.execution.energy import run_energy
-from planner.execution.executor import run_policy
-from planner.execution.grouping import mix_bound
-from planner.execution.jobs import ExecutorJob, jobs_from_instance
+from planner.executor.audit import audit
+from planner.executor.energy import run_energy
+from planner.executor.loop import run_policy
+from planner.executor.model.grouping import mix_bound
+from planner.executor.model.jobs import ExecutorJob, jobs_from_instance
 from planner.interleave import Interleave, Stages
 from planner.io.instance import load_instance, problem_from_data
 from planner.metrics import power_profile, schedule_metrics

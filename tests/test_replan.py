@@ -11,15 +11,15 @@ import pytest
 from typer.testing import CliRunner
 
 from planner.app.cli import app
+from planner.disturbances import Disturbances
 from planner.errors import InputError
-from planner.execution.disturbances import Disturbances
-from planner.execution.events import Arrival, Overrun, parse_event
-from planner.execution.online import simulate_online
-from planner.execution.replan import prepare, replan
-from planner.execution.simulate import simulate
-from planner.execution.state import state_from_run
 from planner.io.instance import save_instance
 from planner.model import Problem
+from planner.replay.events import Arrival, Overrun, parse_event
+from planner.replay.online import simulate_online
+from planner.replay.replan import prepare, replan
+from planner.replay.simulate import simulate
+from planner.replay.state import state_from_run
 from planner.schedule import Schedule
 from planner.solvers import solve
 from planner.validate import validate

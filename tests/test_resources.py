@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 import planner
 from planner.app.cli import app
 from planner.errors import InputError
-from planner.execution.audit import audit
-from planner.execution.jobs import jobs_from_instance
+from planner.executor.audit import audit
+from planner.executor.model.jobs import jobs_from_instance
 from tests.conftest import lines
 
 runner = CliRunner()
@@ -50,7 +50,7 @@ def write(tmp_path: Path, data: dict, name: str = "inst.yaml") -> Path:
     return path
 
 
-def groups_of(result: planner.execution.executor.ExecutorRun) -> set[frozenset[str]]:
+def groups_of(result: planner.executor.loop.ExecutorRun) -> set[frozenset[str]]:
     """Every set of jobs that shared GPUs at some event of ``result``."""
     out = set()
     for _, groups in result.trace:

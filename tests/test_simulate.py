@@ -14,8 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from planner.app.cli import app
-from planner.errors import InputError
-from planner.execution.disturbances import (
+from planner.disturbances import (
     MURI_FACTORS,
     Disturbances,
     Failure,
@@ -24,16 +23,13 @@ from planner.execution.disturbances import (
     Slowdown,
     parse_simulation,
 )
-from planner.execution.record import Execution
-from planner.execution.simulate import (
-    distribution,
-    monte_carlo,
-    rank_by_realized,
-    simulate,
-)
+from planner.errors import InputError
 from planner.io.instance import problem_from_data
 from planner.model import Problem
+from planner.replay.record import Execution
+from planner.replay.simulate import monte_carlo, rank_by_realized, simulate
 from planner.schedule import Schedule
+from planner.study import distribution
 from planner.validate import validate
 from tests.conftest import ROOT, lines
 

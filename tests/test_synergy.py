@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 import planner
 from planner.app.cli import app
 from planner.errors import InputError
-from planner.execution.audit import audit
-from planner.execution.jobs import ExecutorJob, jobs_from_instance
+from planner.executor.audit import audit
+from planner.executor.model.jobs import ExecutorJob, jobs_from_instance
 from planner.interleave import Interleave, Stages
 from tests.conftest import INSTANCES, lines
 

@@ -218,11 +218,15 @@ def progress_printer() -> Callable[[Progress], None]:
     return report
 
 
-def refuse_run_as_plan(path: Path, hint: str) -> None:
+def refuse_run_as_plan(path: Path, hint: str) -> dict[str, Any] | None:
     """Refuse a run file of ``planner run -o`` (task by task or job by job) given
-    where a plan is expected."""
-    if run_file(path) is not None or job_run_file(path) is not None:
+    where a plan is expected; else the file's JSON object, read once for the plan's
+    reader (``None``: not a JSON object)."""
+    data = json_object(path)
+    runs = (("disturbances", "planned_makespan"), ("executor", "residences"))
+    if data is not None and any(all(k in data for k in keys) for keys in runs):
         raise InputError(f"a run file of planner run, not a plan: {hint}", str(path))
+    return data
 
 
 def job_run_file(path: Path) -> dict[str, Any] | None:

@@ -32,7 +32,7 @@ from planner.app.base import (
 )
 from planner.bounds import critical_path_bound, energy_bound, horizon
 from planner.errors import InputError
-from planner.io.instance import NATIVE, load_instance, save_instance
+from planner.io.instance import NATIVE, load_instance, read_instance, save_instance
 from planner.io.paths import check_output
 from planner.metrics import schedule_metrics
 from planner.model import Problem
@@ -43,6 +43,7 @@ from planner.validate import Report, validate
 
 if TYPE_CHECKING:
     from planner.app.colocation import RunChart
+    from planner.io.instance import InstanceFile
 
 GAIN_TASKS = 2_000
 """Above this many tasks ``planner solve`` runs the exclusive baselines of the
@@ -287,7 +288,12 @@ def solve(
             }.items()
             if v is not None
         }
-        from planner.app.solve_dl import executed_line, plan_in_executor, solve_on_types
+        from planner.app.solve_dl import (
+            executed_line,
+            plan_in_executor,
+            solve_on_types,
+            workload_of,
+        )
 
         if no_preempt:
             if static or solver != "portfolio":
@@ -298,15 +304,17 @@ def solve(
                 )
             options["no_preempt"] = True
 
-        if solve_on_types(instance, solver, options, static, output, gantt):
+        source = read_instance(instance)  # read once, passed down
+        workload, _ = workload_of(source)
+        if solve_on_types(instance, workload, solver, options, static, output, gantt):
             return
-        problem = load_instance(instance, check=True)
+        problem = source.problem(check=True)
         if "time_limit" in options_of(solver):
             options.setdefault("time_limit", DEFAULT_TIME_LIMIT)
         if initial is not None:
             options["initial_solution"] = load_schedule(initial, problem)
 
-        if plan_in_executor(instance, problem, solver, options, static, output, gantt,
+        if plan_in_executor(instance, workload, problem, solver, options, static, output, gantt,
                         (interleave, data_slots, slowdown, restart)):  # fmt: skip
             return
         result = run(problem, solver, progress=progress_printer(), **options)
@@ -320,7 +328,7 @@ def solve(
                 gain = f"- (not figured above {GAIN_TASKS:,} tasks; --gain runs its baselines)"
         rows = summary(problem, result, gain)
         if result.schedule is not None and problem.jobs:
-            executed = executed_line(instance, problem, result.schedule)
+            executed = executed_line(workload, problem, result.schedule)
             if executed is not None:
                 why = "--static" if static else f"objective {problem.objective}"
                 rows.insert(1, ("model", f"static block model ({why}; each block at one "
@@ -345,8 +353,16 @@ def solve(
 @app.command("solvers")
 def solvers_cmd() -> None:
     """List every solver with its options, their types and defaults."""
-    from planner.solvers.registry import DEFAULT_SOLVER, SOLVERS, SUMMARIES, options_of
+    from planner.solvers.registry import (
+        DEFAULT_SOLVER,
+        IN_EXECUTOR,
+        SOLVERS,
+        SUMMARIES,
+        options_of,
+    )
 
+    for name in IN_EXECUTOR:
+        typer.echo(f"{name} (training jobs): {SUMMARIES[name]}")
     for name in SOLVERS:
         default = " (default)" if name == DEFAULT_SOLVER else ""
         typer.echo(f"{name}{default}: {SUMMARIES[name]}")
@@ -364,13 +380,14 @@ def validate_cmd(
 ) -> None:
     """Check an instance, and a schedule against it: prints every violation; exit 1 if any."""
     with guard():
-        problem = load_instance(instance, check=True)
+        source = read_instance(instance)  # read once, passed down
+        problem = source.problem(check=True)
         if schedule is None:
             typer.echo(f"{instance}: valid instance ({len(problem.tasks)} tasks)")
             return
-        from planner.app.solve_dl import audit_static_plan, validate_dispatch
+        from planner.app.solve_dl import audit_static_plan, validate_dispatch, workload_of
 
-        if validate_dispatch(instance, schedule):
+        if validate_dispatch(source, schedule):
             return
         sched = load_schedule(schedule, problem)
         report = validate(problem, sched)
@@ -380,20 +397,22 @@ def validate_cmd(
             typer.echo(f"{schedule}: {report}")
             raise typer.Exit(1)
         typer.echo(f"{schedule}: valid, {problem.objective} {sched.objective(problem):g}")
-        audit_static_plan(instance, problem, sched)
+        audit_static_plan(workload_of(source)[0], problem, sched)
 
 
 @app.command()
 def info(instance: Annotated[Path, typer.Argument(help="Instance file.")]) -> None:
     """Print the instance's tasks, resources, horizon and lower bounds."""
     with guard():
-        from planner.app.solve_dl import table_info
+        from planner.app.solve_dl import table_info, workload_of
 
-        rows = table_info(instance)
+        source = read_instance(instance)  # read once, passed down
+        workload, _ = workload_of(source)
+        rows = table_info(instance, workload)
         if rows:
             show(rows)
             return
-        problem = load_instance(instance, check=True)
+        problem = source.problem(check=True)
         modes = sum(len(t.modes) for t in problem.tasks)
         segments = sum(len(m.segments) for t in problem.tasks for m in t.modes)
         cp, energy = critical_path_bound(problem), energy_bound(problem)
@@ -417,7 +436,7 @@ def info(instance: Annotated[Path, typer.Argument(help="Instance file.")]) -> No
             ("energy bound", energy),
             ("lower bound", max(cp, energy)),
         ]
-        model_rows = _model_bounds(instance)
+        model_rows = _model_bounds(source)
         if model_rows:  # training jobs: in seconds, the static block model's named
             most = max(cp, energy)
             seconds = most * tick_seconds(problem.time_unit)
@@ -433,21 +452,21 @@ def info(instance: Annotated[Path, typer.Argument(help="Instance file.")]) -> No
         show(rows)
 
 
-def _model_bounds(instance: Path) -> list[tuple[str, object]]:
+def _model_bounds(source: InstanceFile) -> list[tuple[str, object]]:
     """``planner info``'s bounds of a training workload (cluster form) under each
     interleaving model, in seconds; none for another instance."""
-    from planner.execution.configurations import NodeRoom, strongest_bound
-    from planner.execution.elastic import Hybrid
-    from planner.execution.jobs import jobs_from_instance
-    from planner.execution.runs import Setting
+    from planner.executor.configurations import NodeRoom, strongest_bound
+    from planner.executor.model.elastic import Hybrid
+    from planner.executor.model.jobs import jobs_from_instance
+    from planner.executor.runs import Setting
 
-    if instance.suffix.lower() not in NATIVE:
+    if source.data is None:
         return []
     try:
-        workload = jobs_from_instance(instance)
+        workload = jobs_from_instance(source.path, source.data)
     except InputError:
         return []  # not a cluster-form instance of one GPU count per node
-    from planner.execution.resources import resource_rows
+    from planner.executor.model.resources import resource_rows
 
     gpus = (workload.nodes or 1) * (workload.gpus_per_node or 1)
     rows: list[tuple[str, object]] = [("interleave", workload.interleave)]
@@ -557,7 +576,7 @@ def gantt_cmd(
     from planner.app.colocation import job_level_run, save_colocation_chart
     from planner.app.gantt import FORMATS, save_gantt
     from planner.app.gantt_layout import check_view
-    from planner.execution.table import dispatch_data
+    from planner.executor.dispatch import dispatch_data
 
     with guard():
         inputs = [schedule] if instance is None else [schedule, instance]
@@ -590,7 +609,7 @@ def gantt_cmd(
         run = run_file(schedule)
         if run is not None:
             from planner.app.gantt import save_run_gantt
-            from planner.execution.simulate import replay_run
+            from planner.replay.simulate import replay_run
 
             ex = replay_run(problem, run, str(schedule))
             save_run_gantt(ex, output, by=by, planned=problem)
@@ -614,7 +633,7 @@ def _dispatch_chart(instance: Path, path: Path, output: Path) -> RunChart:
     does, and draw its chart; what it drew."""
     from planner.app.colocation import save_run_chart
     from planner.app.job_runs import dispatch_file
-    from planner.execution.runs import dl_workload
+    from planner.executor.runs import dl_workload
 
     workload, _ = dl_workload(instance)
     if workload is None:

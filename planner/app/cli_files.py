@@ -286,10 +286,10 @@ def export_slurm_cmd(
     ] = 1.0,
 ) -> None:
     """Write a plan without preemption as Slurm batch scripts, one per job (its nodes,
-    GPUs or GPU shards, planned start), and submit.sh (planner/execution/slurm_export.py)."""
+    GPUs or GPU shards, planned start), and submit.sh (planner/executor/slurm_export.py)."""
     from planner.app.job_runs import dispatch_file
-    from planner.execution.jobs import jobs_from_instance
-    from planner.execution.slurm_export import export_slurm
+    from planner.executor.model.jobs import jobs_from_instance
+    from planner.executor.slurm_export import export_slurm
 
     with guard():
         if output.exists() and not output.is_dir():
@@ -334,7 +334,7 @@ def launch_cmd(
     realized makespan and mean JCT side by side (planner/app/launch.py)."""
     from planner.app.job_runs import dispatch_file
     from planner.app.launch import launch, progress, run_data, summary
-    from planner.execution.jobs import jobs_from_instance
+    from planner.executor.model.jobs import jobs_from_instance
 
     with guard():
         check_output(output, inputs=[instance, plan], suffixes=(".json",), what="the run file")

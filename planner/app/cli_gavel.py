@@ -70,7 +70,7 @@ def import_gavel_cmd(
         read_gavel_trace,
         read_throughputs,
     )
-    from planner.execution.jobs import jobs_from_instance
+    from planner.executor.model.jobs import jobs_from_instance
 
     with guard():
         if trace is not None and jobs is not None:

@@ -27,13 +27,13 @@ from planner.app.base import (
     time_limit_option,
 )
 from planner.errors import InputError
-from planner.execution.events import parse_event
-from planner.execution.replan import prepare
-from planner.execution.runs import state_from_job_run
-from planner.execution.state import state_from_run
-from planner.execution.table import dispatch_data
+from planner.executor.dispatch import dispatch_data
 from planner.io.instance import NATIVE, load_instance, read_text, save_instance
 from planner.io.paths import check_distinct, check_output
+from planner.replay.events import parse_event
+from planner.replay.job_state import state_from_job_run
+from planner.replay.replan import prepare
+from planner.replay.state import state_from_run
 from planner.schedule import load_schedule
 from planner.times import parse_ticks
 

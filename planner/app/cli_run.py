@@ -46,13 +46,14 @@ from planner.app.run_output import (
     save_histogram,
     task_rows,
 )
+from planner.disturbances import MAX_RUNS, MAX_SEED, MAX_SIGMA, Disturbances
 from planner.errors import InputError
-from planner.execution.disturbances import MAX_RUNS, MAX_SEED, MAX_SIGMA, Disturbances
-from planner.execution.simulate import Study, simulate, summarize
 from planner.files import write_text
 from planner.io.instance import load_instance
 from planner.io.paths import check_output
+from planner.replay.simulate import simulate, summarize
 from planner.schedule import load_schedule
+from planner.study import Study
 from planner.times import tick_label
 
 Instance = Annotated[Path, typer.Argument(help="Instance file (the plan's, the jobs').")]
@@ -295,7 +296,7 @@ def policy_cmd(
             "fairness); planner (the planner online, searching at every event); Gavel's "
             "gavel-*, Synergy's synergy-*; for elastic jobs Pollux's pollux, "
             "pollux-tiresias, pollux-optimus and ours goodput, goodput-pack (co-locating); "
-            "or your own, FILE.py:CLASS (a planner.execution.policies.Policy)."
+            "or your own, FILE.py:CLASS (a planner.executor.policies.Policy)."
         ),
     ],
     time_limit: Annotated[
@@ -404,8 +405,8 @@ def online_cmd(
     re-plans, mean and p99 JCT, makespan, mean wait, worst finish-time fairness and the
     planner's time per re-plan.
     """
-    from planner.execution.jobs import any_elastic
-    from planner.execution.runs import DEFAULT_SLOWDOWN, Setting, dl_workload
+    from planner.executor.model.jobs import any_elastic
+    from planner.executor.runs import DEFAULT_SLOWDOWN, Setting, dl_workload
 
     with guard():
         workload, why = dl_workload(instance)
@@ -492,18 +493,20 @@ def _plan_or_policy(
     """Run a plan (``schedule``) or a policy once, or ``runs`` times, and report it: job by
     job for training jobs, else task by task."""
     from planner.app.gantt import FORMATS
-    from planner.execution.runs import DEFAULT_SLOWDOWN, Setting, dl_workload
+    from planner.executor.runs import DEFAULT_SLOWDOWN, Setting, dl_workload
 
     nodes, gpus_per_node = trace
     with guard():
+        plan_data = None
         if schedule is not None:
-            refuse_run_as_plan(schedule, "replay the plan it ran (planner gantt draws a run)")
+            hint = "replay the plan it ran (planner gantt draws a run)"
+            plan_data = refuse_run_as_plan(schedule, hint)
         planner = None
         if policy == "planner":
             planner = planner_options(None, time_limit, [], job_level=True)
         slowdown = d.slowdown or DEFAULT_SLOWDOWN
         if policy is not None:  # a policy runs training jobs, or says why it cannot
-            from planner.execution.jobs import jobs_from_instance
+            from planner.executor.model.jobs import jobs_from_instance
 
             workload, why = jobs_from_instance(instance), ""
         else:
@@ -525,7 +528,7 @@ def _plan_or_policy(
                 raise InputError(
                     "--data-slots: data slots are fluid's; muri loads over two of four slots"
                 )
-            table = dispatch_file(schedule) if schedule is not None else None
+            table = dispatch_file(schedule, plan_data) if schedule is not None else None
             if table is not None:
                 setting = dispatch_setting(
                     table,

@@ -3,7 +3,7 @@ cluster's GPUs are.
 
 A run of ``planner policy`` (or of a plan under ``--interleave``) written with ``-o``
 holds its co-location table (``residences``: job, GPU set, start, end, partners;
-:meth:`planner.execution.executor.ExecutorRun.residences`) and its cluster (node names,
+:meth:`planner.executor.loop.ExecutorRun.residences`) and its cluster (node names,
 GPUs per node). The chart has one row per physical GPU, grouped by node, idle GPUs
 included; a job's stay on a GPU set is a bar on each of its GPUs, and jobs sharing the
 GPUs at the same time split the row's height; a node's outage is shaded. One colour per
@@ -11,7 +11,7 @@ job (the same job, the same colour, in every chart of a run), a legend where the
 few jobs; a migration (a job resumed on other GPUs) is marked with a triangle where it
 resumes. Under it, the
 share of the cluster's GPUs held over time and, where the run file has its utilisation
-(:mod:`planner.execution.utilisation`), the share of GPU compute, data loading and
+(:mod:`planner.executor.utilisation`), the share of GPU compute, data loading and
 network in use: which resource is the bottleneck when; under that, the GPUs' draw
 against the power cap. :func:`draw_run` draws on the axes it is given,
 :func:`save_colocation_chart` writes a file.
@@ -73,10 +73,10 @@ def chart_fields(
     run: Any, names: Sequence[str], policy: str, jobs: Sequence[Any] = (), gpus: int = 0
 ) -> dict[str, Any]:
     """The fields of a run file that its chart draws, of the executor's ``run`` (a
-    :class:`~planner.execution.executor.ExecutorRun`; ``names`` name its nodes, ``policy``
+    :class:`~planner.executor.loop.ExecutorRun`; ``names`` name its nodes, ``policy``
     what made it): with its utilisation where its ``jobs`` and the cluster's ``gpus`` are
-    given (:func:`~planner.execution.utilisation.run_utilisation`)."""
-    from planner.execution.utilisation import run_utilisation
+    given (:func:`~planner.executor.utilisation.run_utilisation`)."""
+    from planner.executor.utilisation import run_utilisation
 
     out = {"policy": policy, "interleave": run.interleave.kind, "makespan": run.makespan,
            "power_cap": run.power_cap, "residences": run.residences(names),
@@ -216,7 +216,7 @@ _SHARE_COLOURS = {"GPU compute": "tab:green", "data loading": "tab:orange",
 def _draw_shares(panel: Any, use: dict[str, Any], scale: float, end: float) -> tuple[str, ...]:
     """Each resource's share in use over time (of a run's ``utilisation``) on ``panel``,
     in percent; the resources drawn (those the run's model knows)."""
-    from planner.execution.utilisation import RESOURCES
+    from planner.executor.utilisation import RESOURCES
 
     xs = [t / scale for t in use["times"]] + [end / scale]
     drawn = []

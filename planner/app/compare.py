@@ -17,13 +17,13 @@ deviation from the best known value used in the PSPLIB literature, and
 empty for a problem without power figures, or ticks without a length).
 
 A study may also judge every plan by what it delivers: with a simulation spec
-(:func:`planner.execution.disturbances.parse_simulation`, e.g.
+(:func:`planner.disturbances.parse_simulation`, e.g.
 ``noise=lognormal:0.1,slowdown=muri,runs=20``) each valid schedule is replayed
-``runs`` times with the same seeds (:func:`planner.execution.simulate.rank_by_realized`),
+``runs`` times with the same seeds (:func:`planner.replay.simulate.rank_by_realized`),
 and the table gets the columns :data:`REALIZED`: the spec and the mean and 95th
 percentile of the realized makespan and the mean realized JCT; for training jobs, run
 in the job-level executor, also the p99 JCT, the worst finish-time fairness, Jain's
-index and the longest wait (:mod:`planner.execution.fairness`), and every job's JCT and
+index and the longest wait (:mod:`planner.executor.fairness`), and every job's JCT and
 finish-time fairness in the run of the first seed go to a side table
 (:mod:`planner.app.compare_jct`).
 """
@@ -53,8 +53,8 @@ from planner.app.compare_run import (
     policy_names,
     run_one,
 )
+from planner.disturbances import Simulation, parse_simulation
 from planner.errors import InputError, OutputError
-from planner.execution.disturbances import Simulation, parse_simulation
 from planner.files import write_text
 from planner.io.instance import load_instance
 
@@ -429,7 +429,7 @@ def run_study(
     jobs, dask
         Where runs execute (:func:`execute`).
     simulation
-        A simulation spec (:func:`planner.execution.disturbances.parse_simulation`): every
+        A simulation spec (:func:`planner.disturbances.parse_simulation`): every
         valid schedule is replayed and its realized figures fill the
         :data:`REALIZED` columns. A resumed study must use the spec of its rows.
     pareto
@@ -450,7 +450,7 @@ def run_study(
         If ``output`` is not empty and neither ``resume`` nor ``force`` is
         given (or both are), if a resumed table was run with another simulation,
         or on bad input (:func:`plan_runs`,
-        :func:`planner.execution.disturbances.parse_simulation`).
+        :func:`planner.disturbances.parse_simulation`).
     KeyboardInterrupt
         On Ctrl-C; the rows of the runs finished before it are in ``output``,
         the run it interrupted is not.

@@ -46,7 +46,7 @@ RANKED = ("mean_jct", "p99_jct", "worst_ftf", "makespan")
 
 def tick_unit(instances: Sequence[Path]) -> str:
     """The tick of the instances' JCT figures (``ticks`` where they differ)."""
-    from planner.execution.runs import dl_workload
+    from planner.executor.runs import dl_workload
     from planner.times import tick_label
 
     units = set()

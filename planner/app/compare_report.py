@@ -65,7 +65,7 @@ def summarize_realized(table: pd.DataFrame) -> pd.DataFrame:
     them (plans times the spec's ``runs``); the means are over the plans (a solver
     without one gets NaN and comes last). Solvers are ordered by
     mean realized makespan, then its 95th percentile, then name, as
-    :func:`planner.execution.simulate.rank_by_realized` ranks plans.
+    :func:`planner.replay.simulate.rank_by_realized` ranks plans.
     """
     out = []
     for solver, group in table.groupby("solver", sort=False):

@@ -9,8 +9,8 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from planner.disturbances import Simulation, parse_simulation
 from planner.errors import InputError
-from planner.execution.disturbances import Simulation, parse_simulation
 from planner.io.instance import load_instance
 
 if TYPE_CHECKING:
@@ -169,8 +169,8 @@ def run_one(
 def _executor_workload(path: str, problem: Problem) -> Any:
     """The training jobs of ``path`` where the executor's model plans ``problem``'s
     objective (its plans are runs in the executor), else ``None``."""
-    from planner.execution.runs import dl_workload
-    from planner.execution.search import OBJECTIVES
+    from planner.executor.runs import dl_workload
+    from planner.solvers.dispatch_search import OBJECTIVES
 
     if problem.objective not in OBJECTIVES:
         return None
@@ -194,8 +194,8 @@ def _search_in_executor(
     starts the row is an error saying so.
     """
     from planner.app.solve_dl import static_portfolio
-    from planner.execution.runs import dispatch_of
-    from planner.execution.search import DEFAULT_TIME_LIMIT
+    from planner.executor.runs import dispatch_of
+    from planner.solvers.dispatch_search import DEFAULT_TIME_LIMIT
 
     if sim is not None:
         dist = sim.disturbances
@@ -250,16 +250,16 @@ def _in_executor(
 ) -> tuple[Any, Any, Any]:
     """The search in the executor's model (the simulation's, else the defaults) on
     ``workload``, with the ``search`` options of
-    :func:`~planner.execution.search.search_dispatch`: its result, the dispatch it ran
+    :func:`~planner.solvers.dispatch_search.search_dispatch`: its result, the dispatch it ran
     on, and the setting."""
-    from planner.execution.runs import Setting, dispatch_of
-    from planner.execution.search import search_dispatch
+    from planner.executor.runs import Setting, dispatch_of
+    from planner.solvers.registry import dispatch_solver
 
     setting = Setting() if sim is None else _sim_setting(sim)
     dispatch = dispatch_of(workload, setting, "lp-groups")
     weights = {j.name: j.weight for j in problem.jobs}
     return (
-        search_dispatch(dispatch, setting, problem.objective, weights, **search),
+        dispatch_solver()(dispatch, setting, problem.objective, weights, **search),
         dispatch,
         setting,
     )
@@ -271,8 +271,8 @@ def _executed(
     """The row's figures from the best run of ``result`` (a search in the executor's
     model, on ``dispatch``'s cluster), in ticks of ``problem``: objective, bound, gap,
     makespan, energy, the audit's verdict, status."""
-    from planner.execution.audit import audit
-    from planner.execution.energy import run_energy
+    from planner.executor.audit import audit
+    from planner.executor.energy import run_energy
     from planner.times import tick_seconds
 
     tick = tick_seconds(problem.time_unit)
@@ -292,8 +292,8 @@ def _executed(
 
 
 def _sim_setting(sim: Simulation) -> Any:
-    """The executor's :class:`~planner.execution.runs.Setting` a simulation spec names."""
-    from planner.execution.runs import Setting
+    """The executor's :class:`~planner.executor.runs.Setting` a simulation spec names."""
+    from planner.executor.runs import Setting
 
     dist = sim.disturbances
     slowdown = "none" if dist.slowdown is None else dist.slowdown.source
@@ -310,15 +310,15 @@ def _realize(
 ) -> None:
     """Fill in the realized figures of ``row``'s plan, or of its peer policy (``plan``
     ``None``), in ticks of the instance (status ``error`` if running it fails): an instance
-    with training jobs runs in the job-level executor (:mod:`planner.execution.runs`, its
+    with training jobs runs in the job-level executor (:mod:`planner.executor.runs`, its
     defaults unless ``sim`` says otherwise), a task graph without them in the task-level
     replay. ``workload``: the instance's training jobs, if read already; ``planned``: the
-    :class:`~planner.execution.runs.Dispatch` to judge, planned already (a dispatch of
+    :class:`~planner.executor.runs.Dispatch` to judge, planned already (a dispatch of
     the search in the executor's model)."""
-    from planner.execution.fairness import fairness
-    from planner.execution.jobs import outages_of
-    from planner.execution.runs import dispatch_of, dl_workload, judge
-    from planner.execution.simulate import rank_by_realized
+    from planner.executor.fairness import fairness
+    from planner.executor.model.jobs import outages_of
+    from planner.executor.runs import dispatch_of, dl_workload, judge
+    from planner.replay.simulate import rank_by_realized
     from planner.times import tick_seconds
 
     jobs: dict[str, tuple[float, float]] = {}
@@ -349,7 +349,7 @@ def _realize(
                     dist.work_conserving, outages, dist.noise,
                 )  # fmt: skip
             if row["solver"] == ONLINE_PLANNER and plan is None:
-                from planner.execution.policies.planner import SearchPlanner
+                from planner.replay.planner_policy import SearchPlanner
 
                 dispatch.make = SearchPlanner
             first = dispatch.run(sim.seed)
@@ -371,6 +371,6 @@ def _realize(
 def policy_names() -> list[str]:
     """The executor's policies a study runs under a simulation: every policy, and the
     online planner in the executor's model (:data:`ONLINE_PLANNER`, 1 s per event)."""
-    from planner.execution.policies import POLICIES
+    from planner.executor.policies import POLICIES
 
     return [*POLICIES, ONLINE_PLANNER]

@@ -45,8 +45,8 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
     from plotly.graph_objects import Figure as PlotlyFigure
 
-    from planner.execution.record import Execution
     from planner.model import Problem
+    from planner.replay.record import Execution
     from planner.schedule import Schedule
 
 STATIC_FORMATS = (".png", ".svg", ".pdf")

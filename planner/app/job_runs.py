@@ -1,5 +1,5 @@
 """Job-level runs of training jobs for ``planner run``, ``planner study`` and ``planner
-policy``: the job-level executor (:mod:`planner.execution.executor`) under one setting,
+policy``: the job-level executor (:mod:`planner.executor.loop`) under one setting,
 once or as a Monte Carlo study, its printed rows and its run file."""
 
 from __future__ import annotations
@@ -16,27 +16,28 @@ import typer
 from planner.app.base import progress_bar, show
 from planner.app.colocation import chart_fields, save_colocation_chart
 from planner.app.run_output import distribution_table, refuse, save_histogram
+from planner.disturbances import Noise
 from planner.errors import InputError
-from planner.execution.disturbances import Noise
-from planner.execution.simulate import Study
-from planner.execution.table import dispatch_data
+from planner.executor.dispatch import dispatch_data
 from planner.files import write_text
 from planner.io.instance import load_instance
 from planner.schedule import load_schedule
+from planner.study import Study
 
 
-def dispatch_file(path: Path) -> Any:
-    """The :class:`~planner.execution.table.DispatchPlan` of ``path`` if it is a dispatch
-    file of ``planner solve`` (``None``: another file).
+def dispatch_file(path: Path, data: dict[str, Any] | None = None) -> Any:
+    """The :class:`~planner.executor.dispatch.DispatchPlan` of ``path`` if it is a dispatch
+    file of ``planner solve`` (``None``: another file); ``data``: its JSON object, read
+    already.
 
     Raises
     ------
     InputError
         For a malformed dispatch file.
     """
-    from planner.execution.table import DispatchPlan
+    from planner.executor.dispatch import DispatchPlan
 
-    data = dispatch_data(path)
+    data = dispatch_data(path, data)
     return None if data is None else DispatchPlan.from_data(data, str(path))
 
 
@@ -84,17 +85,17 @@ def write_table(path: Path, rows: list[dict[str, Any]]) -> None:
 @dataclass(frozen=True)
 class JobLevel:
     """``planner policy``, ``planner run`` and ``planner study`` of an instance with
-    training jobs: the job-level executor (:mod:`planner.execution.executor`) under one
+    training jobs: the job-level executor (:mod:`planner.executor.loop`) under one
     setting, once or as a Monte Carlo study."""
 
     setting: Any
-    """The :class:`~planner.execution.runs.Setting`."""
+    """The :class:`~planner.executor.runs.Setting`."""
     power_cap: float | None = None
     """Watts (``None``: the instance's cap, if any)."""
     planner: tuple[str, dict[str, Any]] | None = None
     """The policy ``planner``: the solver and its options."""
     table: Any = None
-    """The :class:`~planner.execution.table.DispatchPlan` of the plan file, if it is a
+    """The :class:`~planner.executor.dispatch.DispatchPlan` of the plan file, if it is a
     dispatch file."""
 
     def run(
@@ -119,12 +120,12 @@ class JobLevel:
         ``noise``, every job's iteration time scaled by one factor drawn from ``seed``;
         with ``fail``, nodes down as the failure specs say; with ``runs``, the seeds after
         ``seed`` too, their distribution printed (and drawn in ``histogram``)."""
-        from planner.execution.audit import audit
-        from planner.execution.disturbances import Failure
-        from planner.execution.energy import run_energy
-        from planner.execution.jobs import outages_of
-        from planner.execution.policies import policy_of
-        from planner.execution.runs import dispatch_of
+        from planner.disturbances import Failure
+        from planner.executor.audit import audit
+        from planner.executor.energy import run_energy
+        from planner.executor.model.jobs import outages_of
+        from planner.executor.policies import policy_of
+        from planner.executor.runs import dispatch_of
         from planner.interrupt import Halt, run_interruptibly
 
         if policy is not None and policy != "planner":
@@ -154,8 +155,8 @@ class JobLevel:
                 self.power_cap,
             )
         if policy == "planner" and self.planner is not None:
-            from planner.execution.policies.planner import online_planner
-            from planner.execution.runs import workload_problem
+            from planner.executor.runs import workload_problem
+            from planner.replay.planner_policy import online_planner
 
             solver, options = self.planner
             problem = None
@@ -237,16 +238,16 @@ def _run_rows(
 ) -> list[tuple[str, object]]:
     """The lines ``planner run`` and ``planner policy`` print of a job-level run, with its
     ``energy`` (``None``: not figured) and the audit's ``violations``."""
-    from planner.execution.configurations import strongest_bound
-    from planner.execution.fairness import completion_bound, fairness, fairness_rows
-    from planner.execution.jobs import any_elastic
+    from planner.executor.configurations import strongest_bound
+    from planner.executor.fairness import completion_bound, fairness, fairness_rows
+    from planner.executor.model.jobs import any_elastic
 
     jobs, model, cap = dispatch.jobs_of(seed), dispatch.model, dispatch.power_cap
     total = dispatch.nodes * dispatch.gpus_per_node
     what = f"{len(jobs)} jobs, {dispatch.nodes} nodes x {dispatch.gpus_per_node} GPUs"
     elastic = any_elastic(jobs)
     if model.table is not None:
-        from planner.execution.jobs import type_gpus
+        from planner.executor.model.jobs import type_gpus
 
         bound, bound_row = _table_bounds(dispatch, jobs)
         gpus = type_gpus(dispatch.types, dispatch.gpus_per_node)
@@ -353,7 +354,7 @@ def allocation_row(run: Any, jobs: Sequence[Any]) -> tuple[str, str] | None:
     """The ``allocation`` line of a run whose nodes hold CPU cores or memory: what the
     jobs held of them on average, and how fast the jobs with profiles ran (``None``:
     the nodes hold neither)."""
-    from planner.execution.resources import held
+    from planner.executor.model.resources import held
 
     figures = held(run, jobs)
     if figures is None:
@@ -374,7 +375,7 @@ def allocation_row(run: Any, jobs: Sequence[Any]) -> tuple[str, str] | None:
 def elastic_row(run: Any, jobs: Sequence[Any]) -> tuple[str, str] | None:
     """The ``elastic`` line of a run with elastic jobs: how many, how often their GPU
     counts changed, the most GPUs one held, their GPU-hours (``None``: no elastic job)."""
-    from planner.execution.elastic import elastic_figures
+    from planner.executor.model.elastic import elastic_figures
 
     figures = elastic_figures(run.trace, {j.name for j in jobs if j.elastic is not None})
     if figures is None:
@@ -400,9 +401,9 @@ def speed_line(jobs: Sequence[Any]) -> str:
 
 def _table_bounds(dispatch: Any, jobs: Sequence[Any]) -> tuple[float, str]:
     """The ``table`` model's strongest bound of a run and its line: the larger of
-    :func:`planner.execution.jobs.typed_bound` and its relaxation (the GPU types' time
+    :func:`planner.executor.model.jobs.typed_bound` and its relaxation (the GPU types' time
     shared at will, alone and in measured pairs, releases at 0)."""
-    from planner.execution.jobs import typed_bound
+    from planner.executor.model.jobs import typed_bound
 
     bound, which = typed_bound(jobs, dispatch.types, dispatch.gpus_per_node, dispatch.model.table)
     if bound["lp"] > bound["bound"]:
@@ -426,7 +427,7 @@ def run_data(
 ) -> dict[str, Any]:
     """The run file of a job-level run: its figures (its ``energy`` among them), its
     co-location table, how busy it kept each resource
-    (:func:`~planner.execution.utilisation.run_utilisation`), and what runs it again
+    (:func:`~planner.executor.utilisation.run_utilisation`), and what runs it again
     (``planner replan --executed`` re-runs it to T for the executor's state there)."""
     model = dispatch.model
     gpus = dispatch.nodes * dispatch.gpus_per_node
@@ -454,8 +455,8 @@ def run_data(
 def _more_job_runs(dispatch: Any, seed: int, runs: int, jobs: int, study: Study) -> None:
     """The job-level runs after the first (seeds ``seed + 1 ..``) into ``study``, with a
     progress bar on stderr; the first Ctrl-C stops them, a second aborts."""
-    from planner.execution.simulate import stream_runs
     from planner.interrupt import Halt
+    from planner.study import stream_runs
 
     halt = Halt()
     with progress_bar(total=runs, initial=1, unit="run", desc="runs") as bar:

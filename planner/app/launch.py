@@ -1,7 +1,7 @@
 """A plan run by a real Slurm: ``planner launch INSTANCE PLAN [--time-scale F] -o RUN``.
 
 The plan (a dispatch of ``planner solve --no-preempt``) is exported as batch scripts
-(:mod:`planner.execution.slurm_export`) whose ``--begin`` times count from one moment,
+(:mod:`planner.executor.slurm_export`) whose ``--begin`` times count from one moment,
 ``zero``, a couple of seconds after launch; the scripts are submitted with ``sbatch`` to
 the Slurm that ``SLURM_CONF`` (or Slurm's default configuration) names. The launch
 polls ``scontrol show job`` until every job has ended, noting the GPUs each was given
@@ -30,15 +30,15 @@ from typing import Any
 
 from planner.dl.slurm import expand_hostlist
 from planner.errors import InputError
-from planner.execution.jobs import Workload
-from planner.execution.slurm_export import (
+from planner.executor.dispatch import DispatchPlan
+from planner.executor.model.jobs import Workload
+from planner.executor.slurm_export import (
     DEFAULT_COMMAND,
     Placed,
     check_options,
     export_slurm,
     placements,
 )
-from planner.execution.table import DispatchPlan
 
 ENDED = frozenset(
     {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED",
@@ -240,7 +240,7 @@ def launch(
     Raises
     ------
     InputError
-        For options :func:`~planner.execution.slurm_export.check_options` refuses, without
+        For options :func:`~planner.executor.slurm_export.check_options` refuses, without
         Slurm, for a plan with preemption, a node the instance names that Slurm
         does not have, a failed ``sbatch``, or a wait beyond ``wait_limit``.
     """

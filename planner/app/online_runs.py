@@ -17,8 +17,8 @@ from planner.app.colocation import save_colocation_chart
 from planner.app.gantt import save_run_gantt
 from planner.app.job_runs import run_data
 from planner.app.run_output import describe
+from planner.disturbances import Disturbances, Noise
 from planner.errors import InputError
-from planner.execution.disturbances import Disturbances, Noise
 from planner.files import write_text
 from planner.io.instance import load_instance
 from planner.io.paths import check_output
@@ -141,8 +141,8 @@ def _online_runs(
     """One online run per solver (``chosen``: solver -> options), each with a progress bar
     on stderr. The first Ctrl-C stops the re-plans after the one in progress; the runs
     done (the cut one included, over the jobs arrived so far) are returned."""
-    from planner.execution.online import simulate_online
     from planner.interrupt import Halt, run_interruptibly
+    from planner.replay.online import simulate_online
 
     halt = Halt()
     out: list[Any] = []
@@ -192,9 +192,9 @@ def planner_options(
     """The online planner's solver and its options (``--time-limit``, ``--option``),
     checked against the solver's. On training jobs (``job_level``) the default is
     ``portfolio``: the search in the executor's model
-    (:class:`~planner.execution.policies.planner.SearchPlanner`), which takes
+    (:class:`~planner.replay.planner_policy.SearchPlanner`), which takes
     ``time_limit`` and ``seed``; on task graphs ``sgs``."""
-    from planner.execution.policies.planner import SEARCH_OPTIONS
+    from planner.replay.planner_policy import SEARCH_OPTIONS
     from planner.solvers.registry import check_options, solver_function
 
     solver = solver or ("portfolio" if job_level else "sgs")
@@ -239,13 +239,13 @@ class JobOnline:
         """Run the planner and the baselines; print the table (and write the files)."""
         from dataclasses import replace
 
-        from planner.execution.audit import audit
-        from planner.execution.disturbances import Failure
-        from planner.execution.energy import run_energy
-        from planner.execution.jobs import outages_of
-        from planner.execution.policies import policy_of
-        from planner.execution.policies.planner import online_planner
-        from planner.execution.runs import dispatch_of, workload_problem
+        from planner.disturbances import Failure
+        from planner.executor.audit import audit
+        from planner.executor.energy import run_energy
+        from planner.executor.model.jobs import outages_of
+        from planner.executor.policies import policy_of
+        from planner.executor.runs import dispatch_of, workload_problem
+        from planner.replay.planner_policy import online_planner
 
         with guard():
             check_online(instance, output, gantt, CHART_FORMATS)
@@ -374,7 +374,7 @@ def _online_row(name: str, run: Any, jobs: Any, gpus: int) -> dict[str, Any]:
     ``gpus`` GPUs)."""
     import numpy as np
 
-    from planner.execution.fairness import fairness
+    from planner.executor.fairness import fairness
 
     waits = [run.started[j] - run.release[j] for j in run.finish if j in run.started]
     planning = run.planning

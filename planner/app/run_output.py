@@ -8,11 +8,12 @@ from pathlib import Path
 
 from planner.app.base import progress_bar
 from planner.app.figures import save_figure
+from planner.disturbances import Disturbances
 from planner.errors import InputError
-from planner.execution.disturbances import Disturbances
-from planner.execution.simulate import Execution, Study, draw_makespans, monte_carlo
 from planner.model import Problem
+from planner.replay.simulate import Execution, draw_makespans, monte_carlo
 from planner.schedule import Schedule
+from planner.study import Study
 from planner.times import tick_label
 
 HISTOGRAM_FORMATS = (".png", ".svg", ".pdf")

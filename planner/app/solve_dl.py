@@ -2,7 +2,7 @@
 ``planner validate`` of them.
 
 The plan of such an instance is what the job-level executor runs: the best dispatch
-the search finds (:mod:`planner.execution.search`), or a static engine's plan as the
+the search finds (:mod:`planner.solvers.dispatch_search`), or a static engine's plan as the
 executor dispatches it. Every figure printed is the executor's run of the plan, under
 the model stated on the ``model`` line; status and gap are against the executor's bound.
 A static plan (``--static``, or an energy or cost objective) gets the ``executed`` line
@@ -23,12 +23,13 @@ from planner.app.base import progress_printer, show
 from planner.errors import InputError
 
 if TYPE_CHECKING:
-    from planner.execution.jobs import Workload
-    from planner.execution.runs import Setting
-    from planner.execution.search import DispatchResult
+    from planner.executor.model.jobs import Workload
+    from planner.executor.runs import Setting
     from planner.interrupt import Halt
+    from planner.io.instance import InstanceFile
     from planner.model import Problem
     from planner.schedule import Schedule
+    from planner.solvers.dispatch_search import DispatchResult
 
 STATIC_SHARE = 0.25
 """The share of the time left that the search's static stage gives the static portfolio."""
@@ -40,7 +41,7 @@ STATIC_ONLY = ("rule", "scheme", "schedules", "backend", "workers", "log", "init
 CPSAT_STAGES = ("exact", "policies", "recombine", "colgen")
 """``solve -s cpsat``'s stages in the executor's model: the configuration program where
 it enumerates, the policies, their configurations recombined, then column generation
-with CP-SAT pricing (:mod:`planner.execution.colgen`) to the time limit."""
+with CP-SAT pricing (:mod:`planner.solvers.colgen`) to the time limit."""
 
 CPSAT_EXECUTOR_OPTIONS = ("time_limit", "seed", "workers")
 """The options ``solve -s cpsat`` takes on training jobs."""
@@ -49,7 +50,7 @@ CPSAT_EXECUTOR_OPTIONS = ("time_limit", "seed", "workers")
 def static_portfolio(
     problem: Problem, seed: int = 0, progress: Callable[[Any], None] | None = None
 ) -> Callable[[float], tuple[Problem, Schedule] | None]:
-    """The search's static stage (:func:`~planner.execution.search.search_dispatch`'s
+    """The search's static stage (:func:`~planner.solvers.dispatch_search.search_dispatch`'s
     ``static``): the static portfolio's plan of ``problem`` in :data:`STATIC_SHARE` of the
     time it is given. The static engines' kernels compile (first run after an install)
     or load now, before the search's clock starts, as for a static solve (``progress``
@@ -93,12 +94,13 @@ def solve_in_executor(
     typer.Exit
         With status 1 if no plan was found or its run fails the audit.
     """
-    from planner.execution.audit import audit
-    from planner.execution.energy import run_energy
-    from planner.execution.jobs import any_elastic
-    from planner.execution.runs import dispatch_of
-    from planner.execution.search import OBJECTIVES, search_dispatch
+    from planner.executor.audit import audit
+    from planner.executor.energy import run_energy
+    from planner.executor.model.jobs import any_elastic
+    from planner.executor.runs import dispatch_of
     from planner.interrupt import Halt, run_interruptibly
+    from planner.solvers.dispatch_search import OBJECTIVES
+    from planner.solvers.registry import dispatch_solver
 
     if goal is None:
         assert problem is not None
@@ -152,7 +154,7 @@ def solve_in_executor(
             typer.echo(f"solver {solver}: no plan ({plan.reason or plan.status.value})")
             raise typer.Exit(1)
         schedule = plan.schedule
-        result = search_dispatch(
+        result = dispatch_solver()(
             dispatch,
             setting,
             objective,
@@ -219,33 +221,33 @@ def _search(
     weights): ``stages`` where given (CP-SAT's workers: ``options["workers"]``), else
     every stage with a static plan (``static``), the policies alone without one (the
     ``table`` model)."""
-    from planner.execution.elastic import Hybrid
-    from planner.execution.jobs import any_elastic
-    from planner.execution.search import (
+    from planner.executor.model.elastic import Hybrid
+    from planner.executor.model.jobs import any_elastic
+    from planner.solvers.dispatch_search import (
         BATCH_POLICIES,
         DEFAULT_TIME_LIMIT,
         ELASTIC_POLICIES,
         STAGES,
-        search_dispatch,
     )
+    from planner.solvers.registry import dispatch_solver
 
     objective, weights = goal
     if any_elastic(dispatch.jobs):  # decided by their policies
         hybrid = any(isinstance(j.elastic, Hybrid) for j in dispatch.jobs)
-        return search_dispatch(
+        return dispatch_solver()(
             dispatch, setting, objective, weights,
             time_limit=options.get("time_limit", DEFAULT_TIME_LIMIT), stages=("policies",),
             progress=progress, halt=halt,
             policies=ELASTIC_POLICIES[:2] if hybrid else ELASTIC_POLICIES,
         )  # fmt: skip
     if options.get("no_preempt"):  # every job once to its end: the batch policies alone
-        return search_dispatch(
+        return dispatch_solver()(
             dispatch, setting, objective, weights,
             time_limit=options.get("time_limit", DEFAULT_TIME_LIMIT),
             seed=options.get("seed", 0), stages=("policies",), progress=progress, halt=halt,
             policies=BATCH_POLICIES[objective],
         )  # fmt: skip
-    return search_dispatch(
+    return dispatch_solver()(
         dispatch, setting, objective, weights,
         time_limit=options.get("time_limit", DEFAULT_TIME_LIMIT),
         seed=options.get("seed", 0),
@@ -276,7 +278,7 @@ def plan_jobs(
     seed
         Seeds the search's random draws.
     setting
-        The executor's model (:class:`~planner.execution.runs.Setting`); by default the
+        The executor's model (:class:`~planner.executor.runs.Setting`); by default the
         instance's, with Muri's slowdown factors and restart overheads (none under the
         ``table`` model).
     progress
@@ -285,7 +287,7 @@ def plan_jobs(
     Returns
     -------
     DispatchResult
-        Its ``best`` run (``best.run``: a :class:`~planner.execution.executor.ExecutorRun`),
+        Its ``best`` run (``best.run``: a :class:`~planner.executor.loop.ExecutorRun`),
         ``status`` against its ``bound``, and ``plan(setting)``: the dispatch, which
         ``save`` writes as ``planner solve -o`` does.
 
@@ -295,9 +297,9 @@ def plan_jobs(
         For a file without training jobs, a trace without a cluster, or an objective the
         executor's model does not plan (energy, cost).
     """
-    from planner.execution.runs import Setting, dispatch_of, dl_workload
-    from planner.execution.search import OBJECTIVES
+    from planner.executor.runs import Setting, dispatch_of, dl_workload
     from planner.io.instance import load_instance
+    from planner.solvers.dispatch_search import OBJECTIVES
 
     path = Path(instance)
     workload, why = dl_workload(path)
@@ -335,8 +337,8 @@ def _rows(
 ) -> list[tuple[str, object]]:
     """The lines of ``planner solve`` in the executor's model."""
     from planner.app.job_runs import allocation_row, speed_line
-    from planner.execution.fairness import fairness, fairness_rows
-    from planner.execution.jobs import any_elastic
+    from planner.executor.fairness import fairness, fairness_rows
+    from planner.executor.model.jobs import any_elastic
 
     what = f"{len(dispatch.jobs)} jobs, {dispatch.nodes} nodes x {dispatch.gpus_per_node} GPUs"
     label = "makespan" if result.objective == "makespan" else "weighted mean JCT"
@@ -421,6 +423,7 @@ def _rows(
 
 def solve_on_types(
     instance: Path,
+    workload: Workload | None,
     solver: str,
     options: dict[str, Any],
     static: bool,
@@ -429,7 +432,7 @@ def solve_on_types(
 ) -> bool:
     """Solve an instance under the ``table`` model (GPU types, measured rates): the
     search in the executor over the policies for GPU types
-    (:data:`~planner.execution.search.TABLE_POLICIES`); whether the instance is one.
+    (:data:`~planner.solvers.dispatch_search.TABLE_POLICIES`); whether the instance is one.
 
     Raises
     ------
@@ -439,11 +442,8 @@ def solve_on_types(
     typer.Exit
         With status 1 if its run fails the audit.
     """
-    from planner.execution.runs import Setting, dl_workload
+    from planner.executor.runs import Setting
 
-    if instance.suffix.lower() not in (".json", ".yaml", ".yml") or not instance.is_file():
-        return False  # the static path reads (or refuses) it
-    workload, _ = dl_workload(instance)
     if workload is None or workload.table is None:
         return False
     if static or solver != "portfolio":
@@ -464,16 +464,13 @@ def solve_on_types(
     return True
 
 
-def table_info(instance: Path) -> list[tuple[str, object]]:
-    """``planner info`` of an instance under the ``table`` model: its jobs, GPU types and
-    the model's bounds (seconds); empty for another instance."""
-    from planner.execution.jobs import type_gpus, typed_bound
-    from planner.execution.runs import dl_workload
+def table_info(instance: Path, workload: Workload | None) -> list[tuple[str, object]]:
+    """``planner info`` of an instance under the ``table`` model (``workload``: its jobs,
+    :func:`workload_of`): its jobs, GPU types and the model's bounds (seconds); empty for
+    another instance."""
+    from planner.executor.model.jobs import type_gpus, typed_bound
     from planner.rates import alone_seconds
 
-    if instance.suffix.lower() not in (".json", ".yaml", ".yml") or not instance.is_file():
-        return []
-    workload, _ = dl_workload(instance)
     if workload is None or workload.table is None:
         return []
     per_node = workload.gpus_per_node or 1
@@ -497,6 +494,7 @@ def table_info(instance: Path) -> list[tuple[str, object]]:
 
 def plan_in_executor(
     instance: Path,
+    jobs: Workload | None,
     problem: Problem,
     solver: str,
     options: dict[str, object],
@@ -506,24 +504,23 @@ def plan_in_executor(
     model: tuple[str | None, float | None, str | None, bool | None],
 ) -> bool:
     """Solve an instance with training jobs in the executor's model (:mod:`planner.app.solve_dl`)
-    unless ``static`` or its objective is energy or cost; whether it did. ``model``: the
-    executor's options as given (interleave, data slots, slowdown, restart).
+    unless ``static`` or its objective is energy or cost; whether it did. ``jobs``: its
+    training jobs (:func:`workload_of`). ``model``: the executor's options as given
+    (interleave, data slots, slowdown, restart).
 
     Raises
     ------
     InputError
         For the executor's options where no plan is made in its model.
     """
-    from planner.execution.jobs import any_elastic
-    from planner.execution.runs import DEFAULT_RESTART, DEFAULT_SLOWDOWN, Setting, dl_workload
-    from planner.execution.search import OBJECTIVES
+    from planner.executor.model.jobs import any_elastic
+    from planner.executor.runs import DEFAULT_RESTART, DEFAULT_SLOWDOWN, Setting
+    from planner.solvers.dispatch_search import OBJECTIVES
 
     interleave, data_slots, slowdown, restart = model
     given = [name for name, v in zip(("--interleave", "--data-slots", "--slowdown", "--restart"),
                                       model, strict=True) if v is not None]  # fmt: skip
-    workload = None
-    if not static and problem.jobs and problem.objective in OBJECTIVES:
-        workload, _ = dl_workload(instance)
+    workload = jobs if not static and problem.jobs and problem.objective in OBJECTIVES else None
     elastic = workload is not None and any_elastic(workload.jobs)
     others = [k for k in options if k != "time_limit"]
     if elastic and (solver != "portfolio" or others):
@@ -550,15 +547,14 @@ def plan_in_executor(
     return True
 
 
-def default_run(instance: Path, problem: Problem, schedule: Schedule) -> Any:
+def default_run(workload: Workload | None, problem: Problem, schedule: Schedule) -> Any:
     """A static plan of an instance with training jobs run in the job-level executor with
     the defaults ``planner run INSTANCE PLAN`` runs it with
-    (:class:`planner.execution.runs.Setting`): the setting, the dispatch and the run;
+    (:class:`planner.executor.runs.Setting`): the setting, the dispatch and the run;
     why the executor cannot run the plan (a string, e.g. a pooled plan's); or ``None``
-    for a task graph without training jobs."""
-    from planner.execution.runs import Setting, dispatch_of, dl_workload
+    for a task graph without training jobs (``workload``: :func:`workload_of`)."""
+    from planner.executor.runs import Setting, dispatch_of
 
-    workload, _ = dl_workload(instance)
     if workload is None:
         return None
     setting = Setting()
@@ -569,11 +565,13 @@ def default_run(instance: Path, problem: Problem, schedule: Schedule) -> Any:
     return setting, dispatch, dispatch.run()
 
 
-def executed_line(instance: Path, problem: Problem, schedule: Schedule) -> tuple[str, str] | None:
+def executed_line(
+    workload: Workload | None, problem: Problem, schedule: Schedule
+) -> tuple[str, str] | None:
     """The ``executed`` line of a plan of an instance with training jobs: its makespan in
     the executor (:func:`default_run`), the model on the same line, beside the planned
     one; ``None`` for a task graph without training jobs."""
-    ran = default_run(instance, problem, schedule)
+    ran = default_run(workload, problem, schedule)
     if ran is None:
         return None
     if isinstance(ran, str):
@@ -586,7 +584,7 @@ def executed_line(instance: Path, problem: Problem, schedule: Schedule) -> tuple
     )
 
 
-def audit_static_plan(instance: Path, problem: Problem, schedule: Schedule) -> None:
+def audit_static_plan(workload: Workload | None, problem: Problem, schedule: Schedule) -> None:
     """The executor's audit of a static plan of an instance with training jobs, run with
     the default model (:func:`default_run`; nothing for another instance).
 
@@ -595,9 +593,9 @@ def audit_static_plan(instance: Path, problem: Problem, schedule: Schedule) -> N
     typer.Exit
         With status 1 if the run fails its audit.
     """
-    from planner.execution.audit import audit
+    from planner.executor.audit import audit
 
-    ran = default_run(instance, problem, schedule)
+    ran = default_run(workload, problem, schedule)
     if ran is None:
         return
     if isinstance(ran, str):
@@ -613,8 +611,8 @@ def audit_static_plan(instance: Path, problem: Problem, schedule: Schedule) -> N
     )
 
 
-def validate_dispatch(instance: Path, path: Path) -> bool:
-    """Validate a dispatch file of ``instance`` (:mod:`planner.execution.table`): the
+def validate_dispatch(source: InstanceFile, path: Path) -> bool:
+    """Validate a dispatch file of ``instance`` (:mod:`planner.executor.dispatch`): the
     executor runs it, its audit is the verdict; whether ``path`` is one.
 
     Raises
@@ -624,16 +622,15 @@ def validate_dispatch(instance: Path, path: Path) -> bool:
     typer.Exit
         With status 1 if the run fails its audit.
     """
-    from planner.execution.audit import audit
-    from planner.execution.runs import dl_workload
-    from planner.execution.table import DispatchPlan, dispatch_data
+    from planner.executor.audit import audit
+    from planner.executor.dispatch import DispatchPlan, dispatch_data
 
     data = dispatch_data(path)
     if data is None:
         return False
-    workload, why = dl_workload(instance)
+    workload, why = workload_of(source)
     if workload is None:
-        raise InputError(f"a dispatch runs training jobs; {instance} is {why}", str(path))
+        raise InputError(f"a dispatch runs training jobs; {source.path} is {why}", str(path))
     dispatch = DispatchPlan.from_data(data, str(path)).dispatch(workload)
     run = dispatch.run()
     violations = audit(run, dispatch.jobs, dispatch.nodes * dispatch.gpus_per_node)
@@ -647,3 +644,13 @@ def validate_dispatch(instance: Path, path: Path) -> bool:
         f"mean JCT {run.mean_jct:,.0f} s"
     )
     return True
+
+
+def workload_of(source: InstanceFile) -> tuple[Workload | None, str]:
+    """The training jobs of an instance read once (:func:`planner.executor.runs.dl_workload`
+    on its parsed document), or ``None`` and why the task-level replay runs it."""
+    from planner.executor.runs import dl_workload
+
+    if source.data is None:
+        return None, "a task graph without training jobs"
+    return dl_workload(source.path, source.data)

@@ -10,7 +10,7 @@ executor's policies decide each job's CPU cores and memory, and its speed follow
 iteration splits into a GPU stage, the iteration at its profile's greatest speed-up
 (where CPU and memory no longer limit it), and a data stage, the rest: the time its
 GPU waits on data at the fair share, which more CPU and memory shorten
-(:func:`planner.execution.resources.at_speed`). Synergy's simulator charges no restart
+(:func:`planner.executor.model.resources.at_speed`). Synergy's simulator charges no restart
 and never puts two jobs on one GPU: the instance says so (``restart: 0``,
 ``max_colocated: 1``; the data stages of jobs that share a GPU would load in parallel,
 each on its own cores: ``data_slots: 4``).

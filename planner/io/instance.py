@@ -11,6 +11,7 @@ place and the cause.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,54 @@ def load_instance(path: str | Path, check: bool = False) -> Problem:
         If the file is missing, unreadable, malformed or invalid;
         :class:`~planner.errors.InfeasibleError` (with ``check``) if it is infeasible.
     """
+    return read_instance(path).problem(check)
+
+
+@dataclass(frozen=True)
+class InstanceFile:
+    """An instance file read once (:func:`read_instance`): a command reads its instance
+    into one of these and passes it down, so every reader shares one parse."""
+
+    path: Path
+    text: str
+    data: dict[str, Any] | None = None
+    """The parsed document of a native file (either form); ``None`` for PSPLIB."""
+
+    def problem(self, check: bool = False) -> Problem:
+        """The file's :class:`Problem` (a cluster form compiled); with ``check``, proved not
+        trivially infeasible (:func:`planner.checks.check_feasibility`).
+
+        Raises
+        ------
+        InputError
+            If the file's content is invalid; :class:`~planner.errors.InfeasibleError`
+            (with ``check``) if it is infeasible.
+        """
+        suffix = self.path.suffix.lower()
+        try:
+            if self.data is None:
+                from planner.io.psplib_io import parse_psplib_text
+
+                problem = parse_psplib_text(self.text, self.path.stem, patterson=suffix == ".rcp")
+                check_horizon(problem)
+            else:
+                problem = problem_from_data(self.data)
+            if check:
+                check_feasibility(problem)
+            return problem
+        except InputError as exc:
+            raise exc.at(str(self.path)) from None
+
+
+def read_instance(path: str | Path) -> InstanceFile:
+    """Read and parse an instance file of any supported format, once.
+
+    Raises
+    ------
+    InputError
+        If the file is missing, unreadable, of an unknown format, or not JSON or YAML
+        where its suffix says so.
+    """
     path = Path(path)
     name = str(path)
     suffix = path.suffix.lower()
@@ -49,17 +98,10 @@ def load_instance(path: str | Path, check: bool = False) -> Problem:
             name,
         )
     text = read_text(path)
+    if suffix in PSPLIB:
+        return InstanceFile(path, text)
     try:
-        if suffix in PSPLIB:
-            from planner.io.psplib_io import parse_psplib_text
-
-            problem = parse_psplib_text(text, path.stem, patterson=suffix == ".rcp")
-            check_horizon(problem)
-        else:
-            problem = problem_from_data(parse_native_text(text, suffix == ".json"))
-        if check:
-            check_feasibility(problem)
-        return problem
+        return InstanceFile(path, text, parse_native_text(text, suffix == ".json"))
     except InputError as exc:
         raise exc.at(name) from None
 

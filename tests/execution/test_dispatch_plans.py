@@ -16,13 +16,13 @@ from typer.testing import CliRunner
 
 from planner.app.cli import app
 from planner.errors import InputError
-from planner.execution.audit import audit
-from planner.execution.grouping import executor_bound, longest_job, mix_bound
-from planner.execution.jobs import ExecutorJob, Workload, jobs_from_instance, read_trace
-from planner.execution.runs import Dispatch, Setting, dispatch_of
-from planner.execution.search import STAGES, search_dispatch
-from planner.execution.table import DispatchPlan
+from planner.executor.audit import audit
+from planner.executor.dispatch import DispatchPlan
+from planner.executor.model.grouping import executor_bound, longest_job, mix_bound
+from planner.executor.model.jobs import ExecutorJob, Workload, jobs_from_instance, read_trace
+from planner.executor.runs import Dispatch, Setting, dispatch_of
 from planner.interleave import Interleave, Stages
+from planner.solvers.dispatch_search import STAGES, search_dispatch
 from tests.conftest import INSTANCES
 
 runner = CliRunner()

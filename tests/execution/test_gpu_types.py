@@ -10,10 +10,10 @@ import pytest
 
 from planner.dl.gavel import parse_cluster, read_gavel_trace, read_throughputs
 from planner.errors import InputError
-from planner.execution.audit import audit
-from planner.execution.executor import run_policy
-from planner.execution.jobs import ExecutorJob
-from planner.execution.policies import Chosen, Cluster, JobState, Policy
+from planner.executor.audit import audit
+from planner.executor.loop import run_policy
+from planner.executor.model.jobs import ExecutorJob
+from planner.executor.policies import Chosen, Cluster, JobState, Policy
 from planner.interleave import Interleave, Stages
 from planner.rates import Throughputs
 
@@ -145,7 +145,7 @@ def test_a_gang_takes_gpus_of_one_type() -> None:
 
 
 def test_het_srpt_beats_gavels_best_mean_jct_by_10_percent_and_is_no_less_fair() -> None:
-    from planner.execution.fairness import fairness
+    from planner.executor.fairness import fairness
 
     def figures(policy: str) -> tuple[float, float]:
         table = read_throughputs(GAVEL / "throughputs.json")
@@ -189,7 +189,7 @@ def test_policies_say_where_they_run() -> None:
 
 
 def test_the_online_planner_searches_on_gpu_types() -> None:
-    from planner.execution.policies.planner import SearchPlanner
+    from planner.replay.planner_policy import SearchPlanner
 
     # a: 300 steps at 4/s alone on the V100; b: 50 steps, arriving at 10 s
     jobs = [job("a", A, 300), job("b", B, 50, release=10.0)]
@@ -204,7 +204,7 @@ def test_the_online_planner_searches_on_gpu_types() -> None:
 
 
 def test_energy_counts_each_gpu_at_its_types_watts() -> None:
-    from planner.execution.energy import run_energy
+    from planner.executor.energy import run_energy
 
     jobs = [job("a", A, 300), job("b", B, 50)]
     watts = {"v100": (300.0, 60.0), "k80": (150.0, 30.0)}

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from planner.errors import InputError
-from planner.execution.executor import run_policy
-from planner.execution.fairness import fairness
-from planner.execution.jobs import ExecutorJob, read_trace
+from planner.executor.fairness import fairness
+from planner.executor.loop import run_policy
+from planner.executor.model.jobs import ExecutorJob, read_trace
 from planner.interleave import MURI_GROUP_FACTORS, Interleave, Stages
 
 PLAIN = Interleave("muri", factors=None)
@@ -145,7 +145,7 @@ def _least_total_flow(sizes: list[int], releases: list[int]) -> int:
 
 
 def test_the_online_planner_finds_the_least_mean_jct_known_by_enumeration() -> None:
-    from planner.execution.policies.planner import SearchPlanner
+    from planner.replay.planner_policy import SearchPlanner
 
     # one GPU, GPU-bound jobs under Muri's factors: a group is slower than its members one
     # after another, so the best dispatch runs one job at a time; each iteration takes 1 s
@@ -166,7 +166,7 @@ def test_the_online_planner_finds_the_least_mean_jct_known_by_enumeration() -> N
 
 
 def test_the_online_planner_falls_back_when_its_budget_is_spent() -> None:
-    from planner.execution.policies.planner import SearchPlanner
+    from planner.replay.planner_policy import SearchPlanner
 
     jobs = [_job(f"j{k}", 50 + 10 * k, release=5.0 * k) for k in range(6)]
     planner = SearchPlanner(time_limit=0.0)
@@ -178,7 +178,7 @@ def test_the_online_planner_falls_back_when_its_budget_is_spent() -> None:
 
 
 def test_the_online_planner_keeps_the_classes() -> None:
-    from planner.execution.policies.planner import SearchPlanner
+    from planner.replay.planner_policy import SearchPlanner
 
     low = [_job(f"low{k}", 20 + k, gpus=2) for k in range(6)]
     high = _job("high", 500, release=5.0, gpus=2, priority=1)
@@ -198,8 +198,8 @@ def test_compare_ranks_policies_on_jct_and_fairness_and_draws_them(tmp_path: Pat
     from planner.app.compare import load_table
     from planner.app.compare_jct import read_jobs, summarize_jct
     from planner.dl.workloads import generate_batch
-    from planner.execution.jobs import jobs_from_instance
-    from planner.execution.runs import Setting, dispatch_of
+    from planner.executor.model.jobs import jobs_from_instance
+    from planner.executor.runs import Setting, dispatch_of
     from planner.times import tick_seconds
 
     batch = tmp_path / "batch.json"

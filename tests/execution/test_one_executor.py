@@ -14,11 +14,12 @@ from typer.testing import CliRunner
 
 from planner.app.cli import app
 from planner.app.compare import run_study
-from planner.execution.disturbances import Noise
-from planner.execution.jobs import jobs_from_instance
-from planner.execution.replan import prepare
-from planner.execution.runs import RAN, Setting, dispatch_of, judge, state_from_job_run
+from planner.disturbances import Noise
+from planner.executor.model.jobs import jobs_from_instance
+from planner.executor.runs import Setting, dispatch_of, judge
 from planner.io.instance import load_instance
+from planner.replay.job_state import RAN, state_from_job_run
+from planner.replay.replan import prepare
 from planner.schedule import load_schedule
 from planner.solvers import solve
 from planner.times import tick_seconds
@@ -262,7 +263,7 @@ def test_power_objectives_survive_compare_with_a_simulation(
 
 
 def test_the_energy_of_a_run_counts_no_idle_draw_with_switch_off(power: dict[str, Path]) -> None:
-    from planner.execution.energy import run_energy
+    from planner.executor.energy import run_energy
 
     workload = jobs_from_instance(power["cost"])
     assert workload.switch_off
@@ -319,7 +320,7 @@ def test_a_repeated_cancel_is_refused(placed: dict[str, Path]) -> None:
 
 def test_groups_on_shared_gpus_keep_to_max_colocated(tmp_path: Path) -> None:
     from planner.dl.workloads import generate_batch
-    from planner.execution.audit import audit
+    from planner.executor.audit import audit
 
     batch = tmp_path / "gpus.json"
     data = generate_batch(40, seed=3, nodes=2, gpus_per_node=8, placement="gpu")

@@ -11,10 +11,10 @@ from typer.testing import CliRunner
 
 from planner.app.cli import app
 from planner.dl.workloads import generate_batch
-from planner.execution.audit import audit
-from planner.execution.jobs import jobs_from_instance
-from planner.execution.policies.planner import online_planner
-from planner.execution.runs import Setting, dispatch_of, workload_problem
+from planner.executor.audit import audit
+from planner.executor.model.jobs import jobs_from_instance
+from planner.executor.runs import Setting, dispatch_of, workload_problem
+from planner.replay.planner_policy import online_planner
 from tests.conftest import INSTANCES, lines
 
 runner = CliRunner()

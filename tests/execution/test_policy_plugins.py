@@ -11,10 +11,10 @@ from typer.testing import CliRunner
 
 from planner.app.cli import app
 from planner.errors import InputError
-from planner.execution.audit import audit
-from planner.execution.executor import run_policy
-from planner.execution.jobs import read_trace
-from planner.execution.policies import POLICIES, Policy, policy_of
+from planner.executor.audit import audit
+from planner.executor.loop import run_policy
+from planner.executor.model.jobs import read_trace
+from planner.executor.policies import POLICIES, Policy, policy_of
 from tests.conftest import INSTANCES, ROOT, lines
 
 SLICE = INSTANCES / "muri_trace3_40.csv"
@@ -75,7 +75,7 @@ def test_a_policy_that_breaks_the_rules_fails_its_audit() -> None:
         ("x = 1 / 0\n", "Bad", "the policy file fails: ZeroDivisionError: division by zero"),
         ("x = 1\n", "Bad", "no class 'Bad' in the file"),
         ("class Bad:\n    pass\n", "Bad",
-         "'Bad' is not a policy: subclass planner.execution.policies.Policy"),
+         "'Bad' is not a policy: subclass planner.executor.policies.Policy"),
     ],
 )  # fmt: skip
 def test_a_bad_policy_file_is_one_line(

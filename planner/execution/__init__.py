@@ -1,2 +1,0 @@
-"""Execution: plans replayed under disturbances, re-planning, and the job-level
-executor with its policies."""
