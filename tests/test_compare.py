@@ -33,7 +33,6 @@ from planner.model import Problem
 from planner.result import Result, Status
 from planner.schedule import Schedule
 from planner.solvers import SOLVERS, solve
-from planner.times import tick_seconds
 from planner.validate import validate
 from tests.conftest import INSTANCES
 
@@ -531,12 +530,10 @@ def test_study_with_a_simulation_records_the_realized_figures(
     problem = load_instance(placed_batch)
     workload = jobs_from_instance(placed_batch)
     noise = parse_simulation(SIMULATION).disturbances.noise
-    tick = tick_seconds(problem.time_unit)
     expected = {}
-    for name in solvers:
+    for name in solvers:  # in seconds: the executor counts them
         plan = (problem, solve(problem, name).schedule)
-        figures = judge(dispatch_of(workload, Setting(), plan=plan, noise=noise), runs=2)
-        expected[name] = {k: v / tick for k, v in figures.items()}
+        expected[name] = judge(dispatch_of(workload, Setting(), plan=plan, noise=noise), runs=2)
     for name, want in expected.items():
         (row,) = table[table["solver"] == name].itertuples(index=False)
         assert row.simulation == SIMULATION
@@ -606,9 +603,12 @@ def test_cli_compare_ranks_solvers_by_realized_makespan(tmp_path: Path, placed_b
     table = load_table(out)
     realized = summarize_realized(table)
     planned = markdown(summarize(table))
-    expected = planned + f"\nsolvers by realized makespan ({SIMULATION}):\n\n" + markdown(realized)
+    # every time in seconds: the instance's ticks have a length (the unit column says so)
+    assert set(table["unit"]) == {"s"}
+    caption = f"\nsolvers by realized makespan ({SIMULATION}; seconds):\n\n"
+    expected = planned + caption + markdown(realized)
     # the plans of training jobs ran in the job-level executor: their JCT and fairness too
-    expected += f"\npolicies and planners by mean realized JCT ({SIMULATION}):\n\n"
+    expected += f"\npolicies and planners by mean realized JCT ({SIMULATION}; seconds):\n\n"
     expected += markdown(summarize_jct(table))
     assert result.stdout == expected + (
         f"results in {out}, summary in {tmp_path / 'study.md'}, "
@@ -674,19 +674,18 @@ def test_peer_policies_join_a_study_under_an_interleaving_model(
     )
     workload = jobs_from_instance(placed_batch)
     model = model_of(workload, "muri")
-    tick = 60.0  # generated batches plan in minutes
     peers = {p: run_policy(workload.jobs, p, 2, 4, model, False) for p in ("muri-s", "srtf")}
     rows = {r.solver: r for r in table.itertuples()}
     for policy, run in peers.items():
         assert rows[policy].status == "policy"
-        assert rows[policy].realized_makespan_mean == pytest.approx(run.makespan / tick)
+        assert rows[policy].realized_makespan_mean == pytest.approx(run.makespan)  # seconds
     problem = load_instance(placed_batch)
     from planner.solvers import solve
 
     plan = solve(problem, "sgs").schedule
     jobs, placed = plan_of(problem, plan, workload.jobs)
     executed = run_policy(jobs, "plan", 2, 4, model, restart=False, plan=placed)
-    assert rows["sgs"].realized_makespan_mean == pytest.approx(executed.makespan / tick)
+    assert rows["sgs"].realized_makespan_mean == pytest.approx(executed.makespan)
     assert list(summarize(table)["solver"]) == ["sgs"]
 
 
@@ -716,7 +715,8 @@ def test_a_study_of_training_jobs_reports_every_plan_as_the_executor_runs_it(
         ran = dispatch.run(0)
         gpus = dispatch.nodes * dispatch.gpus_per_node
         row = table.loc[table["solver"] == solver]
-        assert row["makespan"].item() == pytest.approx(ran.makespan / 60)  # 1min ticks
+        assert row["makespan"].item() == pytest.approx(ran.makespan)  # seconds
+        assert row["unit"].item() == "s"
         energy = run_energy(ran, dispatch.jobs_of(0), gpus, None, False).kwh
         assert row["energy_kwh"].item() == pytest.approx(energy)
         assert row["status"].item() == "feasible"  # against the executor's bound
@@ -730,7 +730,11 @@ def test_a_study_of_training_jobs_reports_every_plan_as_the_executor_runs_it(
     assert "mean_energy_kwh" not in summarize(psplib)
 
 
-@pytest.mark.parametrize("written", [COLUMNS[:-2], COLUMNS[:-1]], ids=["no-energy", "no-makespan"])
+@pytest.mark.parametrize(
+    "written",
+    [COLUMNS[:-3], COLUMNS[:-2], COLUMNS[:-1]],
+    ids=["no-energy", "no-makespan", "no-unit"],
+)
 def test_a_results_file_of_older_columns_is_resumed(tmp_path: Path, written: list[str]) -> None:
     out = tmp_path / "old.csv"
     run_study([J301], ["sgs"], out, progress=False)
@@ -744,6 +748,45 @@ def test_a_results_file_of_older_columns_is_resumed(tmp_path: Path, written: lis
     assert list(table["instance"]) == ["j301_1", "j3013_1"]
     with out.open() as f:
         assert next(csv.reader(f)) == COLUMNS
+    # PSPLIB has ticks without a length: old rows and new alike in ticks
+    assert list(table["unit"]) == ["ticks", "ticks"]
+
+
+def test_a_results_file_in_ticks_of_a_length_is_not_resumed_in_seconds(tmp_path: Path) -> None:
+    out = tmp_path / "old.csv"
+    example = INSTANCES / "example.yaml"
+    run_study([example], ["sgs"], out, progress=False)
+    rows = list(csv.DictReader(out.open()))
+    assert [r["unit"] for r in rows] == ["s"]
+    with out.open("w", newline="") as f:  # as written before the unit column, in ticks
+        writer = csv.DictWriter(f, fieldnames=COLUMNS[:-1], extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+    with pytest.raises(InputError) as caught:
+        run_study([example], ["sgs", "ga"], out, resume=True, progress=False)
+    assert str(caught.value) == (
+        f"{out}: holds runs of example in ticks of 1min, written before results tables had "
+        "a unit column (times are now in seconds); pass --force to start afresh"
+    )
+
+
+def test_times_are_in_seconds_where_ticks_have_a_length(tmp_path: Path) -> None:
+    example = INSTANCES / "example.yaml"
+    table = run_study([example, J301], ["exclusive-fifo"], tmp_path / "u.csv", progress=False)
+    rows = {r.instance: r for r in table.itertuples()}
+    problem = load_instance(J301)
+    plan = solve(problem, "exclusive-fifo").schedule
+    assert (rows["j301_1"].unit, rows["j301_1"].makespan) == ("ticks", plan.makespan(problem))
+    # the example's plan runs in the executor, which counts seconds
+    executed = dispatch_of(
+        jobs_from_instance(example),
+        Setting(),
+        plan=(load_instance(example), solve(load_instance(example), "exclusive-fifo").schedule),
+    ).run(0)
+    assert (rows["example"].unit, rows["example"].makespan) == (
+        "s",
+        pytest.approx(executed.makespan),
+    )
 
 
 def test_a_pareto_study_traces_the_makespan_energy_front(tmp_path: Path) -> None:
@@ -799,7 +842,7 @@ def test_points_that_print_the_same_are_on_the_front_together() -> None:
     rows = []
     for k, (span, kwh) in enumerate([(7002, 948.3001), (7002, 948.2999), (7100, 948.31)]):
         rows.append({"instance": f"big@{k}W", "solver": "cpsat", "seed": 0, "status": "feasible",
-                     "makespan": span, "energy_kwh": kwh})  # fmt: skip
+                     "makespan": span, "unit": "s", "energy_kwh": kwh})  # fmt: skip
     front = pareto_front(pd.DataFrame(rows)).set_index("makespan_watts")
     assert front.loc["0", "on_front"] and front.loc["1", "on_front"]
     assert not front.loc["2", "on_front"]
@@ -819,7 +862,7 @@ def test_portfolio_on_training_jobs_plans_in_the_executor_as_solve_does(tmp_path
     assert result.exit_code == 0, result.output
     (row,) = read_results(out)
     assert row["status"] == "feasible"  # 6.94% above the configuration program's bound
-    assert float(row["makespan"]) * 60 == pytest.approx(seconds, abs=1)  # minutes: 1min ticks
+    assert float(row["makespan"]) == pytest.approx(seconds, abs=1)  # seconds, as solve prints
     assert float(row["realized_makespan_mean"]) == pytest.approx(float(row["makespan"]))
     noisy = CliRunner().invoke(
         app, [*args[:-1], "runs=1,noise=lognormal:0.1", "-o", str(tmp_path / "n.csv")]

@@ -320,9 +320,55 @@ def test_glyphs_the_font_lacks_are_one_note(tmp_path: Path) -> None:
     assert code == 0
     notes = [line for line in err.splitlines() if not re.match(r"\s+\d", line)]
     assert notes == [
-        f"note: {chart}: characters of the labels that the chart's font has no glyph for are "
-        "drawn as boxes"
+        f"note: {chart}: characters of the labels that no installed font has a glyph for are "
+        "drawn as boxes (a CJK or emoji font draws them, e.g. Debian's fonts-noto-cjk; an "
+        ".html chart draws any name)"
     ]
+
+
+def _font(path: Path, family: str, chars: str) -> None:
+    """A font file of ``family`` with a square glyph for each of ``chars``."""
+    from fontTools.fontBuilder import FontBuilder
+    from fontTools.pens.ttGlyphPen import TTGlyphPen
+
+    def square() -> object:
+        pen = TTGlyphPen(None)
+        for point in ((100, 0), (100, 700), (900, 700), (900, 0)):
+            (pen.lineTo if point != (100, 0) else pen.moveTo)(point)
+        pen.closePath()
+        return pen.glyph()
+
+    names = [".notdef", *(f"u{ord(c):X}" for c in chars)]
+    font = FontBuilder(1000, isTTF=True)
+    font.setupGlyphOrder(names)
+    font.setupCharacterMap({ord(c): f"u{ord(c):X}" for c in chars})
+    font.setupGlyf({n: square() for n in names})
+    font.setupHorizontalMetrics({n: (1000, 100) for n in names})
+    font.setupHorizontalHeader(ascent=800, descent=-200)
+    font.setupNameTable({"familyName": family, "styleName": "Regular"})
+    font.setupOS2(sTypoAscender=800, usWinAscent=800, usWinDescent=200)
+    font.setupPost()
+    font.save(str(path))
+
+
+def test_an_installed_font_with_the_glyphs_draws_any_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from matplotlib import font_manager, rc_context, rcParams
+
+    from planner.app import figures
+
+    _font(tmp_path / "cjk.ttf", "Planner Test CJK", "训练😀")
+    font_manager.fontManager.addfont(str(tmp_path / "cjk.ttf"))
+    monkeypatch.setattr(figures, "LABEL_FONTS", ("No Such Font", "Planner Test CJK"))
+    path = example(tmp_path, 'name: resnet50=>name: "训练😀"')
+    chart = tmp_path / "c.png"
+    with rc_context():
+        code, _, err = run("solve", path, "-t", "1", "--gantt", chart)
+        assert rcParams["font.family"][-1] == "Planner Test CJK"  # installed: a fallback
+        assert "No Such Font" not in rcParams["font.family"]
+    assert code == 0
+    assert "note:" not in err
 
 
 # 5. The library says what it does.

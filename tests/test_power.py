@@ -199,7 +199,7 @@ def test_solve_prints_the_peak_under_the_cap(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["solve", str(path), "-s", "cpsat", "--static"])
     assert result.exit_code == 0, result.output
     out = lines(result.stdout)
-    assert out["makespan"] == "200"
+    assert out["makespan"] == "200 s (200 ticks of 1s)"
     assert out["power cap"] == "peak 0.24 kW of 0.24 kW above the GPUs' idle draw"
     # the GPUs' 360 W, and the node's 8 cores, 2 data and 2 network slots idle (3, 5, 8 W)
     assert out["power"] == "mean 0.41 kW, peak 0.41 kW"

@@ -65,9 +65,9 @@ def summary(
         ("status", result.status.value + (" (interrupted)" if result.interrupted else "")),
         (
             OBJECTIVE_LABELS.get(problem.objective, problem.objective),
-            "-" if result.objective is None else f"{result.objective:g}",
+            "-" if result.objective is None else _objective_text(problem, result.objective),
         ),
-        ("lower bound", _bound_text(result)),
+        ("lower bound", _bound_text(problem, result)),
         ("gap", "-" if gap is None else f"{100 * gap:.2f}%"),
         ("runtime", f"{result.runtime:.3f} s"),
     ]
@@ -77,7 +77,7 @@ def summary(
         rows.append(("validator", str(validate(problem, result.schedule))))
         if problem.objective != "makespan":
             span = result.schedule.makespan(problem)
-            rows.append(("makespan", f"{span:g} ticks of {problem.time_unit}"))
+            rows.append(("makespan", time_text(problem, span)))
         rows += metric_rows(problem, result.schedule)
         if isinstance(gain, str):
             rows.append(("interleaving gain", gain))
@@ -86,14 +86,31 @@ def summary(
     return rows
 
 
-def _bound_text(result: Result) -> str:
+def time_text(problem: Problem, ticks: float) -> str:
+    """A time of ``problem``: in seconds where its ticks have a length, the ticks beside
+    them (``8,160 s (136 ticks of 1min)``); in ticks where they have none (PSPLIB)."""
+    if problem.time_unit == "1":
+        return f"{ticks:g}"
+    seconds = ticks * tick_seconds(problem.time_unit)
+    return f"{seconds:,.0f} s ({ticks:g} ticks of {problem.time_unit})"
+
+
+def _objective_text(problem: Problem, value: float) -> str:
+    """An objective value: a time (:func:`time_text`) for the makespan and the weighted
+    completion time, else as it is (energy in kWh, cost)."""
+    if problem.objective in ("makespan", "weighted_completion"):
+        return time_text(problem, value)
+    return f"{value:g}"
+
+
+def _bound_text(problem: Problem, result: Result) -> str:
     """The best bound, and where it comes from when the core's and the solver's differ."""
     if result.lower_bound is None:
         return "-"
-    text = f"{result.lower_bound:g}"
+    text = _objective_text(problem, result.lower_bound)
     core, own = result.core_bound, result.solver_bound
     if core is not None and own is not None and core != own:
-        text += f" (solver {own:g}, core {core:g})"
+        text += f" (solver {own:g}, core {core:g}{'' if problem.time_unit == '1' else ' ticks'})"
     return text
 
 
@@ -106,10 +123,13 @@ def metric_rows(problem: Problem, schedule: Schedule) -> list[tuple[str, object]
     if not problem.jobs:
         return []
     m = schedule_metrics(problem, schedule)
-    unit = f" ticks of {problem.time_unit}"
+
+    def jct(ticks: float) -> str:
+        return f"{ticks:.1f} ticks" if problem.time_unit == "1" else time_text(problem, ticks)
+
     rows: list[tuple[str, object]] = [
-        ("mean JCT", f"{m.mean_jct:.1f}{unit}"),
-        ("p99 JCT", f"{m.p99_jct:.1f}{unit}"),
+        ("mean JCT", jct(round(m.mean_jct, 1))),
+        ("p99 JCT", jct(round(m.p99_jct, 1))),
         ("utilisation", ", ".join(f"{r} {100 * u:.1f}%" for r, u in m.utilisation.items())),
     ]
     spread = node_spread(problem, m.node_utilisation)

@@ -114,7 +114,6 @@ def compare(
         save_fairness,
         save_jct_cdf,
         summarize_jct,
-        tick_unit,
     )
     from planner.app.compare_report import (
         markdown,
@@ -123,6 +122,7 @@ def compare(
         save_profile,
         summarize,
         summarize_realized,
+        unit_words,
     )
     from planner.app.compare_run import FAILED
     from planner.io.reference import load_reference
@@ -171,21 +171,23 @@ def compare(
             raise typer.Exit(130) from None
         planned = summarize(table)
         text = markdown(planned) if not planned.empty else ""
+        unit = unit_words(table)
         if simulate is not None:
-            text += f"\nsolvers by realized makespan ({simulate}):\n\n"
+            text += f"\nsolvers by realized makespan ({simulate}; {unit}):\n\n"
             text += markdown(summarize_realized(table))
         drawn = f", front in {pareto_path}" if pareto else ""
         jct = summarize_jct(table) if simulate is not None else None
         if jct is not None and not jct.empty:
-            text += f"\npolicies and planners by mean realized JCT ({simulate}):\n\n"
+            text += f"\npolicies and planners by mean realized JCT ({simulate}; seconds):\n\n"
             text += markdown(jct)
-            unit = tick_unit(instances)
-            save_jct_cdf(read_jobs(jct_paths[0]), jct_paths[1], unit, jct)
-            save_fairness(jct, jct_paths[2], unit)
+            save_jct_cdf(read_jobs(jct_paths[0]), jct_paths[1], jct)
+            save_fairness(jct, jct_paths[2])
             drawn += f", JCT in {jct_paths[1]} and {jct_paths[2]}"
         if pareto:
             front = pareto_front(table)
-            text += "\nmakespan against energy (objective energy at each makespan_watts):\n\n"
+            text += (
+                f"\nmakespan against energy (objective energy at each makespan_watts; {unit}):\n\n"
+            )
             text += markdown(front)
             save_pareto(front, pareto_path)
         write_text(summary_path, text)

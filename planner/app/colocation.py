@@ -256,7 +256,7 @@ def save_colocation_chart(run: dict[str, Any], path: str | Path) -> RunChart:
     InputError
         For another format, or a run that names no GPU sets.
     """
-    from matplotlib.figure import Figure
+    from planner.app.figures import new_figure
 
     path = Path(path)
     if path.suffix.lower() not in FORMATS:
@@ -272,7 +272,7 @@ def save_colocation_chart(run: dict[str, Any], path: str | Path) -> RunChart:
         page, svg = run_page(run)
         write_text(path, page)
         return RunChart(svg.gpus, dict(job_colours(svg.jobs)), svg.bars, 0, ())
-    fig = Figure(dpi=_DPI)
+    fig = new_figure(dpi=_DPI)
     if run.get("utilisation"):
         ax, panel, power = fig.subplots(3, 1, sharex=True, height_ratios=(5, 1.2, 0.8))
     else:

@@ -9,7 +9,9 @@ results file is never replaced unless asked (``force=True``). Runs execute in
 this process, in local worker processes, or on a Dask distributed cluster (an
 existing scheduler or a local cluster started for the study).
 
-Columns of the table (:data:`COLUMNS`): ``gap_bound`` is
+Times are in seconds wherever the instance's tick has a length (and in every job-level
+run, which counts seconds), in ticks otherwise (PSPLIB): the ``unit`` column says which,
+row by row. Columns of the table (:data:`COLUMNS`): ``gap_bound`` is
 ``(objective - lower_bound) / objective`` (as ``planner solve`` prints it),
 ``gap_reference`` is ``(objective - reference) / reference``, the relative
 deviation from the best known value used in the PSPLIB literature, and
@@ -248,6 +250,32 @@ def _check_resumed(
             )
 
 
+def _check_in_ticks(output: Path, rows: list[dict[str, str]], runs: list[Run]) -> None:
+    """Rows written before the unit column are in ticks: resume them only where the ticks
+    have no length (PSPLIB), whose new rows are in ticks too; mark them so.
+
+    Raises
+    ------
+    InputError
+        If a row's instance has ticks of a length, whose new rows are in seconds.
+    """
+    paths = {run.instance: run.path for run in runs}
+    units: dict[str, str] = {}
+    for row in rows:
+        path = paths.get(row["instance"])
+        if path is not None and path not in units:
+            units[path] = load_instance(path).time_unit
+        unit = units.get(path, "1") if path is not None else "1"
+        if unit != "1":
+            raise InputError(
+                f"holds runs of {row['instance']} in ticks of {unit}, written before results "
+                "tables had a unit column (times are now in seconds); pass --force to start "
+                "afresh",
+                str(output),
+            )
+        row["unit"] = "ticks"
+
+
 def _rewrite(path: Path, rows: list[dict[str, Any]], fields: list[str]) -> None:
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=fields)
@@ -473,6 +501,8 @@ def run_study(
     if resume and output.is_file():
         header, kept = _read(output)
         _check_resumed(output, header, kept, simulation)
+        if "unit" not in header:
+            _check_in_ticks(output, kept, runs)
     _rewrite(output, kept, fields)
     done = {(r["instance"], r["solver"], int(r["seed"])) for r in kept}
     todo = [r for r in runs if r.key not in done]
@@ -524,8 +554,10 @@ def load_table(path: Path) -> pd.DataFrame:
     for c in ("energy_kwh", "makespan"):
         if c not in table:
             table.insert(COLUMNS.index(c), c, "")
+    if "unit" not in table:  # written before the unit column: in ticks
+        table.insert(COLUMNS.index("unit"), "unit", "ticks")
     table["seed"] = table["seed"].astype(int)
-    text = ("instance", "solver", "seed", "status", "valid", "error")
+    text = ("instance", "solver", "seed", "status", "valid", "error", "unit")
     numbers = [c for c in COLUMNS if c not in text]
     if "simulation" in table:
         for c in REALIZED[4:]:

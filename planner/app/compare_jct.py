@@ -2,8 +2,8 @@
 
 A simulated study (:mod:`planner.app.compare`) of an instance with training jobs runs
 every plan, policy and online planner in the job-level executor. Beside the results
-table it keeps a side table, ``OUTPUT_jobs.csv``: every job's JCT (in ticks of the
-instance) and finish-time fairness in the run of the first seed. From both:
+table it keeps a side table, ``OUTPUT_jobs.csv``: every job's JCT (in seconds: the
+executor counts them) and finish-time fairness in the run of the first seed. From both:
 
 - :func:`summarize_jct`: one row per solver or policy, ranked by mean JCT, with its
   rank on the p99 JCT, the worst finish-time fairness and the makespan;
@@ -18,7 +18,7 @@ Every chart of a study gives each solver or policy one colour.
 from __future__ import annotations
 
 import csv
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -44,19 +44,6 @@ RANKED = ("mean_jct", "p99_jct", "worst_ftf", "makespan")
 """The figures :func:`summarize_jct` ranks on (smallest first)."""
 
 
-def tick_unit(instances: Sequence[Path]) -> str:
-    """The tick of the instances' JCT figures (``ticks`` where they differ)."""
-    from planner.executor.runs import dl_workload
-    from planner.times import tick_label
-
-    units = set()
-    for path in instances:
-        workload, _ = dl_workload(path)
-        if workload is not None:
-            units.add(tick_label(workload.time_unit))
-    return units.pop() if len(units) == 1 else "ticks"
-
-
 def jobs_path(output: Path) -> Path:
     """The side table of the results table ``output``."""
     return output.with_name(f"{output.stem}_jobs.csv")
@@ -65,7 +52,7 @@ def jobs_path(output: Path) -> Path:
 def append_jobs(
     path: Path, row: Mapping[str, Any], jobs: Mapping[str, tuple[float, float]]
 ) -> None:
-    """Append the jobs of ``row``'s run (job -> (JCT in ticks, finish-time fairness)) to
+    """Append the jobs of ``row``'s run (job -> (JCT in seconds, finish-time fairness)) to
     the side table ``path``, with a header if it is new."""
     new = not path.is_file() or path.stat().st_size == 0
     with path.open("a", newline="") as f:
@@ -104,17 +91,15 @@ def summarize_jct(table: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values(["mean_jct", "solver"]).reset_index(drop=True)
 
 
-def save_jct_cdf(
-    jobs: pd.DataFrame, path: str | Path, unit: str, summary: pd.DataFrame | None = None
-) -> None:
+def save_jct_cdf(jobs: pd.DataFrame, path: str | Path, summary: pd.DataFrame | None = None) -> None:
     """Draw the JCT's distribution of every solver's jobs (all instances of the side
-    table ``jobs``: the first seed's run), on a log axis; ``unit`` names the ticks. Each
+    table ``jobs``: the first seed's run), in seconds on a log axis. Each
     solver in its colour (:func:`~planner.app.figures.solver_colours`); its legend gives
     the mean over every seed's run where the ``summary`` (:func:`summarize_jct`) has it, as
     the table does."""
-    from matplotlib.figure import Figure
+    from planner.app.figures import new_figure
 
-    fig = Figure(figsize=(7, 4.5), dpi=100)
+    fig = new_figure(figsize=(7, 4.5), dpi=100)
     ax = fig.add_subplot()
     colours = solver_colours(list(jobs["solver"]))
     means = (
@@ -131,7 +116,7 @@ def save_jct_cdf(
         ax.step(xs, ys, where="post", label=f"{solver} ({said})", color=colours[str(solver)])
     ax.set_xscale("log")
     ax.set_ylim(0, 1.02)
-    ax.set_xlabel(f"job completion time ({unit}; log scale)")
+    ax.set_xlabel("job completion time (s; log scale)")
     ax.set_ylabel("fraction of jobs")
     ax.set_title(f"JCT distribution per policy (the run of seed {seed})")
     ax.grid(which="both", linewidth=0.3, alpha=0.6)
@@ -140,13 +125,13 @@ def save_jct_cdf(
     save_figure(fig, path)
 
 
-def save_fairness(summary: pd.DataFrame, path: str | Path, unit: str) -> None:
-    """Draw every solver's worst finish-time fairness against its mean JCT (means over
-    its runs: :func:`summarize_jct`), each solver a point in its colour, named in the
-    legend; ``unit`` names the ticks."""
-    from matplotlib.figure import Figure
+def save_fairness(summary: pd.DataFrame, path: str | Path) -> None:
+    """Draw every solver's worst finish-time fairness against its mean JCT in seconds
+    (means over its runs: :func:`summarize_jct`), each solver a point in its colour, named
+    in the legend."""
+    from planner.app.figures import new_figure
 
-    fig = Figure(figsize=(8, 4.5), dpi=100)
+    fig = new_figure(figsize=(8, 4.5), dpi=100)
     ax = fig.add_subplot()
     colours = solver_colours(list(summary["solver"]))
     for row in summary.itertuples(index=False):
@@ -154,7 +139,7 @@ def save_fairness(summary: pd.DataFrame, path: str | Path, unit: str) -> None:
                    label=f"{row.solver} ({row.mean_jct:,.0f}, {row.worst_ftf:.2f})")  # fmt: skip
     ax.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
     ax.set_ylim(0, max([*summary["worst_ftf"], 1.0]) * 1.1)
-    ax.set_xlabel(f"mean JCT ({unit})")
+    ax.set_xlabel("mean JCT (s)")
     ax.set_ylabel("worst finish-time fairness (1: as on a fair share)")
     ax.set_title("fairness against JCT (lower left is better)")
     ax.grid(linewidth=0.3, alpha=0.6)

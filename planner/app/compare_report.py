@@ -86,6 +86,19 @@ def summarize_realized(table: pd.DataFrame) -> pd.DataFrame:
 _RUNS = re.compile(r"(?:^|,)\s*runs\s*=\s*(\d+)")
 
 
+def unit_words(table: pd.DataFrame) -> str:
+    """The unit of the times of the table's rows, in words: ``seconds``, ``ticks``, or
+    both where its instances differ (the ``unit`` column says which, row by row)."""
+    units = set(table["unit"].dropna()) - {""} if "unit" in table else set()
+    if units == {"ticks"}:
+        return "ticks"
+    return (
+        "seconds"
+        if units <= {"s"}
+        else "seconds where the instance's ticks have a length, else ticks"
+    )
+
+
 def _replays(spec: str) -> int:
     """The replays per plan of a simulation spec (its ``runs``, 1 by default)."""
     found = _RUNS.search(spec)
@@ -175,9 +188,9 @@ def plot_profile(table: pd.DataFrame, ax: Axes) -> Axes:
 
 def save_profile(table: pd.DataFrame, path: str | Path) -> None:
     """Write the performance profile of the study as an image (format from the suffix)."""
-    from matplotlib.figure import Figure
+    from planner.app.figures import new_figure
 
-    fig = Figure(figsize=(7, 4.5), dpi=100)
+    fig = new_figure(figsize=(7, 4.5), dpi=100)
     plot_profile(table, fig.add_subplot())
     fig.tight_layout()
     save_figure(fig, path)
@@ -208,17 +221,18 @@ def pareto_front(table: pd.DataFrame) -> pd.DataFrame:
         )
         front.append(not dominated.any())
     ok["on_front"] = front
-    columns = ["file", "solver", "seed", "makespan_watts", "makespan", "energy_kwh", "on_front"]
+    columns = ["file", "solver", "seed", "makespan_watts", "makespan", "unit", "energy_kwh",
+               "on_front"]  # fmt: skip
     return ok[columns].sort_values(["file", "solver", "makespan"]).reset_index(drop=True)
 
 
 def save_pareto(front: pd.DataFrame, path: str | Path) -> None:
     """Draw the makespan-energy front of a ``--pareto`` study (:func:`pareto_front`), one
     panel per instance file: every solver's runs, and the front as a step line."""
-    from matplotlib.figure import Figure
+    from planner.app.figures import new_figure
 
     files = list(dict.fromkeys(front["file"]))
-    fig = Figure(figsize=(7, 4.5 * max(1, len(files))), dpi=100)
+    fig = new_figure(figsize=(7, 4.5 * max(1, len(files))), dpi=100)
     for k, name in enumerate(files):
         ax = fig.add_subplot(len(files), 1, k + 1)
         rows = front[front["file"] == name]
@@ -228,7 +242,7 @@ def save_pareto(front: pd.DataFrame, path: str | Path) -> None:
                        color=colours[str(solver)])  # fmt: skip
         best = rows[rows["on_front"]].sort_values("makespan")
         ax.step(best["makespan"], best["energy_kwh"], where="post", color="black", lw=0.8)
-        ax.set_xlabel("makespan (ticks)")
+        ax.set_xlabel(f"makespan ({'s' if set(rows['unit']) == {'s'} else 'ticks'})")
         ax.set_ylabel("energy (kWh)")
         ax.set_title(f"{name}: makespan against energy")
         ax.grid(linewidth=0.3, alpha=0.6)

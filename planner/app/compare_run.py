@@ -11,9 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 from planner.disturbances import Simulation, parse_simulation
 from planner.errors import InputError
-from planner.io.instance import load_instance
+from planner.io.instance import read_instance
+from planner.times import seconds_per_tick
 
 if TYPE_CHECKING:
+    from planner.io.instance import InstanceFile
     from planner.model import Problem
 
 log = logging.getLogger(__name__)
@@ -33,11 +35,18 @@ COLUMNS = [
     "error",
     "energy_kwh",
     "makespan",
+    "unit",
 ]
-"""Columns of the results table, in file order."""
-LEGACY = (COLUMNS[:-2], COLUMNS[:-1])
-"""The columns of results files written before ``energy_kwh`` and before ``makespan``: such
-files are read, and resumed with the columns added (empty for their rows)."""
+"""Columns of the results table, in file order. ``unit``: the unit of the row's times
+(objective, bound, makespan and the realized figures, where they are times): ``s`` where
+the instance's tick has a length, and for every run in the job-level executor (which
+counts seconds); ``ticks`` for a task graph without one (PSPLIB)."""
+LEGACY = (COLUMNS[:-3], COLUMNS[:-2], COLUMNS[:-1])
+"""The columns of results files written before ``energy_kwh``, ``makespan`` and ``unit``:
+such files are read, and resumed with the columns added (empty for their rows; their
+times are in ticks)."""
+TIMES = ("makespan", "weighted_completion")
+"""The objectives whose values are times (the others: energy in kWh, cost)."""
 REALIZED = [
     "simulation",
     "realized_makespan_mean",
@@ -56,7 +65,7 @@ and resumed with the columns added."""
 ONLINE_PLANNER = "planner"
 """The name of the online planner among a study's policies."""
 JOBS_KEY = "_jobs"
-"""The key of a row that holds, for a job-level run, every job's JCT (ticks) and
+"""The key of a row that holds, for a job-level run, every job's JCT (s) and
 finish-time fairness in the run of the first seed: not a column; the study writes it to
 the side table (:func:`planner.app.compare_jct.append_jobs`)."""
 FAILED = ("invalid", "error")
@@ -122,15 +131,17 @@ def run_one(
     if workers is not None:
         options["workers"] = workers
     try:
-        problem = load_instance(run.path)
+        source = read_instance(run.path)  # read once, passed down
+        problem = source.problem()
         sim = None if simulation is None else parse_simulation(simulation, problem.time_unit)
         workload = None
+        row["unit"] = "ticks" if problem.time_unit == "1" else "s"
         if run.watts is not None:
             problem = problem.model_copy(
                 update={"objective": "energy", "makespan_watts": run.watts}
             )
         else:
-            workload = _executor_workload(run.path, problem)
+            workload = _executor_workload(source, problem)
         if workload is not None and run.solver == "portfolio":
             _search_in_executor(row, run, problem, workload, sim, time_limit)
             return row
@@ -144,10 +155,12 @@ def run_one(
         return row
     if result.interrupted:
         raise KeyboardInterrupt
+    tick = seconds_per_tick(problem.time_unit)
+    scale = tick if problem.objective in TIMES else 1.0
     row.update(
         status=result.status.value,
-        objective=result.objective,
-        lower_bound=result.lower_bound,
+        objective=None if result.objective is None else result.objective * scale,
+        lower_bound=None if result.lower_bound is None else result.lower_bound * scale,
         gap_bound=result.gap,
         runtime=round(result.runtime, 6),
     )
@@ -160,21 +173,21 @@ def run_one(
             _as_executed(row, problem, result.schedule, workload, sim)
         else:
             row["energy_kwh"] = schedule_metrics(problem, result.schedule).energy_kwh
-            row["makespan"] = result.schedule.makespan(problem)
+            row["makespan"] = result.schedule.makespan(problem) * tick
         if sim is not None:
             _realize(row, run.path, (problem, result.schedule), sim, workload)
     return row
 
 
-def _executor_workload(path: str, problem: Problem) -> Any:
-    """The training jobs of ``path`` where the executor's model plans ``problem``'s
+def _executor_workload(source: InstanceFile, problem: Problem) -> Any:
+    """The training jobs of ``source`` where the executor's model plans ``problem``'s
     objective (its plans are runs in the executor), else ``None``."""
     from planner.executor.runs import dl_workload
     from planner.solvers.dispatch_search import OBJECTIVES
 
-    if problem.objective not in OBJECTIVES:
+    if problem.objective not in OBJECTIVES or source.data is None:
         return None
-    return dl_workload(path)[0]
+    return dl_workload(source.path, source.data)[0]
 
 
 def _search_in_executor(
@@ -187,7 +200,7 @@ def _search_in_executor(
 ) -> None:
     """``portfolio`` on training jobs plans as ``planner solve`` does: the dispatch search
     in the executor's model (under the simulation's model, if any). The row's figures
-    are its best run's, in ticks of the instance; status and gap are against the
+    are its best run's, in seconds; status and gap are against the
     executor's bound; under a simulation that run is the realized one.
 
     A dispatch runs its events as planned: under noise, failures or work-conserving
@@ -234,7 +247,7 @@ def _as_executed(
 ) -> None:
     """A static engine's plan of training jobs, as ``planner solve`` prints it: the row's
     figures become the plan's run in the executor (under the simulation's model, if any),
-    in ticks of the instance, its status and gap against the executor's bound; the static
+    in seconds, its status and gap against the executor's bound; the static
     block model's figures are the solver's, not the plan's."""
     result, dispatch, _ = _in_executor(
         problem, workload, sim, stages=("static",), static=lambda _limit: (problem, schedule)
@@ -269,13 +282,11 @@ def _executed(
     row: dict[str, Any], result: Any, dispatch: Any, workload: Any, problem: Problem
 ) -> None:
     """The row's figures from the best run of ``result`` (a search in the executor's
-    model, on ``dispatch``'s cluster), in ticks of ``problem``: objective, bound, gap,
-    makespan, energy, the audit's verdict, status."""
+    model, on ``dispatch``'s cluster), in seconds: objective, bound, gap, makespan, energy,
+    the audit's verdict, status."""
     from planner.executor.audit import audit
     from planner.executor.energy import run_energy
-    from planner.times import tick_seconds
 
-    tick = tick_seconds(problem.time_unit)
     best = result.best
     ran = best.ran if best.ran is not None else dispatch.jobs
     gpus = dispatch.nodes * dispatch.gpus_per_node
@@ -283,10 +294,11 @@ def _executed(
     row.update(
         status=result.status if valid else "invalid",
         valid=valid,
-        objective=best.value / tick,
-        lower_bound=result.bound / tick,
+        objective=best.value,
+        lower_bound=result.bound,
         gap_bound=result.gap,
-        makespan=best.run.makespan / tick,
+        makespan=best.run.makespan,
+        unit="s",
         energy_kwh=run_energy(best.run, ran, gpus, workload.tariff, workload.switch_off).kwh,
     )
 
@@ -309,7 +321,7 @@ def _realize(
     planned: Any = None,
 ) -> None:
     """Fill in the realized figures of ``row``'s plan, or of its peer policy (``plan``
-    ``None``), in ticks of the instance (status ``error`` if running it fails): an instance
+    ``None``), in the row's unit (status ``error`` if running it fails): an instance
     with training jobs runs in the job-level executor (:mod:`planner.executor.runs`, its
     defaults unless ``sim`` says otherwise), a task graph without them in the task-level
     replay. ``workload``: the instance's training jobs, if read already; ``planned``: the
@@ -319,7 +331,6 @@ def _realize(
     from planner.executor.model.jobs import outages_of
     from planner.executor.runs import dispatch_of, dl_workload, judge
     from planner.replay.simulate import rank_by_realized
-    from planner.times import tick_seconds
 
     jobs: dict[str, tuple[float, float]] = {}
     time_keys = ("makespan_mean", "makespan_p95", "jct_mean", "jct_p99", "wait_max")
@@ -336,7 +347,7 @@ def _realize(
             figures = {"makespan_mean": rank.makespan["mean"], "makespan_p95": rank.makespan["p95"]}
             if rank.mean_jct is not None:
                 figures["jct_mean"] = rank.mean_jct["mean"]
-            tick = 1.0
+            tick = seconds_per_tick(problem.time_unit)
         else:
             dispatch = planned
             if dispatch is None:
@@ -357,15 +368,16 @@ def _realize(
             ran = dispatch.jobs_of(sim.seed)
             fair = fairness(first, ran, dispatch.nodes * dispatch.gpus_per_node).ftf
             jobs = {j: (f - first.release[j], fair[j]) for j, f in first.finish.items()}
-            tick = tick_seconds(workload.time_unit)
+            tick = 1.0  # the job-level executor counts seconds
+            row["unit"] = "s"
     # A replay that fails is a failed run of the study, not the end of it.
     except Exception as exc:
         row.update(status="error", error=f"simulation: {exc.__class__.__name__}: {exc}")
         return
     for key, value in figures.items():
-        row[f"realized_{key}"] = value / tick if key in time_keys else value
+        row[f"realized_{key}"] = value * tick if key in time_keys else value
     if jobs:
-        row[JOBS_KEY] = {j: (jct / tick, ftf) for j, (jct, ftf) in jobs.items()}
+        row[JOBS_KEY] = jobs
 
 
 def policy_names() -> list[str]:

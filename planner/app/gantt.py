@@ -102,12 +102,12 @@ def _row_inches(layout: GanttLayout) -> float:
 
 def new_figure(problem: Problem, schedule: Schedule, by: str | None = None) -> Figure:
     """An empty matplotlib figure sized for the chart of ``schedule`` (rows ``by``)."""
-    from matplotlib.figure import Figure
+    from planner.app import figures
 
     layout = chart_layout(problem, schedule, by)
     panels = len(problem.renewables) + has_power_panel(problem)
     width, height, _ = figure_size(len(layout.rows), panels, _row_inches(layout))
-    return Figure(figsize=(width, height), dpi=_DPI)
+    return figures.new_figure(figsize=(width, height), dpi=_DPI)
 
 
 def has_power_panel(problem: Problem) -> bool:

@@ -89,18 +89,18 @@ def write_report(run: dict[str, Any], path: str | Path) -> Report:
     InputError
         For a run with no finished job.
     """
-    from matplotlib.figure import Figure
+    from planner.app.figures import new_figure
 
     rows = _job_rows(run)
     if not rows:
         raise InputError("the run finished no job: nothing to report")
-    fig = Figure(figsize=(13, 8))
+    fig = new_figure(figsize=(13, 8))
     ax, panel, power = fig.subplots(3, 1, sharex=True, height_ratios=(5, 1.2, 0.8))
     draw_run(run, ax, panel, power)
     fig.tight_layout()
     chart = _png(fig)
     jct = np.array([r["jct"] for r in rows])
-    fig = Figure(figsize=(7, 3))
+    fig = new_figure(figsize=(7, 3))
     hist = fig.add_subplot()
     hist.hist(jct / 3600, bins=min(40, max(5, len(jct) // 2)), color="tab:blue")
     hist.set_xlabel("JCT (hours)")

@@ -118,9 +118,9 @@ _COLUMNS = ("mean", "p5", "p50", "p95", "max")
 
 
 def save_histogram(study: Study, planned: float | None, unit: str, path: Path) -> None:
-    from matplotlib.figure import Figure
+    from planner.app.figures import new_figure
 
-    fig = Figure(figsize=(7, 4), dpi=120)
+    fig = new_figure(figsize=(7, 4), dpi=120)
     draw_makespans(fig.add_subplot(), study, planned, unit)
     fig.tight_layout()
     save_figure(fig, path)
