@@ -24,11 +24,11 @@ from planner.disturbances import (
     parse_simulation,
 )
 from planner.errors import InputError
-from planner.io.instance import problem_from_data
+from planner.io.instance import load_instance, problem_from_data
 from planner.model import Problem
 from planner.replay.record import Execution
 from planner.replay.simulate import monte_carlo, rank_by_realized, simulate
-from planner.schedule import Schedule
+from planner.schedule import Schedule, load_schedule
 from planner.study import distribution
 from planner.validate import validate
 from tests.conftest import ROOT, lines
@@ -428,6 +428,22 @@ def test_cli_replays_once(files: tuple[Path, Path], tmp_path: Path) -> None:
     assert info["validator"] == "valid (realized run)"
     assert json.loads(run.read_text())["tasks"] == ex.to_json()["tasks"]
     assert chart.stat().st_size > 0
+
+
+def test_a_task_level_run_prints_seconds_where_ticks_have_a_length(tmp_path: Path) -> None:
+    instance, plan = ROOT / "instances" / "interleave.yaml", tmp_path / "plan.json"
+    assert runner.invoke(app, ["solve", str(instance), "-s", "sgs", "-o", str(plan)]).exit_code == 0
+    ex = simulate(load_instance(instance), load_schedule(plan), Disturbances.parse(slowdown="muri"))
+    info = lines(runner.invoke(app, ["run", str(instance), str(plan)]).stdout)
+    span, planned = ex.makespan, ex.planned_makespan  # ticks of 1s
+    assert (
+        info["makespan"]
+        == f"{span} s ({span} ticks of 1s); planned {planned} s ({planned} ticks of 1s)"
+    )
+    result = runner.invoke(app, ["study", str(instance), str(plan), "--noise", "lognormal:0.1",
+                                 "--runs", "3"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert any(line.startswith("3 runs (seconds)") for line in result.stdout.splitlines())
 
 
 def test_cli_monte_carlo(files: tuple[Path, Path], tmp_path: Path) -> None:

@@ -127,6 +127,25 @@ PROGRESS = {"forced": False}
 """Whether ``planner --progress`` asked for progress bars whatever stderr is."""
 
 
+def time_text(time_unit: str, ticks: float) -> str:
+    """A time in ticks of ``time_unit`` as the commands print it: in seconds where the
+    ticks have a length, the ticks beside them (``8,160 s (136 ticks of 1min)``); in
+    ticks where they have none (``'1'``, PSPLIB)."""
+    from planner.times import tick_seconds
+
+    if time_unit == "1":
+        return f"{ticks:g}"
+    return f"{ticks * tick_seconds(time_unit):,.0f} s ({ticks:g} ticks of {time_unit})"
+
+
+def seconds_of(time_unit: str) -> tuple[float, str]:
+    """What a tick of ``time_unit`` is in the unit tables print, and that unit's name:
+    seconds where ticks have a length, else ticks."""
+    from planner.times import tick_seconds
+
+    return (1.0, "ticks") if time_unit == "1" else (tick_seconds(time_unit), "seconds")
+
+
 def progress_bar(**options: Any) -> Any:
     """A tqdm progress bar on stderr, shown only where stderr is a terminal or with
     ``planner --progress`` (``options``: tqdm's; ``disable`` still hides it)."""

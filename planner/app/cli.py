@@ -29,6 +29,7 @@ from planner.app.base import (
     run_file,
     show,
     time_limit_option,
+    time_text,
 )
 from planner.bounds import critical_path_bound, energy_bound, horizon
 from planner.errors import InputError
@@ -77,7 +78,7 @@ def summary(
         rows.append(("validator", str(validate(problem, result.schedule))))
         if problem.objective != "makespan":
             span = result.schedule.makespan(problem)
-            rows.append(("makespan", time_text(problem, span)))
+            rows.append(("makespan", time_text(problem.time_unit, span)))
         rows += metric_rows(problem, result.schedule)
         if isinstance(gain, str):
             rows.append(("interleaving gain", gain))
@@ -86,20 +87,11 @@ def summary(
     return rows
 
 
-def time_text(problem: Problem, ticks: float) -> str:
-    """A time of ``problem``: in seconds where its ticks have a length, the ticks beside
-    them (``8,160 s (136 ticks of 1min)``); in ticks where they have none (PSPLIB)."""
-    if problem.time_unit == "1":
-        return f"{ticks:g}"
-    seconds = ticks * tick_seconds(problem.time_unit)
-    return f"{seconds:,.0f} s ({ticks:g} ticks of {problem.time_unit})"
-
-
 def _objective_text(problem: Problem, value: float) -> str:
     """An objective value: a time (:func:`time_text`) for the makespan and the weighted
     completion time, else as it is (energy in kWh, cost)."""
     if problem.objective in ("makespan", "weighted_completion"):
-        return time_text(problem, value)
+        return time_text(problem.time_unit, value)
     return f"{value:g}"
 
 
@@ -125,7 +117,8 @@ def metric_rows(problem: Problem, schedule: Schedule) -> list[tuple[str, object]
     m = schedule_metrics(problem, schedule)
 
     def jct(ticks: float) -> str:
-        return f"{ticks:.1f} ticks" if problem.time_unit == "1" else time_text(problem, ticks)
+        unit = problem.time_unit
+        return f"{ticks:.1f} ticks" if unit == "1" else time_text(unit, ticks)
 
     rows: list[tuple[str, object]] = [
         ("mean JCT", jct(round(m.mean_jct, 1))),

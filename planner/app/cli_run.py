@@ -26,6 +26,7 @@ from planner.app.base import (
     app,
     guard,
     refuse_run_as_plan,
+    seconds_of,
     show,
     time_limit_option,
 )
@@ -575,7 +576,8 @@ def _plan_or_policy(
                     f"interrupted: {len(study)} of {runs} runs finished; the table and the "
                     "files below hold them"
                 )
-            for line in distribution_table(study, tick_label(ex.problem.time_unit)):
+            scale, unit = seconds_of(ex.problem.time_unit)
+            for line in distribution_table(study, unit, scale):
                 typer.echo(line)
         if output is not None:
             data = ex.to_json()

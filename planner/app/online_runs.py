@@ -11,7 +11,7 @@ from typing import Any
 
 import typer
 
-from planner.app.base import chosen_options, guard, progress_bar, show
+from planner.app.base import chosen_options, guard, progress_bar, seconds_of, show
 from planner.app.colocation import FORMATS as CHART_FORMATS
 from planner.app.colocation import save_colocation_chart
 from planner.app.gantt import save_run_gantt
@@ -90,7 +90,8 @@ def online_task_graph(
             ]
         )
         typer.echo("")
-        typer.echo(f"JCT, makespan and queueing in {unit}; planner time in seconds per re-plan")
+        scale, shown = seconds_of(problem.time_unit)
+        typer.echo(f"JCT, makespan and queueing in {shown}; planner time in seconds per re-plan")
         header = ["solver", "jobs", "re-plans", "mean JCT", "p99 JCT", "makespan", "queueing"]
         typer.echo("".join(f"{h:>14}" for h in [*header, "planner s"]))
         for run in runs_done:
@@ -99,10 +100,10 @@ def online_task_graph(
                 run.solver,
                 f["jobs"],
                 f["replans"],
-                f"{f['mean_jct']:.1f}",
-                f"{f['p99_jct']:.1f}",
-                f["makespan"],
-                f"{f['mean_queueing']:.1f}",
+                f"{f['mean_jct'] * scale:.1f}",
+                f"{f['p99_jct'] * scale:.1f}",
+                f"{f['makespan'] * scale:g}",
+                f"{f['mean_queueing'] * scale:.1f}",
                 f"{f['planner_mean_seconds']:.3f}",
             ]
             typer.echo("".join(f"{c:>14}" for c in cells))

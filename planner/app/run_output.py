@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from planner.app.base import progress_bar
+from planner.app.base import progress_bar, time_text
 from planner.app.figures import save_figure
 from planner.disturbances import Disturbances
 from planner.errors import InputError
@@ -14,7 +14,6 @@ from planner.model import Problem
 from planner.replay.simulate import Execution, draw_makespans, monte_carlo
 from planner.schedule import Schedule
 from planner.study import Study
-from planner.times import tick_label
 
 HISTOGRAM_FORMATS = (".png", ".svg", ".pdf")
 """Suffixes of the histogram ``--histogram`` writes."""
@@ -38,19 +37,28 @@ def describe(dist: Disturbances) -> str:
 
 
 def task_rows(ex: Execution, schedule: Path) -> list[tuple[str, object]]:
-    unit = f" {tick_label(ex.problem.time_unit)}"
+    """The lines ``planner run`` prints of a task-level replay: times in seconds where the
+    instance's ticks have a length, the ticks beside them (:func:`time_text`)."""
+    unit = ex.problem.time_unit
+
+    def times(realized: float, planned: float | None = None) -> str:
+        if unit == "1":
+            return f"{realized:g} ticks" + ("" if planned is None else f" (planned {planned:g})")
+        text = time_text(unit, realized)
+        return text if planned is None else f"{text}; planned {time_text(unit, planned)}"
+
     name = ex.problem.name.removesuffix(" (realized)")
     rows: list[tuple[str, object]] = [
         ("instance", f"{name} ({len(ex.runs)} tasks)"),
-        ("plan", f"{schedule} (makespan {ex.planned_makespan})"),
+        ("plan", f"{schedule} (makespan {time_text(unit, ex.planned_makespan)})"),
         ("disturbances", describe(ex.disturbances)),
         ("seed", ex.seed),
-        ("makespan", f"{ex.makespan}{unit} (planned {ex.planned_makespan})"),
+        ("makespan", times(ex.makespan, ex.planned_makespan)),
         ("optimism", f"{ex.optimism:.3f} (realized / planned makespan)"),
     ]
     if ex.mean_jct is not None:
-        rows.append(("mean JCT", f"{ex.mean_jct:.1f}{unit} (planned {ex.planned_mean_jct:.1f})"))
-        rows.append(("p99 JCT", f"{ex.p99_jct:.1f}{unit}"))
+        rows.append(("mean JCT", times(round(ex.mean_jct, 1), round(ex.planned_mean_jct, 1))))
+        rows.append(("p99 JCT", times(round(ex.p99_jct, 1))))
     rows.append(
         ("utilisation", ", ".join(f"{r} {100 * u:.1f}%" for r, u in ex.utilisation.items()))
     )
@@ -102,14 +110,15 @@ def more_runs(
             study.interrupted = True  # a Ctrl-C before the runs began, or as they ended
 
 
-def distribution_table(study: Study, unit: str) -> list[str]:
-    """The distribution table of the realized makespan and mean JCT."""
+def distribution_table(study: Study, unit: str, scale: float = 1.0) -> list[str]:
+    """The distribution table of the realized makespan and mean JCT, each figure times
+    ``scale`` (a tick's seconds), in ``unit``."""
     figures = study.figures(per_run=False)
     header = f"{len(study)} runs ({unit})"
     lines = [f"{header:<28}" + "".join(f"{c:>12}" for c in _COLUMNS)]
     for label, key in (("makespan", "makespan"), ("mean JCT", "mean_jct")):
         if figures[key] is not None:
-            cells = "".join(f"{figures[key][c]:>12.1f}" for c in _COLUMNS)
+            cells = "".join(f"{figures[key][c] * scale:>12.1f}" for c in _COLUMNS)
             lines.append(f"{label:<28}{cells}")
     return lines
 
