@@ -76,8 +76,7 @@ def solver_function(name: str) -> Callable[..., Result]:
     """
     if name not in SOLVERS:
         raise InputError(f"unknown solver {name!r}; choose one of {', '.join(SOLVERS)}")
-    module, func = SOLVERS[name].split(":")
-    return getattr(importlib.import_module(module), func)
+    return _load(SOLVERS[name])
 
 
 def dispatch_solver(name: str = "dispatch") -> Callable[..., Any]:
@@ -91,7 +90,12 @@ def dispatch_solver(name: str = "dispatch") -> Callable[..., Any]:
     if name not in IN_EXECUTOR:
         raise InputError(f"unknown solver of training jobs {name!r}; choose one of "
                          f"{', '.join(IN_EXECUTOR)}")  # fmt: skip
-    module, func = IN_EXECUTOR[name].split(":")
+    return _load(IN_EXECUTOR[name])
+
+
+def _load(where: str) -> Callable[..., Any]:
+    """The function ``module:function`` names, its module imported when first asked."""
+    module, func = where.split(":")
     return getattr(importlib.import_module(module), func)
 
 

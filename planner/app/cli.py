@@ -302,6 +302,7 @@ def solve(
             if v is not None
         }
         from planner.app.solve_dl import (
+            SolveRequest,
             executed_line,
             plan_in_executor,
             solve_on_types,
@@ -319,7 +320,8 @@ def solve(
 
         source = read_instance(instance)  # read once, passed down
         workload, _ = workload_of(source)
-        if solve_on_types(instance, workload, solver, options, static, output, gantt):
+        request = SolveRequest(instance, solver, options, static, output, gantt)
+        if solve_on_types(request, workload):
             return
         problem = source.problem(check=True)
         if "time_limit" in options_of(solver):
@@ -327,8 +329,9 @@ def solve(
         if initial is not None:
             options["initial_solution"] = load_schedule(initial, problem)
 
-        if plan_in_executor(instance, workload, problem, solver, options, static, output, gantt,
-                        (interleave, data_slots, slowdown, restart)):  # fmt: skip
+        if plan_in_executor(
+            request, workload, problem, (interleave, data_slots, slowdown, restart)
+        ):
             return
         result = run(problem, solver, progress=progress_printer(), **options)
         gain: tuple[str, float] | str | None = None

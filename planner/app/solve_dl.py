@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
 
-from planner.app.base import progress_printer, show
+from planner.app.base import progress_printer, show, time_text
 from planner.errors import InputError
 
 if TYPE_CHECKING:
@@ -67,24 +68,34 @@ def static_portfolio(
     return make
 
 
+@dataclass(frozen=True)
+class SolveRequest:
+    """What ``planner solve`` is asked: the instance file (named in what it prints), the
+    solver and its options, whether ``--static``, and where to write the plan and its
+    chart."""
+
+    instance: Path
+    solver: str
+    options: dict[str, Any]
+    static: bool = False
+    output: Path | None = None
+    gantt: Path | None = None
+
+
 def solve_in_executor(
-    instance: Path,
+    request: SolveRequest,
     workload: Workload,
     problem: Problem | None,
-    solver: str,
-    options: dict[str, Any],
     setting: Setting,
-    output: Path | None,
-    gantt: Path | None,
     goal: tuple[str, dict[str, float]] | None = None,
 ) -> None:
     """Plan ``workload`` (the instance's training jobs; ``problem`` compiled from the
     same file) in the executor's model under ``setting``: with ``portfolio`` the dispatch
     search, with another solver its static plan as the executor runs it. Prints the
-    run's figures; writes the plan (``output``: a dispatch file, or the static plan's
-    schedule) and the co-location chart (``gantt``). Under the ``table`` model there is
-    no problem: ``goal`` gives the objective and the jobs' weights, and the search runs
-    its policies only.
+    run's figures; writes the plan (the request's ``output``: a dispatch file, or the
+    static plan's schedule) and the co-location chart (its ``gantt``). Under the
+    ``table`` model there is no problem: ``goal`` gives the objective and the jobs'
+    weights, and the search runs its policies only.
 
     Raises
     ------
@@ -102,6 +113,8 @@ def solve_in_executor(
     from planner.solvers.dispatch_search import OBJECTIVES
     from planner.solvers.registry import dispatch_solver
 
+    instance, solver, options = request.instance, request.solver, request.options
+    output, gantt = request.output, request.gantt
     if goal is None:
         assert problem is not None
         goal = (problem.objective, {j.name: j.weight for j in problem.jobs})
@@ -167,7 +180,7 @@ def solve_in_executor(
             result.best.source = f"{solver} plan"
         static_line = (
             "static block model",
-            f"{plan.objective:g} ticks of {problem.time_unit} planned, {plan.status.value} in "
+            f"{time_text(problem.time_unit, plan.objective)} planned, {plan.status.value} in "
             "that model (the figures above are its run in the executor)",
         )
     result.runtime = time.perf_counter() - t0
@@ -421,15 +434,7 @@ def _rows(
     return rows
 
 
-def solve_on_types(
-    instance: Path,
-    workload: Workload | None,
-    solver: str,
-    options: dict[str, Any],
-    static: bool,
-    output: Path | None,
-    gantt: Path | None,
-) -> bool:
+def solve_on_types(request: SolveRequest, workload: Workload | None) -> bool:
     """Solve an instance under the ``table`` model (GPU types, measured rates): the
     search in the executor over the policies for GPU types
     (:data:`~planner.solvers.dispatch_search.TABLE_POLICIES`); whether the instance is one.
@@ -446,6 +451,7 @@ def solve_on_types(
 
     if workload is None or workload.table is None:
         return False
+    static, solver, options = request.static, request.solver, request.options
     if static or solver != "portfolio":
         what = "--static" if static else f"solver {solver}"
         raise InputError(
@@ -459,8 +465,8 @@ def solve_on_types(
             "--seed only"
         )
     weights = {j.name: j.weight for j in workload.jobs}
-    solve_in_executor(instance, workload, None, solver, options, Setting(restart=False),
-                      output, gantt, (workload.objective, weights))  # fmt: skip
+    solve_in_executor(request, workload, None, Setting(restart=False),
+                      (workload.objective, weights))  # fmt: skip
     return True
 
 
@@ -493,14 +499,9 @@ def table_info(instance: Path, workload: Workload | None) -> list[tuple[str, obj
 
 
 def plan_in_executor(
-    instance: Path,
+    request: SolveRequest,
     jobs: Workload | None,
     problem: Problem,
-    solver: str,
-    options: dict[str, object],
-    static: bool,
-    output: Path | None,
-    gantt: Path | None,
     model: tuple[str | None, float | None, str | None, bool | None],
 ) -> bool:
     """Solve an instance with training jobs in the executor's model (:mod:`planner.app.solve_dl`)
@@ -517,6 +518,12 @@ def plan_in_executor(
     from planner.executor.runs import DEFAULT_RESTART, DEFAULT_SLOWDOWN, Setting
     from planner.solvers.dispatch_search import OBJECTIVES
 
+    static, solver, options, output = (
+        request.static,
+        request.solver,
+        request.options,
+        request.output,
+    )
     interleave, data_slots, slowdown, restart = model
     given = [name for name, v in zip(("--interleave", "--data-slots", "--slowdown", "--restart"),
                                       model, strict=True) if v is not None]  # fmt: skip
@@ -537,13 +544,14 @@ def plan_in_executor(
             raise InputError(f"{given[0]}: the executor's model plans instances {why} "
                              "(objective makespan or weighted_completion)")  # fmt: skip
         return False
+    output = request.output
     if output is not None and solver == "portfolio" and output.suffix.lower() != ".json":
         raise InputError("--output: a dispatch file is .json", str(output))
     setting = Setting(interleave, data_slots, slowdown or DEFAULT_SLOWDOWN,
                       DEFAULT_RESTART if restart is None else restart)  # fmt: skip
     if setting.model(workload).kind != "fluid" and data_slots is not None:
         raise InputError("--data-slots: data slots are fluid's; muri loads over two of four slots")
-    solve_in_executor(instance, workload, problem, solver, options, setting, output, gantt)
+    solve_in_executor(request, workload, problem, setting)
     return True
 
 
