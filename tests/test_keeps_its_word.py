@@ -410,6 +410,24 @@ def test_the_formats_reference_lists_its_fields() -> None:
 # A command reads its instance once and passes the parsed object down (issue 58).
 
 
+@pytest.fixture
+def reads(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """How many times each file (by name) is read from here on."""
+    counts: dict[str, int] = {}
+    read_bytes, read_text = Path.read_bytes, Path.read_text
+
+    def counted(read: Callable[..., object]) -> Callable[..., object]:
+        def inner(self: Path, *a: object, **k: object) -> object:
+            counts[self.name] = counts.get(self.name, 0) + 1
+            return read(self, *a, **k)
+
+        return inner
+
+    monkeypatch.setattr(Path, "read_bytes", counted(read_bytes))
+    monkeypatch.setattr(Path, "read_text", counted(read_text))
+    return counts
+
+
 @pytest.mark.parametrize(
     "args",
     [
@@ -423,20 +441,8 @@ def test_the_formats_reference_lists_its_fields() -> None:
     ],
 )
 def test_a_command_reads_its_instance_and_plan_once(
-    dispatch: Path, monkeypatch: pytest.MonkeyPatch, args: list[str]
+    dispatch: Path, reads: dict[str, int], args: list[str]
 ) -> None:
-    reads: dict[str, int] = {}
-    read_bytes, read_text = Path.read_bytes, Path.read_text
-
-    def counted(read: Callable[..., object]) -> Callable[..., object]:
-        def inner(self: Path, *a: object, **k: object) -> object:
-            reads[self.name] = reads.get(self.name, 0) + 1
-            return read(self, *a, **k)
-
-        return inner
-
-    monkeypatch.setattr(Path, "read_bytes", counted(read_bytes))
-    monkeypatch.setattr(Path, "read_text", counted(read_text))
     command, *rest = args
     given = [str(dispatch) if a == "PLAN" else a for a in rest]
     code, _, err = run(command, EXAMPLE, *given)
@@ -444,3 +450,13 @@ def test_a_command_reads_its_instance_and_plan_once(
     assert reads[EXAMPLE.name] == 1
     if "PLAN" in args:
         assert reads[dispatch.name] == 1
+
+
+def test_replan_reads_its_instance_and_the_run_once(tmp_path: Path, reads: dict[str, int]) -> None:
+    plan, ran = tmp_path / "plan.json", tmp_path / "run.json"
+    assert run("solve", EXAMPLE, "--static", "-s", "sgs", "-o", plan)[0] == 0
+    assert run("run", EXAMPLE, plan, "-o", ran)[0] == 0
+    reads.clear()  # from here on: the replan's
+    code, _, err = run("replan", EXAMPLE, plan, "--at", "30", "--executed", ran, "-s", "sgs")
+    assert code == 0, err
+    assert (reads[EXAMPLE.name], reads[ran.name]) == (1, 1)

@@ -127,14 +127,14 @@ PROGRESS = {"forced": False}
 """Whether ``planner --progress`` asked for progress bars whatever stderr is."""
 
 
-def time_text(time_unit: str, ticks: float) -> str:
+def time_text(time_unit: str, ticks: float, named: bool = False) -> str:
     """A time in ticks of ``time_unit`` as the commands print it: in seconds where the
     ticks have a length, the ticks beside them (``8,160 s (136 ticks of 1min)``); in
-    ticks where they have none (``'1'``, PSPLIB)."""
+    ticks where they have none (``'1'``, PSPLIB), ``named`` (``42 ticks``) or bare."""
     from planner.times import tick_seconds
 
     if time_unit == "1":
-        return f"{ticks:g}"
+        return f"{ticks:g} ticks" if named else f"{ticks:g}"
     return f"{ticks * tick_seconds(time_unit):,.0f} s ({ticks:g} ticks of {time_unit})"
 
 
@@ -237,20 +237,25 @@ def progress_printer() -> Callable[[Progress], None]:
     return report
 
 
+TASK_RUN = ("disturbances", "planned_makespan")
+"""The keys a task-level run file of ``planner run -o`` is recognised by."""
+JOB_RUN = ("executor", "residences")
+"""The keys a job-level run file of ``planner run -o`` is recognised by."""
+
+
+def has_keys(data: object, keys: tuple[str, ...]) -> bool:
+    """Whether ``data`` is a JSON object holding every one of ``keys``."""
+    return isinstance(data, dict) and all(k in data for k in keys)
+
+
 def refuse_run_as_plan(path: Path, hint: str) -> dict[str, Any] | None:
     """Refuse a run file of ``planner run -o`` (task by task or job by job) given
     where a plan is expected; else the file's JSON object, read once for the plan's
     reader (``None``: not a JSON object)."""
     data = json_object(path)
-    runs = (("disturbances", "planned_makespan"), ("executor", "residences"))
-    if data is not None and any(all(k in data for k in keys) for keys in runs):
+    if has_keys(data, TASK_RUN) or has_keys(data, JOB_RUN):
         raise InputError(f"a run file of planner run, not a plan: {hint}", str(path))
     return data
-
-
-def job_run_file(path: Path) -> dict[str, Any] | None:
-    """The data of ``path`` if it is a job-level run file of ``planner run -o``."""
-    return json_object(path, "executor", "residences")
 
 
 def json_object(path: Path, *keys: str) -> dict[str, Any] | None:
@@ -262,9 +267,9 @@ def json_object(path: Path, *keys: str) -> dict[str, Any] | None:
         data = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return None
-    return data if isinstance(data, dict) and all(k in data for k in keys) else None
+    return data if has_keys(data, keys) else None
 
 
 def run_file(path: Path) -> dict[str, Any] | None:
     """The data of ``path`` if it is a run file of ``planner run -o``, else ``None``."""
-    return json_object(path, "disturbances", "planned_makespan")
+    return json_object(path, *TASK_RUN)

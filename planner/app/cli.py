@@ -44,6 +44,7 @@ from planner.validate import Report, validate
 
 if TYPE_CHECKING:
     from planner.app.colocation import RunChart
+    from planner.executor.model.jobs import Workload
     from planner.io.instance import InstanceFile
 
 GAIN_TASKS = 2_000
@@ -116,13 +117,9 @@ def metric_rows(problem: Problem, schedule: Schedule) -> list[tuple[str, object]
         return []
     m = schedule_metrics(problem, schedule)
 
-    def jct(ticks: float) -> str:
-        unit = problem.time_unit
-        return f"{ticks:.1f} ticks" if unit == "1" else time_text(unit, ticks)
-
     rows: list[tuple[str, object]] = [
-        ("mean JCT", jct(round(m.mean_jct, 1))),
-        ("p99 JCT", jct(round(m.p99_jct, 1))),
+        ("mean JCT", time_text(problem.time_unit, round(m.mean_jct, 1), named=True)),
+        ("p99 JCT", time_text(problem.time_unit, round(m.p99_jct, 1), named=True)),
         ("utilisation", ", ".join(f"{r} {100 * u:.1f}%" for r, u in m.utilisation.items())),
     ]
     spread = node_spread(problem, m.node_utilisation)
@@ -452,7 +449,7 @@ def info(instance: Annotated[Path, typer.Argument(help="Instance file.")]) -> No
             ("energy bound", energy),
             ("lower bound", max(cp, energy)),
         ]
-        model_rows = _model_bounds(source)
+        model_rows = _model_bounds(source, workload)
         if model_rows:  # training jobs: in seconds, the static block model's named
             most = max(cp, energy)
             seconds = most * tick_seconds(problem.time_unit)
@@ -468,9 +465,10 @@ def info(instance: Annotated[Path, typer.Argument(help="Instance file.")]) -> No
         show(rows)
 
 
-def _model_bounds(source: InstanceFile) -> list[tuple[str, object]]:
-    """``planner info``'s bounds of a training workload (cluster form) under each
-    interleaving model, in seconds; none for another instance."""
+def _model_bounds(source: InstanceFile, workload: Workload | None) -> list[tuple[str, object]]:
+    """``planner info``'s bounds of a training workload (cluster form; ``workload``: its
+    jobs where the executor runs them, compiled already) under each interleaving model, in
+    seconds; none for another instance."""
     from planner.executor.configurations import NodeRoom, strongest_bound
     from planner.executor.model.elastic import Hybrid
     from planner.executor.model.jobs import jobs_from_instance
@@ -478,8 +476,9 @@ def _model_bounds(source: InstanceFile) -> list[tuple[str, object]]:
 
     if source.data is None:
         return []
-    try:
-        workload = jobs_from_instance(source.path, source.data)
+    try:  # the jobs of an instance the executor does not run (interleave: phases) too
+        if workload is None:
+            workload = jobs_from_instance(source.path, source.data)
     except InputError:
         return []  # not a cluster-form instance of one GPU count per node
     from planner.executor.model.resources import resource_rows

@@ -14,13 +14,14 @@ import typer
 
 from planner.app.base import (
     DEFAULT_TIME_LIMIT,
+    JOB_RUN,
     MAX_SOLVER_SEED,
     SCHEDULE_FORMATS,
     TIME_LIMIT_RANGE,
     app,
     chosen_options,
     guard,
-    job_run_file,
+    has_keys,
     progress_printer,
     refuse_run_as_plan,
     show,
@@ -28,7 +29,7 @@ from planner.app.base import (
 )
 from planner.errors import InputError
 from planner.executor.dispatch import dispatch_data
-from planner.io.instance import NATIVE, load_instance, read_text, save_instance
+from planner.io.instance import NATIVE, read_instance, read_text, save_instance
 from planner.io.paths import check_distinct, check_output
 from planner.replay.events import parse_event
 from planner.replay.job_state import state_from_job_run
@@ -114,15 +115,18 @@ def replan_cmd(
         if instance_out is not None:
             check_output(instance_out, inputs=inputs, suffixes=NATIVE, what="the instance file")
         check_distinct({"--output": output, "--instance-out": instance_out})
-        refuse_run_as_plan(schedule, "give it with --executed, and the plan as SCHEDULE")
-        if dispatch_data(schedule) is not None:
+        plan_data = refuse_run_as_plan(
+            schedule, "give it with --executed, and the plan as SCHEDULE"
+        )
+        if dispatch_data(schedule, plan_data) is not None:
             raise InputError(
                 "a dispatch, planned in the executor's model: re-plan a static plan (planner "
                 "solve INSTANCE --static -o PLAN), or let the planner re-plan at every event "
                 "(planner online INSTANCE)",
                 str(schedule),
             )
-        problem = load_instance(instance)
+        source = read_instance(instance)  # read once, passed down
+        problem = source.problem()
         tick = parse_ticks(at, problem.time_unit, "--at")
         events = [parse_event(e, problem.time_unit) for e in event or ()]
         plan = load_schedule(schedule, problem)
@@ -134,8 +138,10 @@ def replan_cmd(
                 raise InputError(
                     f"invalid JSON: {exc.msg}", str(executed), f"line {exc.lineno}"
                 ) from None
-            if job_run_file(executed) is not None:
-                state = state_from_job_run(instance, problem, plan, run, tick, str(executed))
+            if has_keys(run, JOB_RUN):
+                state = state_from_job_run(
+                    instance, problem, plan, run, tick, str(executed), source.data
+                )
             else:
                 state = state_from_run(problem, run, tick, str(executed))
         built = prepare(problem, plan, tick, events, state)

@@ -242,7 +242,7 @@ def save_pareto(front: pd.DataFrame, path: str | Path) -> None:
                        color=colours[str(solver)])  # fmt: skip
         best = rows[rows["on_front"]].sort_values("makespan")
         ax.step(best["makespan"], best["energy_kwh"], where="post", color="black", lw=0.8)
-        ax.set_xlabel(f"makespan ({'s' if set(rows['unit']) == {'s'} else 'ticks'})")
+        ax.set_xlabel(f"makespan ({unit_words(rows)})")
         ax.set_ylabel("energy (kWh)")
         ax.set_title(f"{name}: makespan against energy")
         ax.grid(linewidth=0.3, alpha=0.6)

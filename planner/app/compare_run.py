@@ -175,7 +175,7 @@ def run_one(
             row["energy_kwh"] = schedule_metrics(problem, result.schedule).energy_kwh
             row["makespan"] = result.schedule.makespan(problem) * tick
         if sim is not None:
-            _realize(row, run.path, (problem, result.schedule), sim, workload)
+            _realize(row, run.path, (problem, result.schedule), sim, workload, parsed=source.data)
     return row
 
 
@@ -319,6 +319,7 @@ def _realize(
     sim: Simulation,
     workload: Any = None,
     planned: Any = None,
+    parsed: dict[str, Any] | None = None,
 ) -> None:
     """Fill in the realized figures of ``row``'s plan, or of its peer policy (``plan``
     ``None``), in the row's unit (status ``error`` if running it fails): an instance
@@ -326,7 +327,8 @@ def _realize(
     defaults unless ``sim`` says otherwise), a task graph without them in the task-level
     replay. ``workload``: the instance's training jobs, if read already; ``planned``: the
     :class:`~planner.executor.runs.Dispatch` to judge, planned already (a dispatch of
-    the search in the executor's model)."""
+    the search in the executor's model); ``parsed``: the instance file already parsed
+    (:attr:`planner.io.instance.InstanceFile.data`), not read again."""
     from planner.executor.fairness import fairness
     from planner.executor.model.jobs import outages_of
     from planner.executor.runs import dispatch_of, dl_workload, judge
@@ -336,7 +338,7 @@ def _realize(
     time_keys = ("makespan_mean", "makespan_p95", "jct_mean", "jct_p99", "wait_max")
     try:
         if workload is None:
-            workload, why = dl_workload(path)
+            workload, why = dl_workload(path, parsed)
             if workload is None and plan is None:
                 raise InputError(f"a policy runs training jobs; {path} is {why}")
         if workload is None:

@@ -42,10 +42,12 @@ def task_rows(ex: Execution, schedule: Path) -> list[tuple[str, object]]:
     unit = ex.problem.time_unit
 
     def times(realized: float, planned: float | None = None) -> str:
-        if unit == "1":
-            return f"{realized:g} ticks" + ("" if planned is None else f" (planned {planned:g})")
-        text = time_text(unit, realized)
-        return text if planned is None else f"{text}; planned {time_text(unit, planned)}"
+        text = time_text(unit, realized, named=True)
+        if planned is None:
+            return text
+        return text + (
+            f" (planned {planned:g})" if unit == "1" else f"; planned {time_text(unit, planned)}"
+        )
 
     name = ex.problem.name.removesuffix(" (realized)")
     rows: list[tuple[str, object]] = [

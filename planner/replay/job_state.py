@@ -116,10 +116,12 @@ def state_from_job_run(
     data: Mapping[str, Any],
     at: int,
     file: str | None = None,
+    parsed: Mapping[str, Any] | None = None,
 ) -> State:
     """The executor's state at tick ``at`` of a job-level run file of a plan
     (``planner run INSTANCE PLAN -o run.json``): the run again, from what the file
-    says of it, to ``at`` (:func:`state_of_run`).
+    says of it, to ``at`` (:func:`state_of_run`). ``parsed``: the instance file ``path``
+    already parsed (:attr:`planner.io.instance.InstanceFile.data`), not read again.
 
     Raises
     ------
@@ -131,7 +133,7 @@ def state_from_job_run(
     from planner.executor.model.jobs import outages_of
     from planner.times import seconds_per_tick
 
-    workload, why = dl_workload(path)
+    workload, why = dl_workload(path, parsed)
     if workload is None:
         raise InputError(f"a job-level run is of an instance with training jobs; this is {why}")
     if data.get("policy") != "plan":
